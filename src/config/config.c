@@ -1,0 +1,1319 @@
+/*
+ * config.c — the option table (config_table.h) expanded into defaults, one
+ * parser per TYPE, the config file, BUCKETCACHE_* environment variables,
+ * command-line flags and --help; then validation and derived fields
+ * (upstream form, credentials, client keys). See config.h.
+ *
+ * Runs on the main thread before anything else starts; afterwards the
+ * bc_config_t is read-only and may be read from any thread (the lookups
+ * bc_config_secret/_key/_key_allows only read). The struct owns every
+ * string it points to; bc_config_fini() frees them all.
+ *
+ * Conventions: a STR option is never NULL ("" when unset). A LIST option
+ * accumulates within one source; a higher-precedence source (file < env <
+ * flags) that sets it replaces what lower sources gave. In the environment
+ * a LIST value holds several entries separated by blanks. Errors are one
+ * line "<where>: <what>", where <where> is "--name", "BUCKETCACHE_NAME" or
+ * "FILE:LINE: name"; client secrets never appear in them.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "config/config.h"
+#include "config/config_creds.h"
+#include "util/util_error.h"
+#include "util/util_log.h"
+
+#define MAX_LINE    4096    /* config file line */
+#define MAX_SECRET  1024
+#define MAX_ACCESS  128
+#define WHY_LEN     256
+#define SHOW        "%.64s" /* values echoed in errors are cut here */
+
+enum opt_type {
+	OPT_STR, OPT_BOOL, OPT_UINT, OPT_SIZE, OPT_MS, OPT_LEVEL, OPT_LIST
+};
+
+/* Sources, in precedence order. */
+enum opt_src { SRC_DEFAULT = 0, SRC_FILE, SRC_ENV, SRC_FLAG };
+
+struct opt {
+	const char    *name;
+	enum opt_type  type;
+	size_t         off;   /* of the field in bc_config_t */
+	const char    *def;
+	const char    *help;
+};
+
+static const struct opt opts[] = {
+#define BC_OPT(field, name, type, def, help) \
+	{ name, OPT_##type, offsetof(bc_config_t, field), def, help },
+#include "config/config_table.h"
+#undef BC_OPT
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Parses v into the field at dst; on error writes why (no prefix). */
+typedef int (*parse_fn)(void *dst, const char *v, char *why, size_t whylen);
+
+static int parse_str(void *, const char *, char *, size_t);
+static int parse_bool(void *, const char *, char *, size_t);
+static int parse_uint(void *, const char *, char *, size_t);
+static int parse_size(void *, const char *, char *, size_t);
+static int parse_ms(void *, const char *, char *, size_t);
+static int parse_level(void *, const char *, char *, size_t);
+static int parse_list(void *, const char *, char *, size_t);
+
+static const struct {
+	const char *hint;     /* --help: the value's shape */
+	parse_fn    parse;
+} types[] = {
+	[OPT_STR]   = { "TEXT",  parse_str },
+	[OPT_BOOL]  = { NULL,    parse_bool },
+	[OPT_UINT]  = { "N",     parse_uint },
+	[OPT_SIZE]  = { "SIZE",  parse_size },
+	[OPT_MS]    = { "TIME",  parse_ms },
+	[OPT_LEVEL] = { "LEVEL", parse_level },
+	[OPT_LIST]  = { "VALUE", parse_list },
+};
+
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void *
+field(bc_config_t *c, const struct opt *o)
+{
+	return (char *)c + o->off;
+}
+
+static const struct opt *
+opt_find(const char *name, size_t n)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strlen(opts[i].name) == n &&
+		    memcmp(opts[i].name, name, n) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+/* BUCKETCACHE_<NAME>: name upper-cased, '-' as '_'. */
+static void
+env_name(const struct opt *o, char *out, size_t outlen)
+{
+	size_t n = (size_t)snprintf(out, outlen, "BUCKETCACHE_%s", o->name);
+
+	for (size_t i = 0; i < n && i < outlen; i++)
+		out[i] = out[i] == '-' ? '_' :
+		    (char)toupper((unsigned char)out[i]);
+}
+
+static const char *
+env_get(char **env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+			return env[i] + n + 1;
+	return NULL;
+}
+
+static bool
+nonempty(const char *s)
+{
+	return s != NULL && *s != '\0';
+}
+
+static char *
+trim(char *s)
+{
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+/* ---- one parser per TYPE ---------------------------------------------- */
+
+static int
+parse_str(void *dst, const char *v, char *why, size_t whylen)
+{
+	char **slot = dst, *p = strdup(v);
+
+	if (p == NULL) {
+		seterr(why, whylen, "out of memory");
+		return BC_ENOMEM;
+	}
+	free(*slot);
+	*slot = p;
+	return 0;
+}
+
+static int
+parse_bool(void *dst, const char *v, char *why, size_t whylen)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+	bool *b = dst;
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*b = true;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*b = false;
+			return 0;
+		}
+	}
+	seterr(why, whylen, "'" SHOW "' is not yes or no", v);
+	return BC_EINVAL;
+}
+
+/* Leading decimal digits of s into *out; *end after them. BC_EINVAL when
+ * there is no digit, BC_ERANGE past UINT64_MAX. */
+static int
+parse_u64(const char *s, uint64_t *out, const char **end)
+{
+	uint64_t n = 0;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return BC_EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (n > (UINT64_MAX - d) / 10)
+			return BC_ERANGE;
+		n = n * 10 + d;
+	}
+	*out = n;
+	*end = p;
+	return 0;
+}
+
+static int
+parse_uint(void *dst, const char *v, char *why, size_t whylen)
+{
+	const char *end;
+	uint64_t n;
+	int rv;
+
+	rv = parse_u64(v, &n, &end);
+	if (rv == 0 && *end != '\0')
+		rv = BC_EINVAL;
+	if (rv == 0 && (n > UINT32_MAX || n > UINT_MAX))
+		rv = BC_ERANGE;
+	if (rv == BC_ERANGE)
+		seterr(why, whylen, "'" SHOW "' is too large (max %u)", v,
+		    (unsigned)UINT32_MAX);
+	else if (rv < 0)
+		seterr(why, whylen, "'" SHOW "' is not a number", v);
+	else
+		*(unsigned *)dst = (unsigned)n;
+	return rv;
+}
+
+/* n * mult into *out, BC_ERANGE on overflow. */
+static int
+mul_u64(uint64_t n, uint64_t mult, uint64_t *out)
+{
+	if (mult != 0 && n > UINT64_MAX / mult)
+		return BC_ERANGE;
+	*out = n * mult;
+	return 0;
+}
+
+static int
+parse_size(void *dst, const char *v, char *why, size_t whylen)
+{
+	static const char units[] = "KMGT";
+	uint64_t n, mult = 1;
+	const char *end, *u;
+	int rv;
+
+	rv = parse_u64(v, &n, &end);
+	if (rv == 0 && *end != '\0') {
+		u = strchr(units, toupper((unsigned char)*end));
+		if (u != NULL) {
+			mult = (uint64_t)1 << (10 * (u - units + 1));
+			end++;
+			if (*end == 'i' || *end == 'I') {
+				end++;
+				if (*end != 'B' && *end != 'b')
+					rv = BC_EINVAL;
+			}
+		}
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end != '\0')
+			rv = BC_EINVAL;
+	}
+	if (rv == 0)
+		rv = mul_u64(n, mult, dst);
+	if (rv == BC_ERANGE)
+		seterr(why, whylen, "'" SHOW "' is too large", v);
+	else if (rv < 0)
+		seterr(why, whylen, "'" SHOW "' is not a size (like 512, "
+		    "64K, 8M, 2G, 1T)", v);
+	return rv;
+}
+
+static int
+parse_ms(void *dst, const char *v, char *why, size_t whylen)
+{
+	uint64_t n, mult;
+	const char *end;
+	int rv;
+
+	rv = parse_u64(v, &n, &end);
+	if (rv == 0) {
+		if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+			mult = 1000;
+		else if (strcmp(end, "ms") == 0)
+			mult = 1;
+		else if (strcmp(end, "m") == 0)
+			mult = 60000;
+		else
+			rv = BC_EINVAL;
+	}
+	if (rv == 0)
+		rv = mul_u64(n, mult, dst);
+	if (rv == BC_ERANGE)
+		seterr(why, whylen, "'" SHOW "' is too large", v);
+	else if (rv < 0)
+		seterr(why, whylen, "'" SHOW "' is not a duration (like "
+		    "250ms, 5s, 2m; a bare number is seconds)", v);
+	return rv;
+}
+
+static int
+parse_level(void *dst, const char *v, char *why, size_t whylen)
+{
+	int l = bc_log_level_parse(v);
+
+	if (l < 0) {
+		seterr(why, whylen, "'" SHOW "' is not error, warn, info or "
+		    "debug", v);
+		return BC_EINVAL;
+	}
+	*(int *)dst = l;
+	return 0;
+}
+
+static void
+list_clear(bc_strlist_t *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static int
+parse_list(void *dst, const char *v, char *why, size_t whylen)
+{
+	bc_strlist_t *l = dst;
+	char **nv, *p;
+
+	p = strdup(v);
+	nv = p == NULL ? NULL : realloc(l->v, (l->n + 1) * sizeof(*nv));
+	if (nv == NULL) {
+		free(p);
+		seterr(why, whylen, "out of memory");
+		return BC_ENOMEM;
+	}
+	l->v = nv;
+	l->v[l->n++] = p;
+	return 0;
+}
+
+/*
+ * Sets option o from source src; srcs[] remembers, per option, the
+ * highest source that set it (a LIST is cleared when a higher source
+ * first sets it). where prefixes the error ("--threads").
+ */
+static int
+opt_set(bc_config_t *c, const struct opt *o, const char *v, enum opt_src src,
+    unsigned char *srcs, const char *where, char *err, size_t errlen)
+{
+	char why[WHY_LEN];
+	size_t i = (size_t)(o - opts);
+	int rv;
+
+	if (o->type == OPT_LIST && srcs != NULL && srcs[i] < src)
+		list_clear(field(c, o));
+	if (srcs != NULL)
+		srcs[i] = (unsigned char)src;
+	why[0] = '\0';
+	rv = types[o->type].parse(field(c, o), v, why, sizeof(why));
+	if (rv < 0)
+		seterr(err, errlen, "%s: %s", where, why);
+	return rv;
+}
+
+/* ---- init / fini ------------------------------------------------------- */
+
+static void
+derived_fini(bc_config_t *c)
+{
+	for (size_t i = 0; i < c->nkeys; i++) {
+		free(c->keys[i].access_key);
+		free(c->keys[i].secret_key);
+		for (size_t j = 0; j < c->keys[i].nallow; j++)
+			free(c->keys[i].allow[j]);
+		free(c->keys[i].allow);
+	}
+	free(c->keys);
+	c->keys = NULL;
+	c->nkeys = 0;
+	free(c->access_key);
+	free(c->secret_key);
+	free(c->session_token);
+	free(c->upstream_dir);
+	c->access_key = c->secret_key = c->session_token = NULL;
+	c->upstream_dir = NULL;
+	c->upstream_is_file = false;
+}
+
+int
+bc_config_init(bc_config_t *c)
+{
+	int rv = 0;
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+
+		if (o->type == OPT_LIST && o->def[0] == '\0')
+			continue;
+		/* a default that does not parse is caught by the tests;
+		 * here only memory can run out */
+		rv = opt_set(c, o, o->def, SRC_DEFAULT, NULL, o->name, NULL,
+		    0);
+		if (rv < 0)
+			goto fail;
+	}
+fail:
+	if (rv < 0)
+		bc_config_fini(c);
+	return rv;
+}
+
+void
+bc_config_fini(bc_config_t *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+
+		if (o->type == OPT_STR)
+			free(*(char **)field(c, o));
+		else if (o->type == OPT_LIST)
+			list_clear(field(c, o));
+	}
+	derived_fini(c);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- sources ----------------------------------------------------------- */
+
+static int
+load_file(bc_config_t *c, const char *path, const char *where,
+    unsigned char *srcs, char *err, size_t errlen)
+{
+	char line[MAX_LINE + 2], at[MAX_LINE + 64];
+	unsigned lineno = 0;
+	FILE *fp;
+	int rv = 0;
+
+	fp = fopen(path, "r");
+	if (fp == NULL) {
+		rv = -errno;
+		seterr(err, errlen, "%s: %s: %s", where, path,
+		    bc_strerror(rv));
+		goto fail;
+	}
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		size_t len = strlen(line), nlen;
+		const struct opt *o;
+		const char *val;
+		char *s, *v;
+		bool quoted = false;
+
+		lineno++;
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "%s:%u: line longer than %d bytes",
+			    path, lineno, MAX_LINE);
+			goto fail;
+		}
+		s = trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		nlen = strcspn(s, " \t=");
+		v = s + nlen;
+		v += strspn(v, " \t");
+		if (*v == '=')
+			v++;
+		v = trim(v);
+		o = opt_find(s, nlen);
+		if (o == NULL) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "%s:%u: unknown option '%.*s'",
+			    path, lineno, (int)(nlen > 64 ? 64 : nlen), s);
+			goto fail;
+		}
+		if (strcmp(o->name, "config") == 0) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "%s:%u: 'config' cannot be set in "
+			    "a config file", path, lineno);
+			goto fail;
+		}
+		if (*v == '"') {
+			size_t vlen = strlen(v);
+
+			if (vlen < 2 || v[vlen - 1] != '"') {
+				rv = BC_EINVAL;
+				seterr(err, errlen, "%s:%u: %s: unterminated "
+				    "quote", path, lineno, o->name);
+				goto fail;
+			}
+			v[vlen - 1] = '\0';
+			v++;
+			quoted = true;
+		}
+		val = v;
+		if (*v == '\0' && !quoted) {
+			if (o->type != OPT_BOOL) {
+				rv = BC_EINVAL;
+				seterr(err, errlen, "%s:%u: %s: missing value",
+				    path, lineno, o->name);
+				goto fail;
+			}
+			val = "yes";
+		}
+		snprintf(at, sizeof(at), "%s:%u: %s", path, lineno, o->name);
+		rv = opt_set(c, o, val, SRC_FILE, srcs, at, err, errlen);
+		if (rv < 0)
+			goto fail;
+	}
+	if (ferror(fp)) {
+		rv = BC_EIO;
+		seterr(err, errlen, "%s: read error", path);
+	}
+fail:
+	if (fp != NULL)
+		fclose(fp);
+	return rv;
+}
+
+static int
+load_env(bc_config_t *c, char **env, unsigned char *srcs, char *err,
+    size_t errlen)
+{
+	char name[128];
+	int rv = 0;
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		const char *v;
+
+		env_name(o, name, sizeof(name));
+		v = env_get(env, name);
+		if (v == NULL)
+			continue;
+		if (o->type != OPT_LIST) {
+			rv = opt_set(c, o, v, SRC_ENV, srcs, name, err, errlen);
+			if (rv < 0)
+				goto fail;
+			continue;
+		}
+		/* A LIST from the environment: blank-separated entries. */
+		list_clear(field(c, o));
+		srcs[i] = SRC_ENV;
+		while (*v != '\0') {
+			size_t n;
+			char *one;
+
+			v += strspn(v, " \t\r\n");
+			n = strcspn(v, " \t\r\n");
+			if (n == 0)
+				break;
+			one = strndup(v, n);
+			if (one == NULL) {
+				rv = BC_ENOMEM;
+				seterr(err, errlen, "%s: out of memory", name);
+				goto fail;
+			}
+			rv = opt_set(c, o, one, SRC_ENV, srcs, name, err,
+			    errlen);
+			free(one);
+			if (rv < 0)
+				goto fail;
+			v += n;
+		}
+	}
+fail:
+	return rv;
+}
+
+/*
+ * Walks argv. With apply false it only finds --config, --help and
+ * --version (so the file can be read first and --help wins over
+ * everything); with apply true it sets every flag.
+ */
+static int
+walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
+    const char **config_path, unsigned char *srcs, char *err, size_t errlen)
+{
+	char where[160];
+	int rv = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *name, *eq, *v;
+		const struct opt *o;
+		bool negate = false;
+		size_t n;
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			c->help = true;
+			continue;
+		}
+		if (strcmp(a, "--version") == 0) {
+			c->version = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+			if (!apply)
+				continue;
+			rv = BC_EINVAL;
+			if (a[0] == '-' && a[1] != '\0' && a[1] != '-')
+				seterr(err, errlen, "unknown option '" SHOW
+				    "'", a);
+			else
+				seterr(err, errlen, "unexpected argument '"
+				    SHOW "'", a);
+			goto fail;
+		}
+		name = a + 2;
+		eq = strchr(name, '=');
+		n = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		o = opt_find(name, n);
+		if (o == NULL && n > 3 && strncmp(name, "no-", 3) == 0) {
+			o = opt_find(name + 3, n - 3);
+			if (o != NULL && o->type == OPT_BOOL && eq == NULL)
+				negate = true;
+			else
+				o = NULL;
+		}
+		if (o == NULL) {
+			if (!apply)
+				continue;
+			rv = BC_EINVAL;
+			seterr(err, errlen, "unknown option '--%.*s'",
+			    (int)(n > 64 ? 64 : n), name);
+			goto fail;
+		}
+		snprintf(where, sizeof(where), "--%s", o->name);
+		if (negate)
+			v = "no";
+		else if (eq != NULL)
+			v = eq + 1;
+		else if (o->type == OPT_BOOL)
+			v = "yes";
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else {
+			if (!apply)
+				continue;
+			rv = BC_EINVAL;
+			seterr(err, errlen, "%s: missing value", where);
+			goto fail;
+		}
+		if (!apply) {
+			if (strcmp(o->name, "config") == 0)
+				*config_path = v;
+			continue;
+		}
+		rv = opt_set(c, o, v, SRC_FLAG, srcs, where, err, errlen);
+		if (rv < 0)
+			goto fail;
+	}
+fail:
+	return rv;
+}
+
+int
+bc_config_load(bc_config_t *c, int argc, char **argv, char **env,
+    char *err, size_t errlen)
+{
+	unsigned char srcs[NOPTS];
+	const char *path = NULL, *where = "--config";
+	char *copy = NULL;
+	int rv;
+
+	memset(srcs, SRC_DEFAULT, sizeof(srcs));
+	rv = walk_flags(c, argc, argv, false, &path, srcs, err, errlen);
+	if (rv < 0 || c->help || c->version)
+		goto fail;
+	if (path == NULL) {
+		path = env_get(env, "BUCKETCACHE_CONFIG");
+		where = "BUCKETCACHE_CONFIG";
+	}
+	if (path == NULL) {
+		path = c->config_file;
+		where = "--config";
+	}
+	if (nonempty(path)) {
+		/* path may be c->config_file, which the file cannot change
+		 * but the later sources may free: work on a copy. */
+		copy = strdup(path);
+		if (copy == NULL) {
+			rv = BC_ENOMEM;
+			seterr(err, errlen, "out of memory");
+			goto fail;
+		}
+		rv = load_file(c, copy, where, srcs, err, errlen);
+		if (rv < 0)
+			goto fail;
+	}
+	rv = load_env(c, env, srcs, err, errlen);
+	if (rv < 0)
+		goto fail;
+	rv = walk_flags(c, argc, argv, true, NULL, srcs, err, errlen);
+fail:
+	free(copy);
+	return rv < 0 ? -1 : 0;
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+static bool
+host_char_ok(char ch)
+{
+	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' ||
+	    ch == '_';
+}
+
+/*
+ * Checks "host[:port]" (n bytes; IPv6 as "[addr]:port"). need_port: the
+ * port is required. Writes why on error.
+ */
+static int
+check_hostport(const char *s, size_t n, bool need_port, char *why,
+    size_t whylen)
+{
+	const char *host = s, *port = NULL, *colon;
+	size_t hlen, plen = 0;
+	unsigned long pn = 0;
+
+	if (n > 0 && s[0] == '[') {
+		const char *rb = memchr(s, ']', n);
+		char addr[INET6_ADDRSTRLEN + 1];
+		struct in6_addr a6;
+
+		if (rb == NULL || (size_t)(rb - s - 1) >= sizeof(addr)) {
+			seterr(why, whylen, "bad IPv6 address");
+			return BC_EINVAL;
+		}
+		memcpy(addr, s + 1, (size_t)(rb - s - 1));
+		addr[rb - s - 1] = '\0';
+		if (inet_pton(AF_INET6, addr, &a6) != 1) {
+			seterr(why, whylen, "bad IPv6 address");
+			return BC_EINVAL;
+		}
+		hlen = (size_t)(rb - s) + 1;
+		if (hlen < n && s[hlen] != ':') {
+			seterr(why, whylen, "junk after ']'");
+			return BC_EINVAL;
+		}
+	} else {
+		colon = memchr(s, ':', n);
+		hlen = colon != NULL ? (size_t)(colon - s) : n;
+		if (hlen == 0) {
+			seterr(why, whylen, "no host");
+			return BC_EINVAL;
+		}
+		for (size_t i = 0; i < hlen; i++) {
+			if (!host_char_ok(host[i])) {
+				seterr(why, whylen, "bad character in host "
+				    "(IPv6 addresses go in [brackets])");
+				return BC_EINVAL;
+			}
+		}
+	}
+	if (hlen < n) {
+		port = s + hlen + 1;
+		plen = n - hlen - 1;
+	}
+	if (port == NULL) {
+		if (need_port) {
+			seterr(why, whylen, "no port (want HOST:PORT)");
+			return BC_EINVAL;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < plen; i++) {
+		if (!isdigit((unsigned char)port[i]) || pn > 65535) {
+			pn = 0;
+			break;
+		}
+		pn = pn * 10 + (unsigned long)(port[i] - '0');
+	}
+	if (plen == 0 || pn < 1 || pn > 65535) {
+		seterr(why, whylen, "port must be 1-65535");
+		return BC_EINVAL;
+	}
+	return 0;
+}
+
+static int
+check_listen(const bc_config_t *c, char *err, size_t errlen)
+{
+	char why[WHY_LEN];
+	int rv;
+
+	rv = check_hostport(c->listen, strlen(c->listen), true, why,
+	    sizeof(why));
+	if (rv < 0)
+		seterr(err, errlen, "--listen: '" SHOW "': %s", c->listen, why);
+	return rv;
+}
+
+static int
+check_upstream(bc_config_t *c, char *err, size_t errlen)
+{
+	char *u = c->upstream, why[WHY_LEN];
+	const char *auth;
+	size_t alen, n;
+	struct stat st;
+	int rv = 0;
+
+	for (const char *p = u; *p != '\0'; p++) {
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "--upstream: '" SHOW "': contains "
+			    "a blank or control character", u);
+			goto fail;
+		}
+	}
+	if (strncasecmp(u, "file://", 7) == 0) {
+		if (u[7] == '\0') {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "--upstream: '%s': no directory",
+			    u);
+			goto fail;
+		}
+		c->upstream_dir = realpath(u + 7, NULL);
+		if (c->upstream_dir == NULL) {
+			rv = -errno;
+			seterr(err, errlen, "--upstream: %s: %s", u,
+			    bc_strerror(rv));
+			goto fail;
+		}
+		if (stat(c->upstream_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "--upstream: %s: %s", u,
+			    bc_strerror(-ENOTDIR));
+			goto fail;
+		}
+		c->upstream_is_file = true;
+		goto fail;
+	}
+	if (strncasecmp(u, "http://", 7) == 0)
+		auth = u + 7;
+	else if (strncasecmp(u, "https://", 8) == 0)
+		auth = u + 8;
+	else {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--upstream: '" SHOW "' must start with "
+		    "http://, https:// or file://", u);
+		goto fail;
+	}
+	if (strpbrk(u, "?#") != NULL) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--upstream: '" SHOW "': no query or "
+		    "fragment allowed", u);
+		goto fail;
+	}
+	alen = strcspn(auth, "/");
+	if (memchr(auth, '@', alen) != NULL) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--upstream: no user:password@ in the URL "
+		    "(credentials come from the environment or a profile)");
+		goto fail;
+	}
+	if (alen == 0) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--upstream: '" SHOW "' has no host", u);
+		goto fail;
+	}
+	rv = check_hostport(auth, alen, false, why, sizeof(why));
+	if (rv < 0) {
+		seterr(err, errlen, "--upstream: '" SHOW "': %s", u, why);
+		goto fail;
+	}
+	n = strlen(u);
+	while (n > 0 && u[n - 1] == '/')
+		u[--n] = '\0';
+fail:
+	return rv;
+}
+
+static int
+check_misc(const bc_config_t *c, char *err, size_t errlen)
+{
+	if (strcmp(c->upstream_addressing, "path") != 0 &&
+	    strcmp(c->upstream_addressing, "virtual") != 0) {
+		seterr(err, errlen, "--upstream-addressing: '" SHOW "' is not "
+		    "path or virtual", c->upstream_addressing);
+		return BC_EINVAL;
+	}
+	if (c->region[0] == '\0' ||
+	    strspn(c->region, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(c->region)) {
+		seterr(err, errlen, "--region: '" SHOW "' is not a region name",
+		    c->region);
+		return BC_EINVAL;
+	}
+	for (const char *p = c->domain; *p != '\0'; p++) {
+		if (!host_char_ok(*p)) {
+			seterr(err, errlen, "--domain: '" SHOW "' is not a "
+			    "host name", c->domain);
+			return BC_EINVAL;
+		}
+	}
+	if (c->max_connections == 0) {
+		seterr(err, errlen, "--max-connections: must be at least 1");
+		return BC_EINVAL;
+	}
+	return 0;
+}
+
+/* a then b in a new string, or NULL. */
+static char *
+cat2(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 1);
+
+	if (p != NULL) {
+		memcpy(p, a, la);
+		memcpy(p + la, b, lb + 1);
+	}
+	return p;
+}
+
+/* Upstream credentials: env pair, else a profile (see the file header of
+ * config.h). An explicit --profile wins over the env pair, as in aws-cli. */
+static int
+load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
+{
+	const char *ak = env_get(env, "AWS_ACCESS_KEY_ID");
+	const char *sk = env_get(env, "AWS_SECRET_ACCESS_KEY");
+	const char *tok = env_get(env, "AWS_SESSION_TOKEN");
+	const char *profile, *file, *home;
+	bc_creds_t cr = { NULL, NULL, NULL };
+	char *path = NULL, msg[WHY_LEN + PATH_MAX];
+	bool named;
+	int rv = 0;
+
+	if (c->profile[0] == '\0' && (nonempty(ak) || nonempty(sk))) {
+		if (!nonempty(ak) || !nonempty(sk)) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "%s is set but %s is not",
+			    nonempty(ak) ? "AWS_ACCESS_KEY_ID" :
+			    "AWS_SECRET_ACCESS_KEY",
+			    nonempty(ak) ? "AWS_SECRET_ACCESS_KEY" :
+			    "AWS_ACCESS_KEY_ID");
+			goto fail;
+		}
+		c->access_key = strdup(ak);
+		c->secret_key = strdup(sk);
+		c->session_token = nonempty(tok) ? strdup(tok) : NULL;
+		if (c->access_key == NULL || c->secret_key == NULL ||
+		    (nonempty(tok) && c->session_token == NULL))
+			rv = BC_ENOMEM;
+		goto fail;
+	}
+	named = true;
+	profile = c->profile;
+	if (profile[0] == '\0')
+		profile = env_get(env, "AWS_PROFILE");
+	if (!nonempty(profile)) {
+		profile = "default";
+		named = false;
+	}
+	file = env_get(env, "AWS_SHARED_CREDENTIALS_FILE");
+	home = env_get(env, "HOME");
+	if (nonempty(file) && strncmp(file, "~/", 2) == 0 && nonempty(home))
+		path = cat2(home, file + 1);
+	else if (nonempty(file))
+		path = strdup(file);
+	else if (nonempty(home))
+		path = cat2(home, "/.aws/credentials");
+	else
+		path = NULL;
+	if (path == NULL && (nonempty(file) || nonempty(home))) {
+		rv = BC_ENOMEM;
+		goto fail;
+	}
+	if (path == NULL) {
+		if (named) {
+			rv = BC_ENOENT;
+			seterr(err, errlen, "profile '" SHOW "': no "
+			    "credentials file (HOME is not set)", profile);
+		}
+		goto fail;
+	}
+	rv = bc_creds_load_file(path, profile, &cr, msg, sizeof(msg));
+	if (rv == BC_ENOENT && !named) {
+		rv = 0;
+		goto fail;
+	}
+	if (rv < 0) {
+		seterr(err, errlen, "upstream credentials: %s", msg);
+		goto fail;
+	}
+	c->access_key = cr.access_key;
+	c->secret_key = cr.secret_key;
+	c->session_token = cr.session_token;
+	cr.access_key = cr.secret_key = cr.session_token = NULL;
+fail:
+	if (rv == BC_ENOMEM)
+		seterr(err, errlen, "out of memory");
+	bc_creds_fini(&cr);
+	free(path);
+	return rv;
+}
+
+static bool
+access_key_ok(const char *s, size_t n)
+{
+	if (n < 1 || n > MAX_ACCESS)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-')
+			return false;
+	return true;
+}
+
+static bool
+printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (isspace((unsigned char)s[i]) || iscntrl((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* Parses one "ACCESS:SECRET[:BUCKET[/PREFIX],...]" into *k (zeroed; on
+ * failure it may hold a partial entry, freed by derived_fini). */
+static int
+parse_key(const char *s, bc_client_key_t *k, char *err, size_t errlen)
+{
+	const char *c1, *c2, *p;
+	size_t alen, slen;
+	int rv = 0;
+
+	c1 = strchr(s, ':');
+	alen = c1 != NULL ? (size_t)(c1 - s) : strlen(s);
+	if (!access_key_ok(s, alen)) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--client-key: access key '%.*s' must be "
+		    "1-%d of A-Z a-z 0-9 _ -", (int)(alen > 64 ? 64 : alen), s,
+		    MAX_ACCESS);
+		goto fail;
+	}
+	if (c1 == NULL) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--client-key: key '%.*s': want "
+		    "ACCESS:SECRET[:BUCKET[/PREFIX],...]", (int)alen, s);
+		goto fail;
+	}
+	c2 = strchr(c1 + 1, ':');
+	slen = c2 != NULL ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
+	if (slen == 0 || slen > MAX_SECRET || !printable(c1 + 1, slen)) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--client-key: key '%.*s': the secret must "
+		    "be 1-%d bytes without blanks or control characters",
+		    (int)alen, s, MAX_SECRET);
+		goto fail;
+	}
+	k->access_key = strndup(s, alen);
+	k->secret_key = strndup(c1 + 1, slen);
+	if (k->access_key == NULL || k->secret_key == NULL) {
+		rv = BC_ENOMEM;
+		goto fail;
+	}
+	/* the allow list: BUCKET[/PREFIX] entries, comma-separated */
+	for (p = c2 != NULL ? c2 + 1 : NULL; p != NULL; p++) {
+		size_t n = strcspn(p, ","), blen = strcspn(p, ",/");
+		bool ok = n > 0 && blen > 0 && printable(p, n);
+		char **na;
+
+		for (size_t i = 0; ok && i < blen; i++)
+			ok = host_char_ok(p[i]);
+		if (!ok) {
+			rv = BC_EINVAL;
+			seterr(err, errlen, "--client-key: key '%.*s': allow "
+			    "list entries are BUCKET or BUCKET/PREFIX, "
+			    "comma-separated, without blanks", (int)alen, s);
+			goto fail;
+		}
+		na = realloc(k->allow, (k->nallow + 1) * sizeof(*na));
+		if (na == NULL) {
+			rv = BC_ENOMEM;
+			goto fail;
+		}
+		k->allow = na;
+		k->allow[k->nallow] = strndup(p, n);
+		if (k->allow[k->nallow] == NULL) {
+			rv = BC_ENOMEM;
+			goto fail;
+		}
+		k->nallow++;
+		p += n;
+		if (*p == '\0')
+			break;
+	}
+fail:
+	if (rv == BC_ENOMEM)
+		seterr(err, errlen, "out of memory");
+	return rv;
+}
+
+/* c->keys from the client-key list, else the upstream pair (all buckets),
+ * else none. On failure c->keys holds what was parsed (freed by fini). */
+static int
+load_keys(bc_config_t *c, char *err, size_t errlen)
+{
+	size_t n = c->client_keys.n;
+	int rv = 0;
+
+	if (n == 0 && c->access_key == NULL)
+		goto fail;
+	c->keys = calloc(n > 0 ? n : 1, sizeof(*c->keys));
+	if (c->keys == NULL) {
+		rv = BC_ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (n == 0) {
+		c->nkeys = 1;
+		c->keys[0].access_key = strdup(c->access_key);
+		c->keys[0].secret_key = strdup(c->secret_key);
+		if (c->keys[0].access_key == NULL ||
+		    c->keys[0].secret_key == NULL) {
+			rv = BC_ENOMEM;
+			seterr(err, errlen, "out of memory");
+		}
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bc_client_key_t *k = &c->keys[i];
+
+		c->nkeys = i + 1;   /* so fini frees a partial entry */
+		rv = parse_key(c->client_keys.v[i], k, err, errlen);
+		if (rv < 0)
+			goto fail;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(c->keys[j].access_key, k->access_key) ==
+			    0) {
+				rv = BC_EINVAL;
+				seterr(err, errlen, "--client-key: key '%s' "
+				    "given twice", k->access_key);
+				goto fail;
+			}
+		}
+	}
+fail:
+	return rv;
+}
+
+int
+bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen)
+{
+	int rv;
+
+	derived_fini(c);
+	rv = check_upstream(c, err, errlen);
+	if (rv == 0)
+		rv = check_misc(c, err, errlen);
+	if (rv == 0)
+		rv = check_listen(c, err, errlen);
+	if (rv == 0)
+		rv = load_creds(c, env, err, errlen);
+	if (rv == 0 && !c->upstream_is_file && c->access_key == NULL) {
+		rv = BC_EINVAL;
+		seterr(err, errlen, "--upstream: %s needs credentials: set "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile "
+		    "in ~/.aws/credentials (--profile)", c->upstream);
+	}
+	if (rv == 0)
+		rv = load_keys(c, err, errlen);
+	return rv < 0 ? -1 : 0;
+}
+
+/* ---- --help ------------------------------------------------------------ */
+
+/* Prints text word-wrapped at width, every line indented by indent. */
+static void
+wrap(FILE *fp, const char *text, int indent, int width)
+{
+	const char *p = text;
+
+	while (*p != '\0') {
+		int col = indent, len;
+
+		fprintf(fp, "%*s", indent, "");
+		for (;;) {
+			len = (int)strcspn(p, " ");
+			if (col > indent && col + 1 + len > width)
+				break;
+			if (col > indent) {
+				fputc(' ', fp);
+				col++;
+			}
+			fprintf(fp, "%.*s", len, p);
+			col += len;
+			p += len;
+			p += strspn(p, " ");
+			if (*p == '\0')
+				break;
+		}
+		fputc('\n', fp);
+	}
+}
+
+void
+bc_config_usage(void *fpv, const char *argv0)
+{
+	FILE *fp = fpv;
+	char text[1024];
+
+	fprintf(fp, "Usage: %s [OPTION]...\n"
+	    "An S3-compatible caching gateway for machine-learning training "
+	    "data.\n\nOptions:\n", argv0 != NULL ? argv0 : "bucketcache");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+
+		if (o->type == OPT_BOOL)
+			fprintf(fp, "  --%s, --no-%s\n", o->name, o->name);
+		else
+			fprintf(fp, "  --%s %s\n", o->name, types[o->type].hint);
+		if (o->def[0] != '\0')
+			snprintf(text, sizeof(text), "%s (default: %s)",
+			    o->help, o->def);
+		else
+			snprintf(text, sizeof(text), "%s", o->help);
+		wrap(fp, text, 6, 79);
+	}
+	fprintf(fp, "  -h, --help\n      show this help and exit\n"
+	    "  --version\n      show the version and exit\n\n");
+	wrap(fp, "Values: N is a decimal number; SIZE is bytes with an "
+	    "optional K, M, G or T suffix (powers of 1024), e.g. 64K, 8M; "
+	    "TIME is a duration like 250ms, 5s or 2m (a bare number is "
+	    "seconds); LEVEL is error, warn, info or debug. '--name=value' "
+	    "works too.", 0, 79);
+	fputc('\n', fp);
+	wrap(fp, "Every option can also be set in the environment as "
+	    "BUCKETCACHE_NAME (upper case, '-' as '_', e.g. "
+	    "BUCKETCACHE_LOG_LEVEL=debug; repeatable options take "
+	    "blank-separated values there) or as a 'name value' line in the "
+	    "--config file ('#' starts a comment line). Precedence, low to "
+	    "high: defaults, config file, environment, flags.", 0, 79);
+	fputc('\n', fp);
+	wrap(fp, "Upstream credentials come from AWS_ACCESS_KEY_ID, "
+	    "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the "
+	    "profile (--profile, AWS_PROFILE or 'default') in "
+	    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials; an explicit "
+	    "--profile wins over the environment.", 0, 79);
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+const bc_client_key_t *
+bc_config_key(const bc_config_t *c, const char *access_key)
+{
+	if (access_key == NULL)
+		return NULL;
+	for (size_t i = 0; i < c->nkeys; i++)
+		if (strcmp(c->keys[i].access_key, access_key) == 0)
+			return &c->keys[i];
+	return NULL;
+}
+
+const char *
+bc_config_secret(void *cv, const char *access_key)
+{
+	const bc_client_key_t *k = bc_config_key(cv, access_key);
+
+	return k != NULL ? k->secret_key : NULL;
+}
+
+/*
+ * An unrestricted key (allow == NULL) may do anything. A restricted key:
+ * service-level calls (bucket "" — ListBuckets) are refused; key ""
+ * (bucket-level calls) is allowed when any entry names the bucket;
+ * otherwise an entry "b" allows every key of b and "b/p" the keys that
+ * start with p.
+ */
+bool
+bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
+    const char *key)
+{
+	size_t blen;
+
+	if (k == NULL)
+		return false;
+	if (k->allow == NULL)
+		return true;
+	if (bucket == NULL || bucket[0] == '\0')
+		return false;
+	if (key == NULL)
+		key = "";
+	blen = strlen(bucket);
+	for (size_t i = 0; i < k->nallow; i++) {
+		const char *e = k->allow[i], *slash = strchr(e, '/');
+		size_t elen = slash != NULL ? (size_t)(slash - e) : strlen(e);
+
+		if (elen != blen || memcmp(e, bucket, blen) != 0)
+			continue;
+		if (slash == NULL || key[0] == '\0')
+			return true;
+		if (strncmp(key, slash + 1, strlen(slash + 1)) == 0)
+			return true;
+	}
+	return false;
+}

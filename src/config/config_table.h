@@ -1,0 +1,50 @@
+/*
+ * config_table.h — every bucketcache option, one line each:
+ *
+ *   BC_OPT(field, "name", TYPE, "default", "help")
+ *
+ * field   the bc_config_t member
+ * name    the flag (--name), the config-file key ("name value") and, upper-
+ *         cased with '-' as '_', the environment variable BUCKETCACHE_NAME
+ * TYPE    STR, BOOL ("yes/no/true/false/1/0"; a bare flag means yes),
+ *         UINT (decimal), SIZE (bytes; K, M, G, T suffixes are powers of
+ *         1024), MS (duration; ms, s, m suffixes; bare number = seconds),
+ *         LEVEL (error|warn|info|debug), LIST (repeatable; each use adds)
+ * default as text, parsed like user input ("" for none)
+ *
+ * Precedence, low to high: defaults, config file, environment, flags.
+ * This table expands into the struct, the defaults, the parsers and
+ * --help (config.c); nothing else lists options.
+ */
+BC_OPT(config_file,   "config",        STR,   "",
+    "read options from FILE ('name value' lines, # comments)")
+BC_OPT(listen,        "listen",        STR,   "127.0.0.1:8080",
+    "address:port to serve S3 on")
+BC_OPT(upstream,      "upstream",      STR,   "file://./buckets",
+    "the real bucket store: http(s)://host[:port] or file:///DIR")
+BC_OPT(region,        "region",        STR,   "us-east-1",
+    "region used to sign upstream requests and to verify clients")
+BC_OPT(domain,        "domain",        STR,   "",
+    "enables virtual-hosted addressing: Host BUCKET.DOMAIN")
+BC_OPT(upstream_addressing, "upstream-addressing", STR, "path",
+    "how buckets are addressed upstream: path or virtual")
+BC_OPT(profile,       "profile",       STR,   "",
+    "~/.aws/credentials profile for upstream credentials (default: AWS_PROFILE or 'default')")
+BC_OPT(client_keys,   "client-key",    LIST,  "",
+    "ACCESS:SECRET[:BUCKET[/PREFIX],...] a client key allowed to sign requests (repeatable; default: the upstream key pair, all buckets)")
+BC_OPT(anonymous,     "anonymous",     BOOL,  "no",
+    "accept unsigned requests (and forward them signed with the upstream key)")
+BC_OPT(admin_token,   "admin-token",   STR,   "",
+    "token for state-changing /_bucketcache/ calls from non-loopback clients")
+BC_OPT(threads,       "threads",       UINT,  "0",
+    "HTTP worker threads (0: one per CPU)")
+BC_OPT(max_connections, "max-connections", UINT, "4096",
+    "client connections served at once")
+BC_OPT(connect_timeout, "connect-timeout", MS,  "5s",
+    "upstream connect timeout")
+BC_OPT(upstream_timeout, "upstream-timeout", MS, "60s",
+    "an upstream transfer that moves no byte for this long fails")
+BC_OPT(retries,       "retries",       UINT,  "3",
+    "retries of idempotent upstream requests on 500, 503, timeouts")
+BC_OPT(log_level,     "log-level",     LEVEL, "info",
+    "error, warn, info or debug")

@@ -1,0 +1,390 @@
+/*
+ * http_proxy.c — bc_handler_proxy: forwards a client's S3 request to the
+ * upstream, re-signed with the gateway's credentials, streaming the body
+ * both ways through an upstream exchange (upstream_xfer.h), and returns
+ * the upstream's status, headers and body as they came.
+ *
+ * Payload signing upstream: a client's hex payload hash is forwarded (the
+ * upstream then checks the body against it); UNSIGNED-PAYLOAD stays
+ * unsigned; an aws-chunked body is verified chunk by chunk and re-signed
+ * (s3_awschunked.h); SigV2 and anonymous clients' bodies go UNSIGNED.
+ *
+ * Threads: handler ops and the content reader run on MHD workers; the
+ * exchange wakes the connection through bc_http_resume_cb.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "http/http_req.h"
+#include "http/http_server.h"
+#include "s3/s3_awschunked.h"
+#include "s3/s3_sigv4.h"
+#include "stats/stats.h"
+#include "upstream/upstream_xfer.h"
+#include "util/util_error.h"
+#include "util/util_log.h"
+
+#define READER_BLOCK   (64 * 1024)
+#define MAX_AWS_CHUNK  (16 * 1024 * 1024)
+
+typedef struct proxy_s {
+	bc_xfer_t       *x;
+	bc_awschunked_t *chunked;
+	bool             body_ended;
+	bool             discard_body;   /* upstream already answered */
+} proxy_t;
+
+/* Client headers never forwarded: hop-by-hop ones, and those the gateway
+ * sets itself when it re-signs. */
+static const char *const dropped_request_headers[] = {
+	"Host", "Connection", "Keep-Alive", "Proxy-Connection",
+	"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding",
+	"Upgrade", "Expect", "Authorization", "X-Amz-Date",
+	"X-Amz-Content-SHA256", "X-Amz-Security-Token", "Content-Length",
+	"Date", NULL
+};
+
+/* Upstream response headers not copied: MHD writes its own framing. */
+static const char *const dropped_response_headers[] = {
+	"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
+	"Date", "Proxy-Connection", "Trailer", "Upgrade", NULL
+};
+
+/* Query parameters that only authenticated the client. */
+static bool
+is_auth_param(const bc_http_req_t *r, const char *name)
+{
+	static const char *const v4[] = { "X-Amz-Algorithm",
+	    "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
+	    "X-Amz-SignedHeaders", "X-Amz-Signature",
+	    "X-Amz-Security-Token", NULL };
+	static const char *const v2[] = { "AWSAccessKeyId", "Signature",
+	    "Expires", NULL };
+	const char *const *list = r->auth.kind == BC_S3AUTH_V4_QUERY ? v4 :
+	    r->auth.kind == BC_S3AUTH_V2_QUERY ? v2 : NULL;
+
+	for (; list != NULL && *list != NULL; list++)
+		if (strcmp(name, *list) == 0)
+			return true;
+	return false;
+}
+
+static bool
+in_list(const char *const *list, const char *name)
+{
+	for (; *list != NULL; list++)
+		if (strcasecmp(name, *list) == 0)
+			return true;
+	return false;
+}
+
+/* The payload hash to sign upstream with, per the comment at the top. */
+static const char *
+upstream_payload_hash(const bc_http_req_t *r, bool body)
+{
+	if (r->auth.kind == BC_S3AUTH_V4 && r->auth.payload_hash[0] != '\0')
+		return r->auth.payload_hash;
+	return body ? BC_SIGV4_UNSIGNED : BC_SIGV4_EMPTY_SHA256;
+}
+
+/* Builds url, headers and signs them. Returns BC_S3E_NONE or an error. */
+static bc_s3err_t
+build_upstream(bc_http_req_t *r, bc_buf_t *url, bc_kvlist_t *hdrs,
+    bc_kvlist_t *query, bc_sigv4_ctx_t *ctx)
+{
+	const bc_server_t *s = r->srv;
+	bool virtual = strcmp(s->cfg->upstream_addressing, "virtual") == 0 &&
+	    r->s3.bucket[0] != '\0';
+	bool body = r->content_length != UINT64_MAX && r->content_length > 0;
+	bc_buf_t path = BC_BUF_INIT, host = BC_BUF_INIT;
+	const char *scheme_end = strstr(s->up_scheme_host, "://");
+	bc_s3err_t e = BC_S3E_InternalError;
+	int rv = 0;
+
+	/* decoded path as sent upstream (signed), then its encoding (URL) */
+	if (virtual) {
+		rv |= bc_buf_printf(&path, "/%s", r->s3.key);
+		rv |= bc_buf_printf(&host, "%s.%s", r->s3.bucket, s->up_host);
+	} else {
+		if (r->s3.bucket[0] == '\0')
+			rv |= bc_buf_puts(&path, "/");
+		else if (r->s3.key[0] == '\0' && !r->s3.virtual_host &&
+		    r->s3.path[strlen(r->s3.path) - 1] == '/')
+			rv |= bc_buf_printf(&path, "/%s/", r->s3.bucket);
+		else if (r->s3.key[0] == '\0')
+			rv |= bc_buf_printf(&path, "/%s", r->s3.bucket);
+		else
+			rv |= bc_buf_printf(&path, "/%s/%s", r->s3.bucket,
+			    r->s3.key);
+		rv |= bc_buf_puts(&host, s->up_host);
+	}
+	for (size_t i = 0; i < r->s3.query.n; i++)
+		if (!is_auth_param(r, r->s3.query.v[i].name))
+			rv |= bc_kv_add(query, r->s3.query.v[i].name,
+			    r->s3.query.v[i].value);
+	if (virtual)
+		rv |= bc_buf_printf(url, "%.*s://%s",
+		    (int)(scheme_end - s->up_scheme_host), s->up_scheme_host,
+		    bc_buf_str(&host));
+	else
+		rv |= bc_buf_puts(url, s->up_scheme_host);
+	rv |= bc_sigv4_uri_encode(url, bc_buf_str(&path), true);
+	if (query->n > 0) {
+		rv |= bc_buf_putc(url, '?');
+		rv |= bc_sigv4_canonical_query(url, query, NULL);
+	}
+	if (rv < 0)
+		goto fail;
+
+	for (size_t i = 0; i < r->s3.headers.n; i++) {
+		const bc_kv_t *h = &r->s3.headers.v[i];
+
+		if (in_list(dropped_request_headers, h->name))
+			continue;
+		if (bc_kv_add(hdrs, h->name, h->value) < 0)
+			goto fail;
+	}
+	if (bc_kv_add(hdrs, "Host", bc_buf_str(&host)) < 0)
+		goto fail;
+	if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), query,
+	    upstream_payload_hash(r, body), &s->creds, time(NULL), ctx) < 0)
+		goto fail;
+	e = BC_S3E_NONE;
+fail:
+	bc_buf_fini(&path);
+	bc_buf_fini(&host);
+	return e;
+}
+
+static bc_s3err_t
+proxy_start(bc_http_req_t *r)
+{
+	bc_buf_t url = BC_BUF_INIT;
+	bc_kvlist_t hdrs = BC_KVLIST_INIT, query = BC_KVLIST_INIT;
+	bc_sigv4_ctx_t ctx;
+	bc_xfer_opts_t o;
+	proxy_t *p;
+	bc_s3err_t e;
+
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return BC_S3E_InternalError;
+	r->hdata = p;
+	if (r->s3.op != BC_S3OP_PutObject && r->s3.op != BC_S3OP_UploadPart &&
+	    r->content_length == UINT64_MAX &&
+	    bc_kv_get(&r->s3.headers, "Transfer-Encoding") != NULL)
+		return BC_S3E_MissingContentLength;
+	e = build_upstream(r, &url, &hdrs, &query, &ctx);
+	if (e != BC_S3E_NONE)
+		goto out;
+	if (r->auth.streaming) {
+		p->chunked = bc_awschunked_new(&r->auth.v4, &ctx,
+		    MAX_AWS_CHUNK);
+		if (p->chunked == NULL) {
+			e = BC_S3E_InternalError;
+			goto out;
+		}
+	}
+	memset(&o, 0, sizeof(o));
+	o.method = r->s3.method;
+	o.url = bc_buf_str(&url);
+	o.headers = &hdrs;
+	o.body_len = r->content_length != UINT64_MAX &&
+	    r->content_length > 0 ? r->content_length : BC_XFER_NO_BODY;
+	o.retries = r->srv->cfg->retries;
+	o.connect_timeout_ms = r->srv->cfg->connect_timeout;
+	o.stall_timeout_ms = r->srv->cfg->upstream_timeout;
+	BC_DEBUG("upstream %s %s", o.method, o.url);
+	p->x = bc_xfer_start(r->srv->loop, &o, bc_http_resume_cb, r);
+	if (p->x == NULL)
+		e = BC_S3E_ServiceUnavailable;
+out:
+	bc_buf_fini(&url);
+	bc_kv_fini(&hdrs);
+	bc_kv_fini(&query);
+	return e;
+}
+
+/* Moves verified aws-chunked output into the exchange. Returns false when
+ * the exchange is full (wake will follow). */
+static bool
+drain_chunked(proxy_t *p)
+{
+	const char *out;
+	size_t n;
+	ssize_t w;
+
+	while ((n = bc_awschunked_output(p->chunked, &out)) > 0) {
+		w = bc_xfer_write(p->x, out, n);
+		if (w < 0) {
+			p->discard_body = true;
+			return true;
+		}
+		bc_awschunked_consume(p->chunked, (size_t)w);
+		if ((size_t)w < n)
+			return false;
+	}
+	return true;
+}
+
+static bc_s3err_t
+proxy_body(bc_http_req_t *r, const char *data, size_t *len)
+{
+	proxy_t *p = r->hdata;
+	bc_s3err_t e = BC_S3E_NONE;
+	ssize_t n;
+
+	if (p->discard_body) {
+		*len = 0;
+		return BC_S3E_NONE;
+	}
+	if (p->chunked == NULL) {
+		n = bc_xfer_write(p->x, data, *len);
+		if (n < 0) {            /* upstream answered already */
+			p->discard_body = true;
+			*len = 0;
+			return BC_S3E_NONE;
+		}
+		*len -= (size_t)n;
+		if (*len > 0)
+			bc_http_wait(r);
+		return BC_S3E_NONE;
+	}
+	for (;;) {
+		if (!drain_chunked(p)) {
+			bc_http_wait(r);
+			return BC_S3E_NONE;
+		}
+		if (p->discard_body) {
+			*len = 0;
+			return BC_S3E_NONE;
+		}
+		if (*len == 0)
+			return BC_S3E_NONE;
+		n = bc_awschunked_feed(p->chunked, data, *len, &e);
+		if (n < 0)
+			return e;
+		data += n;
+		*len -= (size_t)n;
+	}
+}
+
+static ssize_t
+proxy_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	bc_http_req_t *r = cls;
+	proxy_t *p = r->hdata;
+	ssize_t n = bc_xfer_read(p->x, buf, max);
+
+	if (n > 0)
+		return n;
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == BC_EAGAIN) {
+		bc_http_wait(r);
+		return 0;
+	}
+	BC_WARN("%s %s: upstream failed mid-body: %s", r->s3.method,
+	    r->raw_uri, bc_strerror((int)n));
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static uint64_t
+header_u64(const bc_kvlist_t *h, const char *name)
+{
+	const char *v = bc_kv_get(h, name);
+	char *end;
+	unsigned long long n;
+
+	if (v == NULL || *v < '0' || *v > '9')
+		return MHD_SIZE_UNKNOWN;
+	n = strtoull(v, &end, 10);
+	return *end == '\0' ? (uint64_t)n : MHD_SIZE_UNKNOWN;
+}
+
+static bc_s3err_t
+proxy_finish(bc_http_req_t *r)
+{
+	proxy_t *p = r->hdata;
+	const bc_kvlist_t *uh;
+	struct MHD_Response *resp;
+	uint64_t size;
+	int status, rv;
+	bool head;
+
+	if (!p->body_ended) {
+		if (p->chunked != NULL && !p->discard_body) {
+			if (!drain_chunked(p)) {
+				bc_http_wait(r);
+				return BC_S3E_NONE;
+			}
+			if (!p->discard_body &&
+			    !bc_awschunked_done(p->chunked))
+				return BC_S3E_IncompleteBody;
+		}
+		p->body_ended = true;
+		bc_xfer_write_end(p->x);
+	}
+	rv = bc_xfer_headers(p->x, &status, &uh);
+	if (rv == BC_EAGAIN) {
+		bc_http_wait(r);
+		return BC_S3E_NONE;
+	}
+	if (rv == BC_ETIMEDOUT)
+		return BC_S3E_GatewayTimeout;
+	if (rv < 0)
+		return BC_S3E_BadGateway;
+
+	head = strcmp(r->s3.method, "HEAD") == 0;
+	size = header_u64(uh, "Content-Length");
+	if (head && size != MHD_SIZE_UNKNOWN) {
+		/* MHD sends a HEAD response's size as its Content-Length and
+		 * never reads its body. */
+		resp = MHD_create_response_from_callback(size, READER_BLOCK,
+		    proxy_reader, r, NULL);
+	} else if (head || status == 204 || status == 304 || status < 200) {
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+	} else {
+		resp = MHD_create_response_from_callback(size, READER_BLOCK,
+		    proxy_reader, r, NULL);
+		r->bytes_out = size != MHD_SIZE_UNKNOWN ? size : 0;
+	}
+	if (resp == NULL)
+		return BC_S3E_InternalError;
+	for (size_t i = 0; i < uh->n; i++) {
+		if (in_list(dropped_response_headers, uh->v[i].name))
+			continue;
+		MHD_add_response_header(resp, uh->v[i].name, uh->v[i].value);
+	}
+	if (bc_http_respond(r, (unsigned)status, resp) < 0)
+		return BC_S3E_InternalError;
+	return BC_S3E_NONE;
+}
+
+static void
+proxy_done(bc_http_req_t *r, bool ok)
+{
+	proxy_t *p = r->hdata;
+
+	if (p == NULL)
+		return;
+	if (p->x != NULL) {
+		bc_xfer_detach(p->x);
+		bc_xfer_unref(p->x);
+	}
+	bc_awschunked_free(p->chunked);
+	free(p);
+	r->hdata = NULL;
+}
+
+const bc_handler_t bc_handler_proxy = {
+	.name = "proxy",
+	.start = proxy_start,
+	.body = proxy_body,
+	.finish = proxy_finish,
+	.done = proxy_done,
+};

@@ -1,0 +1,95 @@
+/*
+ * http_req.h — one client request as the HTTP front end hands it to a
+ * handler (proxy, file backend, admin), and the calls a handler uses to
+ * answer.
+ *
+ * Threads: every handler op runs on an MHD worker thread and must not
+ * block on the network (local file I/O is allowed). A handler that has to
+ * wait calls bc_http_suspend() before returning; whoever makes progress
+ * later calls bc_http_resume() from any thread, and MHD calls the handler
+ * again. Ownership: the front end owns the bc_http_req_t; it lives from
+ * the first handler op until after done() returns.
+ */
+#ifndef BC_HTTP_REQ_H
+#define BC_HTTP_REQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "s3/s3_auth.h"
+#include "s3/s3_request.h"
+#include "util/util_buf.h"
+
+typedef struct bc_server_s bc_server_t;
+typedef struct bc_http_req_s bc_http_req_t;
+
+typedef struct bc_handler_s {
+	const char *name;
+	/* Headers parsed and client authenticated. Returns BC_S3E_NONE to go
+	 * on, or an error the front end answers at once. */
+	bc_s3err_t (*start)(bc_http_req_t *r);
+	/* Upload bytes: take what it can and set *len to the bytes it did not
+	 * take; when it took none it must have suspended. */
+	bc_s3err_t (*body)(bc_http_req_t *r, const char *data, size_t *len);
+	/* Upload complete (or none): queue a response, or suspend. Called
+	 * again after every resume until a response is queued. */
+	bc_s3err_t (*finish)(bc_http_req_t *r);
+	/* The exchange is over: ok is false when the client went away or the
+	 * response failed. Release everything; no call follows. May be NULL. */
+	void (*done)(bc_http_req_t *r, bool ok);
+} bc_handler_t;
+
+struct bc_http_req_s {
+	struct MHD_Connection *conn;
+	bc_server_t          *srv;
+	const bc_handler_t   *handler;
+	void                 *hdata;        /* the handler's own state */
+	bc_s3_req_t           s3;
+	bc_s3_auth_t          auth;
+	char                 *raw_uri;      /* as received */
+	uint64_t              content_length; /* UINT64_MAX when none */
+	uint64_t              bytes_in;     /* upload bytes received */
+	uint64_t              bytes_out;    /* body bytes the response holds */
+	int                   status;       /* queued status, 0 before */
+	bc_s3err_t            pending_err;  /* answer at the next call */
+	bool                  started;
+	bool                  is_loopback;  /* client address is loopback */
+	uint64_t              start_ns;     /* monotonic */
+	/* suspend/resume handshake (http_server.c) */
+	pthread_mutex_t       wait_mu;
+	bool                  suspended;
+	bool                  wake_pending;
+};
+
+/* Queues resp with status, adding x-amz-request-id and Server; takes over
+ * the caller's reference to resp. Returns 0 or BC_EIO. */
+int bc_http_respond(bc_http_req_t *r, unsigned int status,
+    struct MHD_Response *resp);
+/* Queues S3's XML <Error> for e (msg: NULL for the table's message). */
+int bc_http_respond_error(bc_http_req_t *r, bc_s3err_t e, const char *msg);
+/* Queues body (taken over; may be empty) with content_type. */
+int bc_http_respond_buf(bc_http_req_t *r, unsigned int status,
+    const char *content_type, bc_buf_t *body);
+
+/*
+ * bc_http_wait: call from a handler op (or a content reader) that cannot
+ * go on until someone calls bc_http_resume(). It suspends the connection,
+ * unless a resume already arrived since the last wait, in which case it
+ * returns without suspending (the caller just returns; MHD calls again).
+ * bc_http_resume: any thread, any number of times; never blocks. Wakes
+ * between two waits are merged.
+ */
+void bc_http_wait(bc_http_req_t *r);
+void bc_http_resume(bc_http_req_t *r);
+/* bc_xfer_wake_fn-shaped bc_http_resume. */
+void bc_http_resume_cb(void *r);
+
+/* The handler for r's server configuration, exported by each backend. */
+extern const bc_handler_t bc_handler_proxy;
+extern const bc_handler_t bc_handler_file;
+extern const bc_handler_t bc_handler_admin;
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * http_server.h — the S3 front end: a libmicrohttpd daemon (thread pool,
+ * epoll) that parses each request, authenticates it, and hands it to the
+ * handler for its route (admin, file backend or upstream proxy).
+ *
+ * Start/stop from the main thread only. The server reads the finished
+ * config; it does not own it or the loop.
+ */
+#ifndef BC_HTTP_SERVER_H
+#define BC_HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "config/config.h"
+#include "http/http_req.h"
+#include "s3/s3_sigv4.h"
+#include "upstream/upstream_loop.h"
+
+struct bc_server_s {
+	const bc_config_t  *cfg;
+	struct MHD_Daemon  *mhd;
+	bc_loop_t          *loop;     /* NULL with a file:// upstream */
+	const struct bc_handler_s *backend;
+	bc_sigv4_creds_t    creds;    /* upstream signing */
+	char               *up_scheme_host;  /* "http://h:p" */
+	char               *up_host;         /* "h:p" (Host header) */
+};
+
+/* Starts serving cfg->listen. Returns 0, or -1 with err set. */
+int  bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
+    char *err, size_t errlen);
+/* Stops accepting, ends every connection, frees the daemon. */
+void bc_server_stop(bc_server_t *s);
+
+#endif

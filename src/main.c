@@ -1,0 +1,115 @@
+/*
+ * main.c — the bucketcache daemon: options, signals, start/stop order.
+ *
+ * Start: config (exit 2 on any bad option), curl, the upstream loop
+ * thread, then the HTTP front end. Stop (SIGINT/SIGTERM): the front end
+ * quiesces, transfers are cancelled, the loop is joined, the daemon
+ * stopped. Exit status 0 on a clean stop, 1 when start-up fails.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "config.h"   /* autoconf: PACKAGE_VERSION */
+
+#include "config/config.h"
+#include "http/http_server.h"
+#include "stats/stats.h"
+#include "upstream/upstream_xfer.h"
+#include "util/util_log.h"
+
+extern char **environ;
+
+static volatile sig_atomic_t stop_signal;
+
+static void
+on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+int
+main(int argc, char **argv)
+{
+	bc_config_t cfg;
+	bc_server_t srv;
+	bc_loop_t *loop = NULL;
+	char err[512] = "";
+	struct sigaction sa;
+	sigset_t mask, old;
+	int rv = 1;
+
+	if (bc_config_init(&cfg) < 0) {
+		fprintf(stderr, "bucketcache: out of memory\n");
+		return 1;
+	}
+	if (bc_config_load(&cfg, argc, argv, environ, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bucketcache: %s\n", err);
+		bc_config_fini(&cfg);
+		return 2;
+	}
+	if (cfg.help) {
+		bc_config_usage(stdout, argv[0]);
+		bc_config_fini(&cfg);
+		return 0;
+	}
+	if (cfg.version) {
+		printf("bucketcache %s\n", PACKAGE_VERSION);
+		bc_config_fini(&cfg);
+		return 0;
+	}
+	if (bc_config_finish(&cfg, environ, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bucketcache: %s\n", err);
+		bc_config_fini(&cfg);
+		return 2;
+	}
+	bc_log_level = cfg.log_level;
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+	signal(SIGPIPE, SIG_IGN);
+	bc_stats_start();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+
+	if (!cfg.upstream_is_file) {
+		loop = bc_xfer_loop_new();
+		if (loop == NULL || bc_loop_start(loop) < 0) {
+			BC_ERROR("cannot start the upstream loop");
+			goto out;
+		}
+	}
+	/* Worker threads inherit a mask with the stop signals blocked. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	if (bc_server_start(&srv, &cfg, loop, err, sizeof(err)) < 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		fprintf(stderr, "bucketcache: %s\n", err);
+		rv = 2;
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	BC_INFO("serving S3 on http://%s, upstream %s", cfg.listen,
+	    cfg.upstream);
+	while (stop_signal == 0)
+		sigsuspend(&old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	BC_INFO("signal %d: stopping", (int)stop_signal);
+	bc_server_stop(&srv);
+	rv = 0;
+out:
+	if (loop != NULL)
+		bc_loop_stop(loop, bc_xfer_cancel_all, NULL);
+	bc_loop_free(loop);
+	curl_global_cleanup();
+	bc_config_fini(&cfg);
+	return rv;
+}

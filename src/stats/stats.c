@@ -1,0 +1,432 @@
+/*
+ * stats.c — process-wide counters (stats_table.h), requests by S3
+ * operation and status class, the upstream latency histogram, and their
+ * JSON and Prometheus renderings (see stats.h).
+ *
+ * Every value is a relaxed C11 atomic: updates from any thread, no lock.
+ * Renderers work from one bc_stats_snap_t so a document is self-consistent
+ * where it matters (the histogram's _count is the sum of its buckets).
+ * Each family renders in its own section function; a new family (per
+ * bucket, per job) adds one for JSON and one for Prometheus.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"     /* autoconf's: PACKAGE_VERSION */
+#endif
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "stats/stats.h"
+#include "util/util_error.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+enum stat_kind { COUNTER, GAUGE };
+
+static const struct {
+	const char    *name;
+	enum stat_kind kind;
+	const char    *help;
+} stats[] = {
+#define BC_STAT(name, kind, help) { #name, kind, help },
+#include "stats/stats_table.h"
+#undef BC_STAT
+};
+
+static const char *const class_names[BC_STATS_NCLASS] = {
+	"2xx", "3xx", "4xx", "5xx"
+};
+
+const uint64_t bc_stats_lat_bounds_usec[BC_STATS_NLAT - 1] = {
+	1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000
+};
+
+/* The bounds as Prometheus "le" labels, +Inf last. */
+static const char *const lat_le[BC_STATS_NLAT] = {
+	"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+	"0.5", "1", "2.5", "5", "10", "+Inf"
+};
+
+_Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
+static _Atomic uint64_t by_op[BC_S3OP__COUNT][BC_STATS_NCLASS];
+static _Atomic uint64_t lat[BC_STATS_NLAT];
+static _Atomic uint64_t lat_sum_usec;
+static _Atomic int64_t  start_ns;     /* CLOCK_MONOTONIC; 0: not started */
+
+/* per-bucket stats (later): a fixed table of bucket names -> counters
+ * goes here, with its own section in render_json/render_prom. */
+
+static uint64_t
+ld(_Atomic uint64_t *p)
+{
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void
+add(_Atomic uint64_t *p, uint64_t n)
+{
+	atomic_fetch_add_explicit(p, n, memory_order_relaxed);
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static unsigned
+status_class(unsigned status)
+{
+	if (status < 300)
+		return 0;
+	if (status < 400)
+		return 1;
+	if (status < 500)
+		return 2;
+	return 3;
+}
+
+void
+bc_stats_start(void)
+{
+	int64_t now = mono_ns();
+
+	atomic_store_explicit(&start_ns, now > 0 ? now : 1,
+	    memory_order_relaxed);
+}
+
+void
+bc_stats_request(bc_s3op_t op, unsigned status, uint64_t bytes_in,
+    uint64_t bytes_out)
+{
+	if ((unsigned)op >= BC_S3OP__COUNT)
+		op = BC_S3OP_Unknown;
+	BC_STATS_INC(requests);
+	BC_STATS_ADD(bytes_in, bytes_in);
+	BC_STATS_ADD(bytes_out, bytes_out);
+	add(&by_op[op][status_class(status)], 1);
+}
+
+void
+bc_stats_upstream_latency(uint64_t usec)
+{
+	unsigned i = 0;
+
+	while (i < BC_STATS_NLAT - 1 && usec > bc_stats_lat_bounds_usec[i])
+		i++;
+	add(&lat[i], 1);
+	add(&lat_sum_usec, usec);
+}
+
+uint64_t
+bc_stats_get(bc_stat_t id)
+{
+	return (unsigned)id < BC_STAT__COUNT ? ld(&bc_stats_counters[id]) : 0;
+}
+
+uint64_t
+bc_stats_get_op(bc_s3op_t op, unsigned status)
+{
+	if ((unsigned)op >= BC_S3OP__COUNT)
+		return 0;
+	return ld(&by_op[op][status_class(status)]);
+}
+
+void
+bc_stats_snapshot(bc_stats_snap_t *s)
+{
+	int64_t t0 = atomic_load_explicit(&start_ns, memory_order_relaxed);
+
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < BC_STAT__COUNT; i++)
+		s->v[i] = ld(&bc_stats_counters[i]);
+	for (unsigned i = 0; i < BC_S3OP__COUNT; i++)
+		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
+			s->by_op[i][j] = ld(&by_op[i][j]);
+	for (unsigned i = 0; i < BC_STATS_NLAT; i++) {
+		s->lat[i] = ld(&lat[i]);
+		s->lat_count += s->lat[i];
+	}
+	s->lat_sum_usec = ld(&lat_sum_usec);
+	if (t0 != 0)
+		s->uptime_seconds = (uint64_t)(mono_ns() - t0) / 1000000000;
+}
+
+void
+bc_stats_reset(void)
+{
+	for (unsigned i = 0; i < BC_STAT__COUNT; i++)
+		atomic_store_explicit(&bc_stats_counters[i], 0,
+		    memory_order_relaxed);
+	for (unsigned i = 0; i < BC_S3OP__COUNT; i++)
+		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
+			atomic_store_explicit(&by_op[i][j], 0,
+			    memory_order_relaxed);
+	for (unsigned i = 0; i < BC_STATS_NLAT; i++)
+		atomic_store_explicit(&lat[i], 0, memory_order_relaxed);
+	atomic_store_explicit(&lat_sum_usec, 0, memory_order_relaxed);
+}
+
+double
+bc_stats_lat_quantile(const bc_stats_snap_t *s, double q)
+{
+	double rank, cum = 0, lo = 0, hi;
+
+	if (s->lat_count == 0)
+		return 0;
+	if (q < 0)
+		q = 0;
+	if (q > 1)
+		q = 1;
+	rank = q * (double)s->lat_count;
+	for (unsigned i = 0; i < BC_STATS_NLAT; i++) {
+		double n = (double)s->lat[i];
+
+		if (i == BC_STATS_NLAT - 1)
+			return lo;   /* in +Inf: the largest finite bound */
+		hi = (double)bc_stats_lat_bounds_usec[i] / 1e6;
+		if (n > 0 && cum + n >= rank)
+			return lo + (hi - lo) * (rank - cum) / n;
+		cum += n;
+		lo = hi;
+	}
+	return lo;
+}
+
+/* ---- rendering ---------------------------------------------------------- */
+
+/* A buffer whose first failure sticks, so sections need no checks. */
+struct out {
+	bc_buf_t *b;
+	int       rv;
+};
+
+static void
+put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->rv < 0)
+		return;
+	va_start(ap, fmt);
+	o->rv = bc_buf_vprintf(o->b, fmt, ap);
+	va_end(ap);
+}
+
+/* s as a JSON string (quotes included). */
+static void
+put_json_str(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			put(o, "\\%c", ch);
+		else if (ch < 0x20)
+			put(o, "\\u%04x", ch);
+		else
+			put(o, "%c", ch);
+	}
+	put(o, "\"");
+}
+
+/* s as a Prometheus label value (quotes included). */
+static void
+put_label(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			put(o, "\\%c", *s);
+		else if (*s == '\n')
+			put(o, "\\n");
+		else
+			put(o, "%c", *s);
+	}
+	put(o, "\"");
+}
+
+static bool
+op_used(const bc_stats_snap_t *s, unsigned op)
+{
+	for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
+		if (s->by_op[op][j] != 0)
+			return true;
+	return false;
+}
+
+static void
+json_counters(struct out *o, const bc_stats_snap_t *s)
+{
+	put(o, "  \"counters\": {");
+	for (unsigned i = 0; i < BC_STAT__COUNT; i++) {
+		put(o, "%s\n    ", i > 0 ? "," : "");
+		put_json_str(o, stats[i].name);
+		if (stats[i].kind == GAUGE)
+			put(o, ": %lld", (long long)(int64_t)s->v[i]);
+		else
+			put(o, ": %llu", (unsigned long long)s->v[i]);
+	}
+	put(o, "\n  },\n");
+}
+
+static void
+json_by_op(struct out *o, const bc_stats_snap_t *s)
+{
+	bool first = true;
+
+	put(o, "  \"requests_by_op\": {");
+	for (unsigned i = 0; i < BC_S3OP__COUNT; i++) {
+		if (!op_used(s, i))
+			continue;
+		put(o, "%s\n    ", first ? "" : ",");
+		first = false;
+		put_json_str(o, bc_s3op_name((bc_s3op_t)i));
+		put(o, ": {");
+		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
+			put(o, "%s\"%s\": %llu", j > 0 ? ", " : "",
+			    class_names[j], (unsigned long long)s->by_op[i][j]);
+		put(o, "}");
+	}
+	put(o, "%s},\n", first ? "" : "\n  ");
+}
+
+static void
+json_latency(struct out *o, const bc_stats_snap_t *s)
+{
+	put(o, "  \"upstream_latency\": {\n"
+	    "    \"count\": %llu,\n"
+	    "    \"sum_seconds\": %.6f,\n"
+	    "    \"p50_seconds\": %.6f,\n"
+	    "    \"p99_seconds\": %.6f\n"
+	    "  }\n",
+	    (unsigned long long)s->lat_count, (double)s->lat_sum_usec / 1e6,
+	    bc_stats_lat_quantile(s, 0.5), bc_stats_lat_quantile(s, 0.99));
+}
+
+/*
+ * {
+ *   "version": "0.1.0",
+ *   "uptime_seconds": 12,
+ *   "counters": { "requests": 5, ... },
+ *   "requests_by_op": { "GetObject": {"2xx": 3, "3xx": 0, "4xx": 1,
+ *                       "5xx": 0}, ... },        (ops never seen: omitted)
+ *   "upstream_latency": { "count": 3, "sum_seconds": 0.1,
+ *                         "p50_seconds": 0.02, "p99_seconds": 0.05 }
+ * }
+ */
+int
+bc_stats_json(bc_buf_t *b)
+{
+	struct out o = { b, 0 };
+	bc_stats_snap_t s;
+
+	bc_stats_snapshot(&s);
+	put(&o, "{\n  \"version\": ");
+	put_json_str(&o, PACKAGE_VERSION);
+	put(&o, ",\n  \"uptime_seconds\": %llu,\n",
+	    (unsigned long long)s.uptime_seconds);
+	json_counters(&o, &s);
+	json_by_op(&o, &s);
+	json_latency(&o, &s);
+	put(&o, "}\n");
+	return o.rv;
+}
+
+static void
+prom_header(struct out *o, const char *name, const char *type,
+    const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+prom_counters(struct out *o, const bc_stats_snap_t *s)
+{
+	char name[128];
+
+	for (unsigned i = 0; i < BC_STAT__COUNT; i++) {
+		bool gauge = stats[i].kind == GAUGE;
+
+		snprintf(name, sizeof(name), "bucketcache_%s%s", stats[i].name,
+		    gauge ? "" : "_total");
+		prom_header(o, name, gauge ? "gauge" : "counter",
+		    stats[i].help);
+		if (gauge)
+			put(o, "%s %lld\n", name, (long long)(int64_t)s->v[i]);
+		else
+			put(o, "%s %llu\n", name, (unsigned long long)s->v[i]);
+	}
+}
+
+static void
+prom_by_op(struct out *o, const bc_stats_snap_t *s)
+{
+	static const char name[] = "bucketcache_s3_requests_total";
+
+	prom_header(o, name, "counter",
+	    "Client requests by S3 operation and status class.");
+	for (unsigned i = 0; i < BC_S3OP__COUNT; i++) {
+		if (!op_used(s, i))
+			continue;
+		for (unsigned j = 0; j < BC_STATS_NCLASS; j++) {
+			put(o, "%s{op=", name);
+			put_label(o, bc_s3op_name((bc_s3op_t)i));
+			put(o, ",status=\"%s\"} %llu\n", class_names[j],
+			    (unsigned long long)s->by_op[i][j]);
+		}
+	}
+}
+
+static void
+prom_latency(struct out *o, const bc_stats_snap_t *s)
+{
+	static const char name[] = "bucketcache_upstream_latency_seconds";
+	uint64_t cum = 0;
+
+	prom_header(o, name, "histogram",
+	    "Upstream request latency, first byte sent to last byte received.");
+	for (unsigned i = 0; i < BC_STATS_NLAT; i++) {
+		cum += s->lat[i];
+		put(o, "%s_bucket{le=\"%s\"} %llu\n", name, lat_le[i],
+		    (unsigned long long)cum);
+	}
+	put(o, "%s_sum %.6f\n%s_count %llu\n", name,
+	    (double)s->lat_sum_usec / 1e6, name,
+	    (unsigned long long)s->lat_count);
+}
+
+int
+bc_stats_prometheus(bc_buf_t *b)
+{
+	struct out o = { b, 0 };
+	bc_stats_snap_t s;
+
+	bc_stats_snapshot(&s);
+	prom_header(&o, "bucketcache_build_info", "gauge",
+	    "Always 1; the version label names the build.");
+	put(&o, "bucketcache_build_info{version=");
+	put_label(&o, PACKAGE_VERSION);
+	put(&o, "} 1\n");
+	prom_header(&o, "bucketcache_uptime_seconds", "gauge",
+	    "Seconds since the gateway started.");
+	put(&o, "bucketcache_uptime_seconds %llu\n",
+	    (unsigned long long)s.uptime_seconds);
+	prom_counters(&o, &s);
+	prom_by_op(&o, &s);
+	prom_latency(&o, &s);
+	return o.rv;
+}

@@ -1,0 +1,99 @@
+/*
+ * stats.h — bucketcache's process-wide counters, rendered as JSON
+ * (/_bucketcache/stats) and Prometheus text (/_bucketcache/metrics).
+ *
+ * Three families:
+ *   - plain counters and gauges, one line each in stats_table.h;
+ *   - client requests by S3 operation (s3_ops.tbl) x status class;
+ *   - an upstream latency histogram (fixed buckets, seconds).
+ * (Per-bucket and per-job stats come later as further families: a small
+ * fixed-size table of names -> counters, rendered by its own section in
+ * stats.c after requests_by_op, with a bucket="..." label.)
+ *
+ * Thread-safety: every update is one relaxed C11 atomic operation, so any
+ * thread may update at any time without locks. Readers (snapshot, JSON,
+ * Prometheus) read each value atomically but not all at once: a reading
+ * taken during updates may be off by the updates in flight, never torn.
+ */
+#ifndef BC_STATS_H
+#define BC_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "s3/s3_request.h"
+#include "util/util_buf.h"
+
+typedef enum bc_stat_e {
+#define BC_STAT(name, type, help) BC_STAT_##name,
+#include "stats/stats_table.h"
+#undef BC_STAT
+	BC_STAT__COUNT
+} bc_stat_t;
+
+/* Status classes counted per operation: 2xx, 3xx, 4xx, 5xx. */
+#define BC_STATS_NCLASS 4
+/* Upstream latency buckets: 13 finite upper bounds and +Inf. */
+#define BC_STATS_NLAT   14
+
+/* The counter values; use the macros below, not this array. */
+extern _Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
+
+/* Adds n to counter name (a bare stats_table.h name: BC_STATS_ADD(bytes_out,
+ * n)). Gauges go down with BC_STATS_DEC; every DEC must match an INC. */
+#define BC_STATS_ADD(name, n)                                            \
+	((void)atomic_fetch_add_explicit(&bc_stats_counters[BC_STAT_##name], \
+	    (uint64_t)(n), memory_order_relaxed))
+#define BC_STATS_INC(name) BC_STATS_ADD(name, 1)
+#define BC_STATS_DEC(name)                                               \
+	((void)atomic_fetch_sub_explicit(&bc_stats_counters[BC_STAT_##name], \
+	    (uint64_t)1, memory_order_relaxed))
+
+/* Upper bounds of the finite latency buckets, in microseconds. */
+extern const uint64_t bc_stats_lat_bounds_usec[BC_STATS_NLAT - 1];
+
+/* A copy of every value, for tests and the renderers. */
+typedef struct bc_stats_snap_s {
+	uint64_t v[BC_STAT__COUNT];          /* gauges: read as int64_t */
+	uint64_t by_op[BC_S3OP__COUNT][BC_STATS_NCLASS];
+	uint64_t lat[BC_STATS_NLAT];         /* per bucket, not cumulative */
+	uint64_t lat_count;                  /* sum of lat[] */
+	uint64_t lat_sum_usec;
+	uint64_t uptime_seconds;             /* 0 before bc_stats_start() */
+} bc_stats_snap_t;
+
+/* Records the start time that uptime_seconds counts from. */
+void bc_stats_start(void);
+
+/* One answered client request: bumps requests, bytes_in, bytes_out and
+ * the (op, status class) pair; a status below 300 counts as 2xx, one of
+ * 500 or above as 5xx. An op out of range counts as Unknown. */
+void bc_stats_request(bc_s3op_t op, unsigned status, uint64_t bytes_in,
+    uint64_t bytes_out);
+
+/* One upstream request's latency (first request byte to last response
+ * byte), in microseconds. */
+void bc_stats_upstream_latency(uint64_t usec);
+
+/* The current value of one counter (a gauge as its two's complement). */
+uint64_t bc_stats_get(bc_stat_t id);
+/* Requests counted for op in status's class (e.g. 404 -> 4xx). */
+uint64_t bc_stats_get_op(bc_s3op_t op, unsigned status);
+void bc_stats_snapshot(bc_stats_snap_t *s);
+
+/* Estimates quantile q (0..1) of the latency in seconds from the
+ * histogram, interpolating linearly inside a bucket (as Prometheus'
+ * histogram_quantile does); 0 when empty, the largest finite bound when
+ * the quantile falls in +Inf. */
+double bc_stats_lat_quantile(const bc_stats_snap_t *s, double q);
+
+/* Appends the stats as one JSON object (see stats.c) / as Prometheus
+ * text exposition format 0.0.4. Return 0, or BC_ENOMEM / BC_E2BIG from
+ * the buffer (out then holds a truncated document: discard it). */
+int  bc_stats_json(bc_buf_t *out);
+int  bc_stats_prometheus(bc_buf_t *out);
+
+/* Zeroes every counter, gauge and histogram (tests). */
+void bc_stats_reset(void);
+
+#endif

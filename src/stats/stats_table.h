@@ -1,0 +1,26 @@
+/*
+ * stats_table.h — every global bucketcache counter, one line each:
+ *
+ *   BC_STAT(name, COUNTER|GAUGE, "help")
+ *
+ * name    the C identifier (BC_STATS_INC(name)), the JSON key in
+ *         "counters", and the Prometheus metric bucketcache_<name>
+ *         (counters get the suffix _total)
+ * COUNTER only goes up; GAUGE goes up and down (BC_STATS_DEC)
+ * help    one line for # HELP
+ *
+ * This table expands into the counter array, the JSON and the Prometheus
+ * text (stats.c); add a line here to add a counter. Families with labels
+ * (requests by S3 operation, the upstream latency histogram) are fixed
+ * in stats.c.
+ */
+BC_STAT(requests,           COUNTER, "Client requests answered.")
+BC_STAT(bytes_in,           COUNTER, "Request body bytes received from clients.")
+BC_STAT(bytes_out,          COUNTER, "Response body bytes sent to clients.")
+BC_STAT(auth_failures,      COUNTER, "Client requests refused for bad or missing signatures or disallowed buckets.")
+BC_STAT(upstream_requests,  COUNTER, "Requests sent to the upstream bucket store.")
+BC_STAT(upstream_errors,    COUNTER, "Upstream requests that failed in transport (connect, timeout, reset).")
+BC_STAT(upstream_retries,   COUNTER, "Upstream requests retried.")
+BC_STAT(upstream_bytes_in,  COUNTER, "Bytes received from the upstream.")
+BC_STAT(upstream_bytes_out, COUNTER, "Bytes sent to the upstream.")
+BC_STAT(connections,        GAUGE,   "Client requests in flight.")

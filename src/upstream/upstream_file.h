@@ -1,0 +1,135 @@
+/*
+ * upstream_file.h — the embedded file:// backend: a local directory served
+ * as S3 (bc_handler_file, declared in http/http_req.h).
+ *
+ * Layout: every top-level directory of the root is a bucket; an object
+ * "a/b/c" is the regular file a/b/c inside it. A key that names a
+ * directory is not an object (404). Hidden entries whose names start with
+ * ".bucketcache-" (the per-bucket ".bucketcache-tmp" upload area and
+ * ".bucketcache-mpu" multipart uploads) are never listed or served.
+ *
+ * Metadata: a PUT (or copy, or completed multipart upload) stores the
+ * object's ETag, Content-Type, the other representation headers S3 keeps
+ * (Content-Encoding, Content-Disposition, Content-Language, Cache-Control,
+ * Expires) and x-amz-meta-* in the xattr "user.bucketcache.meta" (a small
+ * text blob), together with the size and mtime it describes. When the
+ * xattr is absent (a file placed by hand, a file system without user
+ * xattrs) or stale (the file changed since), the ETag is synthetic and
+ * stable: md5("bucketcache:" inode ":" size ":" mtime-ns) in hex followed
+ * by "-1", so clients never mistake it for the content's MD5; the
+ * Content-Type is then binary/octet-stream.
+ *
+ * Security: keys never leave the root. A key with an empty, "." or ".."
+ * segment, a leading '/', a segment over NAME_MAX, or a segment starting
+ * with ".bucketcache-" is refused (400 InvalidArgument, 400
+ * KeyTooLongError for a long segment); every path is walked from the
+ * root's directory fd with openat(O_NOFOLLOW) per component, so a
+ * symbolic link anywhere in a path is never followed (such keys read as
+ * absent). Bucket names must be valid S3 names (strict DNS-style rules to
+ * create a bucket; the legacy [A-Za-z0-9._-] form to use an existing
+ * directory).
+ *
+ * Threads: the handler runs on MHD worker threads and does local file
+ * I/O only. The root is set once by bc_upstream_file_init() before the
+ * server starts and is read-only afterwards; requests share nothing else.
+ * Uploads stream to a temp file and are renamed over the key when
+ * complete, so readers see the old or the new object, never a partial one.
+ */
+#ifndef BC_UPSTREAM_FILE_H
+#define BC_UPSTREAM_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "s3/s3_error.h"
+
+#define BC_FILE_MAX_OBJECT  (5ULL << 30)   /* single PUT, copy, part */
+#define BC_FILE_MAX_PARTS   10000
+#define BC_FILE_MAX_LIST    1000
+#define BC_FILE_ETAG_LEN    48             /* unquoted ETag + NUL */
+
+/*
+ * Serves the directory root (an absolute path; the root itself may be a
+ * symbolic link). Call once, before the server starts. Returns 0, or -1
+ * with a message in err.
+ */
+int  bc_upstream_file_init(const char *root, char *err, size_t errlen);
+/* Forgets the root (tests; after the server stopped). */
+void bc_upstream_file_fini(void);
+
+/* ---- helpers, exposed for unit tests -------------------------------- */
+
+/* Checks key against the rules above. Returns BC_S3E_NONE,
+ * BC_S3E_InvalidArgument or BC_S3E_KeyTooLongError. */
+bc_s3err_t bc_file_key_check(const char *key);
+
+/* true when name is a bucket name: strict (CreateBucket: 3-63 of a-z 0-9
+ * . -, starting and ending with a letter or digit, no "..", ".-" or
+ * "-.", not an IPv4 address, not "xn--" / "sthree-" prefixed or
+ * "-s3alias" / "--ol-s3" suffixed) or legacy (1-255 of A-Z a-z 0-9 . _ -,
+ * not starting with '.' or '_'). */
+bool bc_file_bucket_ok(const char *name, bool strict);
+
+/* One listing item: a key, or a common prefix (is_prefix, no stats). */
+typedef struct bc_file_item_s {
+	char    *name;
+	bool     is_prefix;
+	uint64_t size;
+	time_t   mtime;
+	char     etag[BC_FILE_ETAG_LEN];   /* unquoted */
+} bc_file_item_t;
+
+typedef struct bc_file_list_s {
+	bc_file_item_t *v;
+	size_t          n;
+	bool            truncated;   /* more items follow v[n-1] */
+} bc_file_list_t;
+
+typedef struct bc_file_list_opts_s {
+	const char *prefix;      /* NULL or "": all keys */
+	const char *delimiter;   /* NULL or "": no roll-up */
+	const char *after;       /* NULL or "": from the start; else only
+				    items (keys or prefixes) > after */
+	size_t      max;         /* items wanted, at most BC_FILE_MAX_LIST */
+} bc_file_list_opts_t;
+
+/*
+ * Lists the bucket whose directory is open as bucket_fd, in UTF-8 binary
+ * key order, as S3 does: keys under prefix; with a delimiter, keys whose
+ * rest (after prefix) holds it roll up into one common prefix (counted as
+ * one item, listed only when it holds an object). Fills *out (free with
+ * bc_file_list_fini). Returns 0 or a negative BC_E* code.
+ */
+int  bc_file_list(int bucket_fd, const bc_file_list_opts_t *o,
+    bc_file_list_t *out);
+void bc_file_list_fini(bc_file_list_t *l);
+
+/* Continuation tokens: hex of the last item listed. encode writes
+ * 2*strlen(s)+1 bytes; decode returns a new string or NULL (malformed). */
+void  bc_file_token_encode(const char *s, char *out);
+char *bc_file_token_decode(const char *tok);
+
+/* <Delete> body: keys (owned by *keys, free each and the array) and
+ * Quiet. Returns BC_S3E_NONE or MalformedXML (also for more than 1000
+ * objects). */
+bc_s3err_t bc_file_parse_delete(const char *xml, size_t len, char ***keys,
+    size_t *nkeys, bool *quiet);
+
+typedef struct bc_file_part_s {
+	unsigned number;
+	char     etag[BC_FILE_ETAG_LEN];   /* unquoted, as the client sent */
+} bc_file_part_t;
+
+/* <CompleteMultipartUpload> body: parts (free *parts). Returns
+ * BC_S3E_NONE, MalformedXML, InvalidArgument (part number outside
+ * 1..10000) or InvalidPartOrder (not strictly ascending). */
+bc_s3err_t bc_file_parse_complete(const char *xml, size_t len,
+    bc_file_part_t **parts, size_t *nparts);
+
+/* XML character data: decodes the five named entities and numeric
+ * references (not &#0;) into a new string; NULL when malformed. */
+char *bc_file_xml_text(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * upstream_xfer.h — one upstream HTTP exchange whose request body and
+ * response body stream through bounded buffers between a client thread
+ * (an MHD worker) and the loop thread (libcurl).
+ *
+ * Flow control: both buffers are bounded (BC_XFER_BUF bytes). When the
+ * response buffer is full, curl is paused; when the request buffer is
+ * empty, curl's read is paused; each is unpaused when the other side makes
+ * room or data. When a client-side call answers "not now" (BC_EAGAIN), the
+ * xfer calls wake(wake_arg) exactly once later, when that changes. wake
+ * runs with the xfer's lock held, on any thread: it must only signal (e.g.
+ * resume an MHD connection), never call back into the xfer.
+ *
+ * Retries: a request without a body is retried with jittered exponential
+ * backoff on 500/503 answers and on connect/transport failures, up to the
+ * configured count, as long as nothing was handed to the client yet.
+ *
+ * Ownership: refcounted. bc_xfer_new() returns one reference (the
+ * client's); the loop holds its own while the transfer runs. The client
+ * must call bc_xfer_detach() (no more wakes; cancels if unfinished) and
+ * then bc_xfer_unref().
+ */
+#ifndef BC_UPSTREAM_XFER_H
+#define BC_UPSTREAM_XFER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "upstream/upstream_loop.h"
+#include "util/util_kv.h"
+
+#define BC_XFER_BUF        (256 * 1024)
+#define BC_XFER_MAX_HEADERS 128
+#define BC_XFER_NO_BODY    UINT64_MAX
+
+typedef struct bc_xfer_s bc_xfer_t;
+typedef void (*bc_xfer_wake_fn)(void *arg);
+
+typedef struct bc_xfer_opts_s {
+	const char *method;            /* "GET", "PUT", ... */
+	const char *url;               /* absolute, already encoded */
+	const bc_kvlist_t *headers;    /* sent as given (copied) */
+	uint64_t    body_len;          /* BC_XFER_NO_BODY: no request body */
+	unsigned    retries;           /* extra attempts for bodiless requests */
+	uint64_t    connect_timeout_ms;
+	uint64_t    stall_timeout_ms;  /* no byte moved for this long: fail */
+} bc_xfer_opts_t;
+
+/* Must be called once before any xfer (sets the loop's done callback). */
+bc_loop_t *bc_xfer_loop_new(void);
+
+/* Creates and starts an exchange. Returns NULL when out of memory or the
+ * loop is stopping; wake never fires then. */
+bc_xfer_t *bc_xfer_start(bc_loop_t *loop, const bc_xfer_opts_t *o,
+    bc_xfer_wake_fn wake, void *wake_arg);
+
+/* Client side, non-blocking, any thread. */
+
+/* Queues request body bytes: returns how many it took (< len: the buffer
+ * is full and wake fires when there is room), or a negative BC_E* when the
+ * exchange already failed. */
+ssize_t bc_xfer_write(bc_xfer_t *x, const void *p, size_t len);
+/* No more request body (call once, after the last write). */
+void    bc_xfer_write_end(bc_xfer_t *x);
+
+/* 0 when the response status and headers are in (*status, *headers point
+ * into the xfer, valid until unref), BC_EAGAIN when not yet (wake fires),
+ * or a negative BC_E*: BC_ETIMEDOUT (upstream timed out), BC_EIO (could
+ * not reach or talk to the upstream), BC_ECANCELED. */
+int     bc_xfer_headers(bc_xfer_t *x, int *status,
+    const bc_kvlist_t **headers);
+
+/* Response body: >0 bytes copied, 0 at the end of the body, BC_EAGAIN
+ * when none is buffered yet (wake fires), other negative BC_E* when the
+ * transfer failed midway. */
+ssize_t bc_xfer_read(bc_xfer_t *x, void *buf, size_t max);
+
+/* Stops wakes; cancels the transfer when it is still running. */
+void    bc_xfer_detach(bc_xfer_t *x);
+void    bc_xfer_unref(bc_xfer_t *x);   /* NULL is a no-op */
+
+/* Loop thread (bc_loop_stop's stop_fn): cancels every running exchange. */
+void    bc_xfer_cancel_all(bc_loop_t *loop, void *unused);
+
+#endif

@@ -1,0 +1,533 @@
+# lib.sh — shared harness of the integration tests (sourced, bash only).
+#
+# Starts real servers on free loopback ports — s3rver (the upstream S3),
+# fixture/verify_proxy.py (a SigV4-verifying front for s3rver) and the
+# bucketcache daemon — and kills every process it started and removes its
+# temporary directory on EXIT, whatever the exit status. Also: assertion
+# helpers, an S3 request helper around curl, readers of the gateway's and
+# the fixture's stats.
+#
+# Environment (make check exports these): BC_BIN (the daemon), BC_SRCDIR,
+# BC_BUILDDIR. BC_KEEP_TMP=1 keeps the temp dir; BC_TEST_TIMEOUT (seconds,
+# default 170) bounds a whole test.
+#
+# Exit codes: 0 pass, 1 fail, 77 skip (a tool is missing).
+
+set -euo pipefail
+
+BC_IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BC_SRCDIR=${BC_SRCDIR:-$(cd "$BC_IT_DIR/../.." && pwd)}
+BC_BUILDDIR=${BC_BUILDDIR:-$BC_SRCDIR/build}
+BC_BIN=${BC_BIN:-$BC_BUILDDIR/bucketcache}
+BC_PY=/usr/bin/python3
+BC_AWS_BIN=/usr/bin/aws
+BC_NAME=$(basename "$0" .sh)
+BC_CHECKS=0
+BC_PIDS=()
+BC_LOGS=()
+
+BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
+
+# Clients sign with the upstream pair unless a test says otherwise; s3rver
+# knows only S3RVER/S3RVER.
+export AWS_ACCESS_KEY_ID=S3RVER
+export AWS_SECRET_ACCESS_KEY=S3RVER
+unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_DEFAULT_PROFILE || true
+export AWS_DEFAULT_REGION=us-east-1
+export AWS_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true
+export AWS_PAGER=""
+export AWS_MAX_ATTEMPTS=1          # a client retry must not hide a gateway error
+export AWS_RETRY_MODE=standard
+export AWS_CONFIG_FILE=$BC_TMP/aws-config
+export AWS_SHARED_CREDENTIALS_FILE=$BC_TMP/aws-credentials
+cat >"$AWS_CONFIG_FILE" <<'EOF'
+[default]
+region = us-east-1
+output = json
+s3 =
+    addressing_style = path
+EOF
+: >"$AWS_SHARED_CREDENTIALS_FILE"
+
+bc_log() { printf '# %s\n' "$*" >&2; }
+
+bc__cleanup() {
+	local rc=$? pid i
+	trap - EXIT INT TERM
+	set +e
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+		for i in "${BC_LOGS[@]}"; do
+			[ -s "$i" ] || continue
+			printf '\n===== %s (last 60 lines) =====\n' "$i" >&2
+			tail -n 60 "$i" >&2
+		done
+	fi
+	for pid in "${BC_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${BC_PIDS[@]}"; do
+		for i in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "${BC_KEEP_TMP:-0}" = 1 ]; then
+		echo "# kept $BC_TMP" >&2
+	else
+		rm -rf "$BC_TMP"
+	fi
+	if [ "$rc" -eq 0 ]; then
+		echo "PASS: $BC_NAME ($BC_CHECKS checks)"
+	elif [ "$rc" -eq 77 ]; then
+		echo "SKIP: $BC_NAME"
+	else
+		echo "FAIL: $BC_NAME (exit $rc after $BC_CHECKS checks)"
+	fi
+	exit "$rc"
+}
+trap bc__cleanup EXIT
+trap 'bc_log "interrupted"; exit 1' INT TERM HUP PIPE
+
+# The whole test is bounded: a hung daemon must not hang make check. The
+# watchdog kills its own sleep when it is stopped, so nothing outlives us.
+(
+	trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+	sleep "${BC_TEST_TIMEOUT:-170}" &
+	sp=$!
+	wait "$sp"
+	echo "# $BC_NAME: timed out after ${BC_TEST_TIMEOUT:-170} s" >&2
+	kill -TERM $$
+) 2>&1 &
+BC_PIDS+=($!)
+
+# ---- assertions ------------------------------------------------------------
+
+bc_fail() {
+	echo "FAIL: $BC_NAME: $*" >&2
+	exit 1
+}
+
+bc_pass() { BC_CHECKS=$((BC_CHECKS + 1)); echo "ok $BC_CHECKS - $*"; }
+
+# bc_assert_eq EXPECTED ACTUAL MSG
+bc_assert_eq() {
+	if [ "$1" != "$2" ]; then
+		bc_fail "$3: expected [$1], got [$2]"
+	fi
+	bc_pass "$3"
+}
+
+# bc_assert_ne UNEXPECTED ACTUAL MSG
+bc_assert_ne() {
+	if [ "$1" = "$2" ]; then
+		bc_fail "$3: got [$2], which it must not be"
+	fi
+	bc_pass "$3"
+}
+
+# bc_assert_ge A B MSG: integer A >= B
+bc_assert_ge() {
+	if ! [ "$1" -ge "$2" ] 2>/dev/null; then
+		bc_fail "$3: expected $1 >= $2"
+	fi
+	bc_pass "$3"
+}
+
+# bc_assert_match REGEX STRING MSG (grep -E)
+bc_assert_match() {
+	if ! printf '%s' "$2" | grep -Eq -- "$1"; then
+		bc_fail "$3: [$2] does not match /$1/"
+	fi
+	bc_pass "$3"
+}
+
+# bc_assert_same_file A B MSG: byte-identical
+bc_assert_same_file() {
+	if ! cmp -s "$1" "$2"; then
+		bc_fail "$3: $1 and $2 differ ($(wc -c <"$1") vs $(wc -c <"$2") bytes)"
+	fi
+	bc_pass "$3"
+}
+
+# bc_skip_unless_tool TOOL...: exit 77 unless every TOOL is runnable.
+bc_skip_unless_tool() {
+	local t
+	for t in "$@"; do
+		if ! command -v "$t" >/dev/null 2>&1; then
+			echo "SKIP: $BC_NAME: $t not found" >&2
+			exit 77
+		fi
+	done
+}
+
+bc_require_basics() {
+	bc_skip_unless_tool "$BC_PY" curl cmp sha256sum dd
+	"$BC_PY" -c 'import botocore, boto3' 2>/dev/null ||
+		{ echo "SKIP: $BC_NAME: /usr/bin/python3 lacks boto3/botocore" >&2; exit 77; }
+	[ -x "$BC_BIN" ] || bc_fail "daemon binary BC_BIN=$BC_BIN missing (build it first)"
+}
+
+# ---- ports and processes -------------------------------------------------
+
+# Prints a loopback TCP port that was free a moment ago.
+bc_free_port() {
+	"$BC_PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# bc__wait_http URL PID SECONDS: waits until URL answers any HTTP status
+# (or exactly 200 when BC_WANT_200=1). Fails if PID dies.
+bc__wait_http() {
+	local url=$1 pid=$2 secs=$3 i code
+	for i in $(seq $((secs * 10))); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			return 1
+		fi
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
+		if [ "${BC_WANT_200:-0}" = 1 ]; then
+			[ "$code" = 200 ] && return 0
+		elif [ -n "$code" ] && [ "$code" != 000 ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# bc_start_s3rver [--configure-bucket NAME]...: starts s3rver on a free port
+# with an empty data dir. Sets BC_S3RVER_PORT, BC_S3RVER_URL, BC_S3RVER_DIR.
+bc_start_s3rver() {
+	local bin=$BC_IT_DIR/node_modules/.bin/s3rver try pid log
+	if [ ! -x "$bin" ]; then
+		echo "SKIP: $BC_NAME: s3rver not installed; run \`npm ci --prefix tests/integration\`" >&2
+		exit 77
+	fi
+	bc_skip_unless_tool node
+	BC_S3RVER_DIR=$BC_TMP/s3rver-data
+	mkdir -p "$BC_S3RVER_DIR"
+	log=$BC_TMP/s3rver.log
+	# s3rver encrypts ListObjectsV2 continuation tokens with DES, which
+	# OpenSSL 3 only has in its legacy provider.
+	local nodeopt=
+	if node --openssl-legacy-provider -e \
+		"require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
+		>/dev/null 2>&1; then
+		nodeopt=--openssl-legacy-provider
+	fi
+	for try in 1 2 3; do
+		BC_S3RVER_PORT=$(bc_free_port)
+		NODE_OPTIONS="${NODE_OPTIONS:-} $nodeopt" "$bin" --directory "$BC_S3RVER_DIR" --address 127.0.0.1 \
+			--port "$BC_S3RVER_PORT" --silent "$@" >>"$log" 2>&1 &
+		pid=$!
+		if bc__wait_http "http://127.0.0.1:$BC_S3RVER_PORT/" "$pid" 20; then
+			BC_PIDS+=("$pid")
+			BC_LOGS+=("$log")
+			BC_S3RVER_URL=http://127.0.0.1:$BC_S3RVER_PORT
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$log" >&2
+	bc_fail "s3rver did not start"
+}
+
+# bc_start_fixture [verify_proxy.py args]: starts the verifying proxy in
+# front of s3rver (start s3rver first). Sets BC_FIXTURE_PORT, BC_FIXTURE_URL.
+bc_start_fixture() {
+	local pf=$BC_TMP/fixture.port log=$BC_TMP/fixture.log pid i
+	rm -f "$pf"
+	"$BC_PY" "$BC_IT_DIR/fixture/verify_proxy.py" \
+		--upstream "127.0.0.1:$BC_S3RVER_PORT" --port 0 --port-file "$pf" \
+		"$@" >>"$log" 2>&1 &
+	pid=$!
+	BC_PIDS+=("$pid")
+	BC_LOGS+=("$log")
+	for i in $(seq 100); do
+		[ -s "$pf" ] && break
+		kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; bc_fail "fixture died"; }
+		sleep 0.1
+	done
+	[ -s "$pf" ] || bc_fail "fixture did not start"
+	BC_FIXTURE_PORT=$(cat "$pf")
+	BC_FIXTURE_URL=http://127.0.0.1:$BC_FIXTURE_PORT
+	BC_WANT_200=1 bc__wait_http "$BC_FIXTURE_URL/__fixture/stats" "$pid" 10 ||
+		bc_fail "fixture does not answer"
+}
+
+# bc_start_gateway ARGS...: starts the daemon on a free port with ARGS
+# (--upstream etc.; --listen is added), waits for /_bucketcache/health = 200.
+# Upstream credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.
+# Sets BC_GW_PORT, BC_GW_URL, BC_GW_PID, BC_GW_LOG. On failure prints the log.
+bc_start_gateway() {
+	local try pid log
+	BC_GW_N=$(( ${BC_GW_N:-0} + 1 ))
+	log=$BC_TMP/gateway.$BC_GW_N.log
+	for try in 1 2 3; do
+		BC_GW_PORT=$(bc_free_port)
+		"$BC_BIN" --listen "127.0.0.1:$BC_GW_PORT" "$@" >>"$log" 2>&1 &
+		pid=$!
+		if BC_WANT_200=1 bc__wait_http "http://127.0.0.1:$BC_GW_PORT/_bucketcache/health" "$pid" 15; then
+			BC_PIDS+=("$pid")
+			BC_LOGS+=("$log")
+			BC_GW_PID=$pid
+			BC_GW_LOG=$log
+			BC_GW_URL=http://127.0.0.1:$BC_GW_PORT
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		echo "# gateway start attempt $try failed" >>"$log"
+		# a port race shows in the log; anything else will not get better
+		grep -qi 'in use' "$log" || break
+	done
+	echo "===== gateway log ($BC_BIN $*) =====" >&2
+	cat "$log" >&2
+	bc_fail "gateway did not become healthy"
+}
+
+# bc_stop_gateway: SIGTERM the current gateway; asserts exit status 0 within
+# 10 s and no sanitizer report in its log.
+bc_stop_gateway() {
+	local pid=$BC_GW_PID rc i
+	kill -TERM "$pid"
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		bc_fail "gateway did not exit within 10 s of SIGTERM"
+	fi
+	rc=0
+	wait "$pid" || rc=$?
+	bc_assert_eq 0 "$rc" "gateway exits 0 on SIGTERM"
+	if grep -Eq 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$BC_GW_LOG"; then
+		bc_fail "sanitizer report in $BC_GW_LOG"
+	fi
+	bc_pass "no sanitizer report in the gateway log"
+}
+
+# ---- stats -----------------------------------------------------------------
+
+# bc_stats_get NAME [URL]: prints a value from /_bucketcache/stats. NAME is a
+# counter ("requests") or a dotted path ("requests_by_op.GetObject.2xx";
+# missing components of a dotted path read as 0). A missing counter fails.
+bc_stats_get() {
+	local name=$1 url=${2:-$BC_GW_URL}
+	curl -sf --max-time 10 "$url/_bucketcache/stats" | "$BC_PY" -c '
+import json, sys
+name = sys.argv[1]
+d = json.load(sys.stdin)
+if "." not in name:
+    c = d.get("counters", {})
+    if name not in c:
+        sys.exit("stats has no counter %r (have: %s)" % (name, ", ".join(sorted(c))))
+    print(c[name])
+else:
+    for p in name.split("."):
+        d = d.get(p, 0) if isinstance(d, dict) else 0
+    print(d)
+' "$name" || bc_fail "cannot read gateway stats $name"
+}
+
+# bc_fixture_stats [PATH]: the fixture's stats JSON, or one value by dotted
+# path ("rejected", "by_op.GetObject"; missing reads as 0).
+bc_fixture_stats() {
+	local path=${1:-}
+	if [ -z "$path" ]; then
+		curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats"
+		return
+	fi
+	curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats" | "$BC_PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+for p in sys.argv[1].split("."):
+    d = d.get(p, 0) if isinstance(d, dict) else 0
+print(json.dumps(d) if isinstance(d, (dict, list)) else d)
+' "$path" || bc_fail "cannot read fixture stats"
+}
+
+bc_fixture_reset() {
+	curl -sf --max-time 10 -X POST "$BC_FIXTURE_URL/__fixture/reset" >/dev/null ||
+		bc_fail "fixture reset failed"
+}
+
+# bc_fixture_fail STATUS COUNT [DELAY_MS]: the next COUNT requests get STATUS
+# (0: connection closed without an answer).
+bc_fixture_fail() {
+	curl -sf --max-time 10 -X POST \
+		"$BC_FIXTURE_URL/__fixture/fail?status=$1&count=$2&delay=${3:-0}" >/dev/null ||
+		bc_fail "fixture fail setup failed"
+}
+
+# bc_assert_fixture_clean MSG [ALLOWED_CODE...]: the fixture rejected no
+# upstream request (except with one of the ALLOWED_CODEs) and saw no SigV2.
+bc_assert_fixture_clean() {
+	local msg=${1:-fixture} n
+	shift || true
+	n=$(bc_fixture_stats | "$BC_PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+allowed = set(sys.argv[1:])
+print(sum(v for k, v in d["rejected_by_code"].items() if k not in allowed))
+' "$@")
+	if [ "$n" != 0 ]; then
+		bc_fixture_stats rejections >&2
+		bc_fail "$msg: the verifying fixture rejected $n upstream request(s)"
+	fi
+	n=$(bc_fixture_stats by_auth.sigv2)
+	[ "$n" = 0 ] || bc_fail "$msg: $n upstream request(s) signed with SigV2"
+	bc_pass "$msg: every upstream request had a valid SigV4 signature"
+}
+
+# ---- clients ---------------------------------------------------------------
+
+# bc_aws ENDPOINT ARGS...: aws-cli v2 against ENDPOINT, bounded in time.
+bc_aws() {
+	local ep=$1
+	shift
+	"$BC_AWS_BIN" --endpoint-url "$ep" --cli-read-timeout 30 \
+		--cli-connect-timeout 5 "$@"
+}
+
+# bc_req NAME CURL-ARGS...: one HTTP request; body in $BC_TMP/NAME.body,
+# headers in $BC_TMP/NAME.hdr; prints the status code (000: no answer).
+bc_req() {
+	local name=$1 code
+	shift
+	code=$(curl -sS --max-time 20 -o "$BC_TMP/$name.body" \
+		-D "$BC_TMP/$name.hdr" -w '%{http_code}' "$@" 2>"$BC_TMP/$name.err") || true
+	[ -n "$code" ] || code=000
+	printf '%s' "$code"
+}
+
+# bc_hdr NAME HEADER: a response header's value from bc_req NAME (last one).
+bc_hdr() {
+	tr -d '\r' <"$BC_TMP/$1.hdr" | awk -v h="$2" '
+		BEGIN { h = tolower(h) }
+		{ i = index($0, ":"); if (i && tolower(substr($0, 1, i - 1)) == h) { v = substr($0, i + 1); sub(/^[ \t]+/, "", v); last = v } }
+		END { print last }'
+}
+
+# bc_s3_code FILE: the <Code> of an S3 XML error body ("" if not S3 XML).
+bc_s3_code() {
+	"$BC_PY" - "$1" <<'EOF' 2>/dev/null || true
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+tag = root.tag.split('}')[-1]
+code = root.find('Code')
+if tag == 'Error' and code is not None and code.text:
+    print(code.text)
+EOF
+}
+
+# bc_assert_s3_error NAME STATUS CODE MSG: bc_req NAME answered STATUS with an
+# S3 XML <Error> whose <Code> is CODE (CODE may be a regex; HEAD has no body).
+bc_assert_s3_error() {
+	local name=$1 code=$3 msg=$4 got
+	got=$(bc_s3_code "$BC_TMP/$name.body")
+	if ! printf '%s' "$got" | grep -Eqx -- "$code"; then
+		echo "--- response headers:" >&2; cat "$BC_TMP/$name.hdr" >&2 || true
+		echo "--- response body:" >&2
+		head -c 2000 "$BC_TMP/$name.body" 2>/dev/null | LC_ALL=C tr -c '[:print:]\n' '.' >&2 || true
+		echo >&2
+		bc_fail "$msg: expected S3 error <Code>$code</Code>, got [$got]"
+	fi
+	bc_pass "$msg: S3 XML error $code"
+}
+
+# bc_expect NAME STATUS [CODE] MSG CURL-ARGS...: runs bc_req NAME and asserts
+# the status (regex) and, when CODE is not "-", the S3 XML error code.
+bc_expect() {
+	local name=$1 status=$2 code=$3 msg=$4 got
+	shift 4
+	got=$(bc_req "$name" "$@")
+	echo "$got" >"$BC_TMP/$name.status"
+	if ! printf '%s' "$got" | grep -Eqx -- "$status"; then
+		echo "--- curl $*" >&2
+		echo "--- response headers:" >&2; cat "$BC_TMP/$name.hdr" >&2 2>/dev/null || true
+		echo "--- response body:" >&2
+		head -c 2000 "$BC_TMP/$name.body" 2>/dev/null | LC_ALL=C tr -c '[:print:]\n' '.' >&2 || true
+		echo >&2; cat "$BC_TMP/$name.err" >&2 2>/dev/null || true
+		bc_fail "$msg: expected HTTP $status, got $got"
+	fi
+	bc_pass "$msg: HTTP $got"
+	if [ "$code" != - ]; then
+		bc_assert_s3_error "$name" "$status" "$code" "$msg"
+	fi
+}
+
+# bc_mkfile PATH BYTES: deterministic pseudo-random content.
+bc_mkfile() {
+	"$BC_PY" - "$1" "$2" <<'EOF'
+import hashlib, sys
+path, n = sys.argv[1], int(sys.argv[2])
+seed = hashlib.sha256(path.encode()).digest()
+with open(path, 'wb') as f:
+    block = b''
+    i = 0
+    while n > 0:
+        block = hashlib.sha256(seed + i.to_bytes(8, 'big')).digest() * 2048
+        f.write(block[:n])
+        n -= min(n, len(block))
+        i += 1
+EOF
+}
+
+# bc_slice FILE FIRST LAST: bytes FIRST..LAST (inclusive) of FILE to stdout.
+bc_slice() {
+	dd if="$1" bs=64K iflag=skip_bytes,count_bytes skip="$2" \
+		count=$(( $3 - $2 + 1 )) status=none
+}
+
+# bc_json FILE EXPR: a value from a JSON file; EXPR is a dotted path
+# ("ContentLength", "Contents.0.Key"); prints "" when absent.
+bc_json() {
+	"$BC_PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+with open(sys.argv[1]) as f:
+    d = json.load(f)
+for p in sys.argv[2].split('.'):
+    if isinstance(d, list):
+        d = d[int(p)] if p.isdigit() and int(p) < len(d) else None
+    elif isinstance(d, dict):
+        d = d.get(p)
+    else:
+        d = None
+print('' if d is None else (json.dumps(d) if isinstance(d, (dict, list)) else d))
+PYEOF
+}
+
+# bc_stats_save FILE: saves the gateway's counters for bc_stats_delta.
+bc_stats_save() {
+	curl -sf --max-time 10 "$BC_GW_URL/_bucketcache/stats" >"$1" ||
+		bc_fail "cannot read gateway stats"
+}
+
+# bc_stats_delta FILE NAME: NAME now minus NAME in the saved FILE.
+bc_stats_delta() {
+	local before now
+	before=$("$BC_PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+if '.' not in name:
+    d = d.get('counters', {}).get(name, 0)
+else:
+    for p in name.split('.'):
+        d = d.get(p, 0) if isinstance(d, dict) else 0
+print(d)
+PYEOF
+)
+	now=$(bc_stats_get "$2")
+	echo $(( now - before ))
+}
+
+# bc_md5_etag FILE: the quoted MD5 ETag S3 gives a single-part object.
+bc_md5_etag() { printf '"%s"' "$(md5sum <"$1" | cut -d' ' -f1)"; }

@@ -1,0 +1,439 @@
+/*
+ * test_stats.c — counters, requests by operation, the latency histogram
+ * and its quantiles, JSON (checked by Python's json module) and the
+ * Prometheus text format (checked line by line), concurrent updates.
+ * Criterion runs each test in its own process, so the globals start at 0.
+ */
+#include <pthread.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define BC_HAVE_LSAN 1
+#endif
+
+#include "stats/stats.h"
+#include "util/util_error.h"
+
+/* Under ASan, a leak fails the test: LeakSanitizer's own report at the
+ * exit of Criterion's worker process does not change the result. */
+static void
+check_leaks(void)
+{
+#ifdef BC_HAVE_LSAN
+	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
+	    "memory leaked (see LeakSanitizer's report above)");
+#endif
+}
+
+/* Test() whose body is followed by check_leaks(). */
+#define LTest(suite, name)                                              \
+	static void suite##_##name##_body(void);                        \
+	Test(suite, name)                                               \
+	{                                                               \
+		suite##_##name##_body();                                \
+		check_leaks();                                          \
+	}                                                               \
+	static void suite##_##name##_body(void)
+
+#define PYTHON "/usr/bin/python3"
+
+/* Feeds doc to python -c script; returns its exit status (0: passed).
+ * quiet: drop Python's stderr (for checks expected to fail). */
+static int
+python_run(const char *doc, const char *script, bool quiet)
+{
+	char cmd[4096];
+	FILE *p;
+	int st;
+
+	if (access(PYTHON, X_OK) != 0)
+		cr_skip_test("%s not found", PYTHON);
+	snprintf(cmd, sizeof(cmd), "%s -c '%s'%s", PYTHON, script,
+	    quiet ? " 2>/dev/null" : "");
+	p = popen(cmd, "w");
+	cr_assert_not_null(p);
+	fputs(doc, p);
+	st = pclose(p);
+	return st;
+}
+
+static int
+python_check(const char *doc, const char *script)
+{
+	return python_run(doc, script, false);
+}
+
+LTest(stats, counters_and_gauges)
+{
+	bc_stats_reset();
+	BC_STATS_INC(auth_failures);
+	BC_STATS_ADD(upstream_bytes_in, 1000);
+	BC_STATS_ADD(upstream_bytes_in, 24);
+	BC_STATS_INC(connections);
+	BC_STATS_INC(connections);
+	BC_STATS_DEC(connections);
+	cr_assert_eq(bc_stats_get(BC_STAT_auth_failures), 1);
+	cr_assert_eq(bc_stats_get(BC_STAT_upstream_bytes_in), 1024);
+	cr_assert_eq(bc_stats_get(BC_STAT_connections), 1);
+	cr_assert_eq(bc_stats_get(BC_STAT_requests), 0);
+	cr_assert_eq(bc_stats_get(BC_STAT__COUNT), 0);   /* out of range */
+	bc_stats_reset();
+	cr_assert_eq(bc_stats_get(BC_STAT_upstream_bytes_in), 0);
+	cr_assert_eq(bc_stats_get(BC_STAT_connections), 0);
+}
+
+LTest(stats, request_counts_by_op_and_class)
+{
+	bc_stats_reset();
+	bc_stats_request(BC_S3OP_GetObject, 200, 0, 100);
+	bc_stats_request(BC_S3OP_GetObject, 206, 0, 50);
+	bc_stats_request(BC_S3OP_GetObject, 304, 0, 0);
+	bc_stats_request(BC_S3OP_GetObject, 404, 0, 300);
+	bc_stats_request(BC_S3OP_PutObject, 503, 4096, 200);
+	bc_stats_request(BC_S3OP_PutObject, 100, 1, 0);       /* < 300: 2xx */
+	bc_stats_request(BC_S3OP_PutObject, 999, 0, 0);       /* >= 500: 5xx */
+	bc_stats_request((bc_s3op_t)1000, 200, 0, 0);         /* -> Unknown */
+	cr_assert_eq(bc_stats_get(BC_STAT_requests), 8);
+	cr_assert_eq(bc_stats_get(BC_STAT_bytes_in), 4097);
+	cr_assert_eq(bc_stats_get(BC_STAT_bytes_out), 650);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_GetObject, 200), 2);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_GetObject, 399), 1);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_GetObject, 404), 1);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_GetObject, 500), 0);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_PutObject, 500), 2);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_PutObject, 200), 1);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_Unknown, 200), 1);
+	cr_assert_eq(bc_stats_get_op(BC_S3OP_HeadObject, 200), 0);
+}
+
+LTest(stats, latency_buckets_bounds_are_inclusive)
+{
+	bc_stats_snap_t s;
+
+	bc_stats_reset();
+	bc_stats_upstream_latency(0);          /* le 0.001 */
+	bc_stats_upstream_latency(1000);       /* le 0.001 (inclusive) */
+	bc_stats_upstream_latency(1001);       /* le 0.0025 */
+	bc_stats_upstream_latency(10000000);   /* le 10 */
+	bc_stats_upstream_latency(10000001);   /* +Inf */
+	bc_stats_snapshot(&s);
+	cr_assert_eq(s.lat[0], 2);
+	cr_assert_eq(s.lat[1], 1);
+	cr_assert_eq(s.lat[BC_STATS_NLAT - 2], 1);
+	cr_assert_eq(s.lat[BC_STATS_NLAT - 1], 1);
+	cr_assert_eq(s.lat_count, 5);
+	cr_assert_eq(s.lat_sum_usec, 20002002);
+}
+
+LTest(stats, quantiles_interpolate)
+{
+	bc_stats_snap_t s;
+	double q;
+
+	bc_stats_reset();
+	bc_stats_snapshot(&s);
+	cr_assert_float_eq(bc_stats_lat_quantile(&s, 0.5), 0.0, 1e-12);
+	/* 100 observations in (2.5ms, 5ms]: p50 interpolates to 3.75ms */
+	for (int i = 0; i < 100; i++)
+		bc_stats_upstream_latency(3000);
+	bc_stats_snapshot(&s);
+	q = bc_stats_lat_quantile(&s, 0.5);
+	cr_assert_float_eq(q, 0.00375, 1e-9, "p50 %f", q);
+	q = bc_stats_lat_quantile(&s, 1.0);
+	cr_assert_float_eq(q, 0.005, 1e-9, "p100 %f", q);
+	/* add 100 in (0.5s, 1s]: p99 lies in that bucket, p25 in the first */
+	for (int i = 0; i < 100; i++)
+		bc_stats_upstream_latency(700000);
+	bc_stats_snapshot(&s);
+	q = bc_stats_lat_quantile(&s, 0.99);
+	cr_assert(q > 0.5 && q <= 1.0, "p99 %f", q);
+	cr_assert_float_eq(q, 0.5 + 0.5 * 98.0 / 100.0, 1e-9, "p99 %f", q);
+	q = bc_stats_lat_quantile(&s, 0.25);
+	cr_assert(q > 0.0025 && q <= 0.005, "p25 %f", q);
+	/* everything past 10s: the largest finite bound */
+	bc_stats_reset();
+	bc_stats_upstream_latency(60000000);
+	bc_stats_snapshot(&s);
+	cr_assert_float_eq(bc_stats_lat_quantile(&s, 0.5), 10.0, 1e-9);
+}
+
+LTest(stats, json_parses_and_holds_the_values)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	bc_stats_reset();
+	bc_stats_start();
+	bc_stats_request(BC_S3OP_GetObject, 200, 0, 1000);
+	bc_stats_request(BC_S3OP_GetObject, 404, 0, 200);
+	bc_stats_request(BC_S3OP_ListObjectsV2, 200, 0, 77);
+	BC_STATS_INC(upstream_requests);
+	BC_STATS_DEC(connections);             /* a gauge may show -1 */
+	bc_stats_upstream_latency(3000);
+	bc_stats_upstream_latency(3000);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b),
+	    "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "c = d[\"counters\"]\n"
+	    "assert isinstance(d[\"version\"], str) and d[\"version\"]\n"
+	    "assert d[\"uptime_seconds\"] >= 0\n"
+	    "assert c[\"requests\"] == 3, c\n"
+	    "assert c[\"bytes_out\"] == 1277, c\n"
+	    "assert c[\"upstream_requests\"] == 1, c\n"
+	    "assert c[\"connections\"] == -1, c\n"
+	    "assert set(c) >= {\"requests\", \"bytes_in\", \"bytes_out\", "
+	    "\"auth_failures\", \"upstream_requests\", \"upstream_errors\", "
+	    "\"upstream_retries\", \"upstream_bytes_in\", "
+	    "\"upstream_bytes_out\", \"connections\"}, c\n"
+	    "ops = d[\"requests_by_op\"]\n"
+	    "assert set(ops) == {\"GetObject\", \"ListObjectsV2\"}, ops\n"
+	    "assert ops[\"GetObject\"] == {\"2xx\": 1, \"3xx\": 0, "
+	    "\"4xx\": 1, \"5xx\": 0}, ops\n"
+	    "l = d[\"upstream_latency\"]\n"
+	    "assert l[\"count\"] == 2, l\n"
+	    "assert abs(l[\"sum_seconds\"] - 0.006) < 1e-9, l\n"
+	    "assert 0.0025 < l[\"p50_seconds\"] <= 0.005, l\n"
+	    "assert 0.0025 < l[\"p99_seconds\"] <= 0.005, l\n"), 0,
+	    "%s", bc_buf_str(&b));
+	bc_buf_fini(&b);
+}
+
+LTest(stats, json_empty_parses)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	bc_stats_reset();
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b),
+	    "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "assert d[\"requests_by_op\"] == {}\n"
+	    "assert d[\"upstream_latency\"][\"count\"] == 0\n"
+	    "assert d[\"upstream_latency\"][\"p99_seconds\"] == 0\n"), 0,
+	    "%s", bc_buf_str(&b));
+	bc_buf_fini(&b);
+}
+
+LTest(stats, json_python_check_can_fail)
+{
+	/* The checker itself must reject a broken document. */
+	cr_assert_neq(python_run("{\"a\": 1,}",
+	    "import json,sys; json.load(sys.stdin)", true), 0);
+}
+
+LTest(stats, json_respects_buffer_limit)
+{
+	bc_buf_t b;
+
+	bc_buf_init(&b, 64);
+	cr_assert_eq(bc_stats_json(&b), BC_E2BIG);
+	bc_buf_fini(&b);
+	bc_buf_init(&b, 64);
+	cr_assert_eq(bc_stats_prometheus(&b), BC_E2BIG);
+	bc_buf_fini(&b);
+}
+
+static const char *
+find_line(const char *doc, const char *prefix)
+{
+	const char *p = doc;
+	size_t n = strlen(prefix);
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, prefix, n) == 0)
+			return p + n;
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return NULL;
+}
+
+static unsigned long long
+sample(const char *doc, const char *series)
+{
+	char prefix[256];
+	const char *v;
+
+	snprintf(prefix, sizeof(prefix), "%s ", series);
+	v = find_line(doc, prefix);
+	cr_assert_not_null(v, "no sample %s in\n%s", series, doc);
+	return strtoull(v, NULL, 10);
+}
+
+LTest(stats, prometheus_lines_are_well_formed)
+{
+	static const char sample_re[] =
+	    "^[a-zA-Z_:][a-zA-Z0-9_:]*"
+	    "(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\""
+	    "(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\")*\\})?"
+	    " (-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?|[-+]Inf|NaN)$";
+	static const char comment_re[] =
+	    "^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+$";
+	bc_buf_t b = BC_BUF_INIT;
+	regex_t rs, rc;
+	char *doc, *line, *save = NULL;
+	char typed[64][128];
+	size_t ntyped = 0, nsamples = 0;
+
+	bc_stats_reset();
+	bc_stats_start();
+	bc_stats_request(BC_S3OP_GetObject, 200, 10, 1000);
+	bc_stats_request(BC_S3OP_HeadObject, 403, 0, 0);
+	BC_STATS_ADD(upstream_bytes_in, 5000);
+	bc_stats_upstream_latency(42000);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	cr_assert_eq(regcomp(&rs, sample_re, REG_EXTENDED | REG_NOSUB), 0);
+	cr_assert_eq(regcomp(&rc, comment_re, REG_EXTENDED | REG_NOSUB), 0);
+	cr_assert(b.len > 0 && b.data[b.len - 1] == '\n');
+	doc = strdup(bc_buf_str(&b));
+	for (line = strtok_r(doc, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#') {
+			cr_assert_eq(regexec(&rc, line, 0, NULL, 0), 0,
+			    "bad comment line: %s", line);
+			if (strncmp(line, "# TYPE ", 7) == 0) {
+				cr_assert_lt(ntyped, 64);
+				sscanf(line + 7, "%127s", typed[ntyped++]);
+			}
+			continue;
+		}
+		cr_assert_eq(regexec(&rs, line, 0, NULL, 0), 0,
+		    "bad sample line: %s", line);
+		cr_assert_eq(strncmp(line, "bucketcache_", 12), 0, "%s", line);
+		/* every sample belongs to the family typed just before it */
+		cr_assert_gt(ntyped, 0);
+		cr_assert_eq(strncmp(line, typed[ntyped - 1],
+		    strlen(typed[ntyped - 1])), 0, "%s after TYPE %s", line,
+		    typed[ntyped - 1]);
+		nsamples++;
+	}
+	cr_assert_gt(nsamples, 20);
+	/* counters end in _total, gauges do not */
+	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_requests_total"), 2);
+	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_bytes_out_total"),
+	    1000);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_upstream_bytes_in_total"), 5000);
+	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_connections"), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_connections gauge\n"));
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_requests_total counter\n"));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_s3_requests_total{op=\"GetObject\",status=\"2xx\"}"),
+	    1);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_s3_requests_total{op=\"HeadObject\",status=\"4xx\"}"),
+	    1);
+	cr_assert_null(strstr(bc_buf_str(&b), "op=\"PutObject\""));
+	regfree(&rs);
+	regfree(&rc);
+	free(doc);
+	bc_buf_fini(&b);
+}
+
+LTest(stats, prometheus_histogram_is_cumulative)
+{
+	static const char *const le[] = { "0.001", "0.0025", "0.005", "0.01",
+	    "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
+	    "+Inf" };
+	static const uint64_t obs[] = { 500, 800, 2000, 4000, 4000, 30000,
+	    200000, 3000000, 20000000 };
+	bc_buf_t b = BC_BUF_INIT;
+	unsigned long long prev = 0, v, total_usec = 0;
+	char series[128];
+	const char *sum;
+
+	bc_stats_reset();
+	for (size_t i = 0; i < sizeof(obs) / sizeof(obs[0]); i++) {
+		bc_stats_upstream_latency(obs[i]);
+		total_usec += obs[i];
+	}
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_upstream_latency_seconds histogram\n"));
+	for (size_t i = 0; i < sizeof(le) / sizeof(le[0]); i++) {
+		snprintf(series, sizeof(series),
+		    "bucketcache_upstream_latency_seconds_bucket{le=\"%s\"}",
+		    le[i]);
+		v = sample(bc_buf_str(&b), series);
+		cr_assert_geq(v, prev, "%s not cumulative", series);
+		prev = v;
+	}
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_upstream_latency_seconds_bucket{le=\"0.001\"}"), 2);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_upstream_latency_seconds_bucket{le=\"0.005\"}"), 5);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_upstream_latency_seconds_bucket{le=\"10\"}"), 8);
+	cr_assert_eq(prev, 9);    /* +Inf holds everything */
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_upstream_latency_seconds_count"), 9);
+	sum = find_line(bc_buf_str(&b),
+	    "bucketcache_upstream_latency_seconds_sum ");
+	cr_assert_not_null(sum);
+	cr_assert_float_eq(strtod(sum, NULL), (double)total_usec / 1e6, 1e-6);
+	bc_buf_fini(&b);
+}
+
+#define NTHREADS 4
+#define NITER    200000
+
+static void *
+hammer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < NITER; i++) {
+		BC_STATS_INC(upstream_requests);
+		BC_STATS_ADD(upstream_bytes_out, 3);
+		BC_STATS_INC(connections);
+		bc_stats_request(BC_S3OP_GetObject, 200, 1, 2);
+		bc_stats_upstream_latency((uint64_t)(i % 7) * 1000);
+		BC_STATS_DEC(connections);
+	}
+	return NULL;
+}
+
+LTest(stats, concurrent_increments_sum_exactly)
+{
+	pthread_t t[NTHREADS];
+	bc_stats_snap_t s;
+
+	bc_stats_reset();
+	for (int i = 0; i < NTHREADS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, hammer, NULL), 0);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	bc_stats_snapshot(&s);
+	cr_assert_eq(s.v[BC_STAT_upstream_requests],
+	    (uint64_t)NTHREADS * NITER);
+	cr_assert_eq(s.v[BC_STAT_upstream_bytes_out],
+	    (uint64_t)NTHREADS * NITER * 3);
+	cr_assert_eq(s.v[BC_STAT_connections], 0);
+	cr_assert_eq(s.v[BC_STAT_requests], (uint64_t)NTHREADS * NITER);
+	cr_assert_eq(s.v[BC_STAT_bytes_in], (uint64_t)NTHREADS * NITER);
+	cr_assert_eq(s.v[BC_STAT_bytes_out], (uint64_t)NTHREADS * NITER * 2);
+	cr_assert_eq(s.by_op[BC_S3OP_GetObject][0],
+	    (uint64_t)NTHREADS * NITER);
+	cr_assert_eq(s.lat_count, (uint64_t)NTHREADS * NITER);
+}
+
+LTest(stats, uptime_counts_from_start)
+{
+	bc_stats_snap_t s;
+
+	bc_stats_snapshot(&s);
+	cr_assert_eq(s.uptime_seconds, 0);
+	bc_stats_start();
+	bc_stats_snapshot(&s);
+	cr_assert_lt(s.uptime_seconds, 2);
+}
