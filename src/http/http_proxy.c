@@ -321,9 +321,12 @@ proxy_finish(bc_http_req_t *r)
 				bc_http_wait(r);
 				return BC_S3E_NONE;
 			}
-			if (!p->discard_body &&
-			    !bc_awschunked_done(p->chunked))
-				return BC_S3E_IncompleteBody;
+			if (!p->discard_body) {
+				bc_s3err_t e = bc_awschunked_finish(p->chunked);
+
+				if (e != BC_S3E_NONE)
+					return e;
+			}
 		}
 		p->body_ended = true;
 		bc_xfer_write_end(p->x);

@@ -55,6 +55,7 @@ struct bc_http_req_s {
 	uint64_t              bytes_out;    /* body bytes the response holds */
 	int                   status;       /* queued status, 0 before */
 	bc_s3err_t            pending_err;  /* answer at the next call */
+	const char           *pending_msg;  /* static; NULL: the table's */
 	bool                  started;
 	bool                  is_loopback;  /* client address is loopback */
 	uint64_t              start_ns;     /* monotonic */

@@ -297,6 +297,7 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method)
 		BC_STATS_INC(auth_failures);
 		BC_DEBUG("auth %s %s: %s", method, r->raw_uri,
 		    bc_s3err_code(e));
+		r->pending_msg = r->auth.message;
 		return e;
 	}
 	if (r->auth.kind != BC_S3AUTH_NONE) {
@@ -328,7 +329,7 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		r->started = true;
 		r->pending_err = begin(s, r, method);
 		if (r->pending_err != BC_S3E_NONE && has_body(r))
-			bc_http_respond_error(r, r->pending_err, NULL);
+			bc_http_respond_error(r, r->pending_err, r->pending_msg);
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
@@ -337,7 +338,7 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		if (r->pending_err != BC_S3E_NONE || r->status != 0) {
 			*upload_data_size = 0;   /* discard */
 			if (r->status == 0)
-				bc_http_respond_error(r, r->pending_err, NULL);
+				bc_http_respond_error(r, r->pending_err, r->pending_msg);
 			return MHD_YES;
 		}
 		e = r->handler->body(r, upload_data, &len);
@@ -353,7 +354,7 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 	if (r->status != 0)
 		return MHD_YES;
 	if (r->pending_err != BC_S3E_NONE) {
-		bc_http_respond_error(r, r->pending_err, NULL);
+		bc_http_respond_error(r, r->pending_err, r->pending_msg);
 		return MHD_YES;
 	}
 	e = r->handler->finish(r);

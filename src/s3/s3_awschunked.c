@@ -223,7 +223,8 @@ bc_awschunked_feed(bc_awschunked_t *d, const char *in, size_t len,
 		switch (d->st) {
 		case ST_LINE:
 			if (d->line_len == sizeof(d->line))
-				return set_error(d, BC_S3E_InvalidArgument, err);
+				return set_error(d, BC_S3E_InvalidArgument,
+				    err);
 			d->line[d->line_len++] = in[used++];
 			if (d->line[d->line_len - 1] != '\n')
 				break;
@@ -247,7 +248,8 @@ bc_awschunked_feed(bc_awschunked_t *d, const char *in, size_t len,
 		}
 		case ST_CRLF:
 			if (in[used++] != "\r\n"[d->crlf_got])
-				return set_error(d, BC_S3E_InvalidArgument, err);
+				return set_error(d, BC_S3E_InvalidArgument,
+				    err);
 			d->crlf_got++;
 			if (d->crlf_got < 2)
 				break;

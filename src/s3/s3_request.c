@@ -172,6 +172,36 @@ host_name(const bc_s3_req_t *r, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
+/* S3's legacy bucket names: 1-255 of [A-Za-z0-9._-], not "." or "..",
+ * not starting with '_' (reserved for /_bucketcache/). "" is the service. */
+static bool
+bucket_name_ok(const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n == 0)
+		return true;
+	if (n > BC_S3_MAX_BUCKET || b[0] == '_' || strcmp(b, ".") == 0 ||
+	    strcmp(b, "..") == 0)
+		return false;
+	for (; *b != '\0'; b++)
+		if (!((*b >= 'a' && *b <= 'z') || (*b >= 'A' && *b <= 'Z') ||
+		    (*b >= '0' && *b <= '9') || *b == '.' || *b == '-' ||
+		    *b == '_'))
+			return false;
+	return true;
+}
+
+/* Query parameters that authenticate or tag a request without naming a
+ * sub-resource. */
+static bool
+is_neutral_param(const char *n)
+{
+	return strncmp(n, "X-Amz-", 6) == 0 || strcmp(n, "x-id") == 0 ||
+	    strcmp(n, "AWSAccessKeyId") == 0 || strcmp(n, "Expires") == 0 ||
+	    strcmp(n, "Signature") == 0;
+}
+
 static bool
 has_q(const bc_s3_req_t *r, const char *name)
 {
@@ -212,9 +242,10 @@ classify(const bc_s3_req_t *r)
 					if (strcmp(r->query.v[i].name,
 					    listing[j]) == 0)
 						found = true;
-				only_listing = found;
+				only_listing = found ||
+				    is_neutral_param(r->query.v[i].name);
 			}
-			if (!(get && only_listing))
+			if (!((get || head) && only_listing))
 				return BC_S3OP_BucketSubresource;
 		}
 		if (get)
@@ -245,20 +276,10 @@ classify(const bc_s3_req_t *r)
 		const char *n = r->query.v[i].name;
 
 		/* GET options that do not name a sub-resource */
-		if ((get || head) && (strcmp(n, "versionId") == 0 ||
-		    strcmp(n, "partNumber") == 0 ||
-		    strncmp(n, "response-", 9) == 0 ||
-		    strncmp(n, "X-Amz-", 6) == 0 ||
-		    strcmp(n, "AWSAccessKeyId") == 0 ||
-		    strcmp(n, "Expires") == 0 ||
-		    strcmp(n, "Signature") == 0 ||
-		    strcmp(n, "x-id") == 0))
+		if (is_neutral_param(n) || strcmp(n, "versionId") == 0)
 			continue;
-		if ((put || del) && (strcmp(n, "versionId") == 0 ||
-		    strcmp(n, "x-id") == 0 || strncmp(n, "X-Amz-", 6) == 0 ||
-		    strcmp(n, "AWSAccessKeyId") == 0 ||
-		    strcmp(n, "Expires") == 0 ||
-		    strcmp(n, "Signature") == 0))
+		if ((get || head) && (strcmp(n, "partNumber") == 0 ||
+		    strncmp(n, "response-", 9) == 0))
 			continue;
 		return BC_S3OP_ObjectSubresource;
 	}
@@ -309,23 +330,27 @@ bc_s3_req_parse(bc_s3_req_t *r, const char *method, const char *raw_uri,
 		r->bucket = strndup(host, hlen - dlen - 1);
 		r->key = strdup(r->path + 1);
 	} else {
-		p = strchr(r->path + 1, '/');
+		/* Split before decoding: an encoded '/' belongs to its part. */
+		const char *raw = r->raw_path + 1;
+
+		p = strchr(raw, '/');
 		if (p == NULL) {
-			r->bucket = strdup(r->path + 1);
+			r->bucket = bc_s3_pct_decode(raw, strlen(raw));
 			r->key = strdup("");
 		} else {
-			r->bucket = strndup(r->path + 1,
-			    (size_t)(p - r->path - 1));
-			r->key = strdup(p + 1);
+			r->bucket = bc_s3_pct_decode(raw, (size_t)(p - raw));
+			r->key = bc_s3_pct_decode(p + 1, strlen(p + 1));
 		}
+		if (r->bucket == NULL || r->key == NULL)
+			return BC_S3E_InvalidArgument;
 	}
 	if (r->bucket == NULL || r->key == NULL)
 		return BC_S3E_InternalError;
 	r->op = classify(r);
 	if (r->op == BC_S3OP_Admin)
 		return BC_S3E_NONE;
-	if (strlen(r->bucket) > BC_S3_MAX_BUCKET || strchr(r->bucket, '/') ||
-	    r->bucket[0] == '_')
+	if (!bucket_name_ok(r->bucket) || (r->bucket[0] == '\0' &&
+	    r->key[0] != '\0'))
 		return BC_S3E_InvalidBucketName;
 	if (strlen(r->key) > BC_S3_MAX_KEY)
 		return BC_S3E_KeyTooLongError;

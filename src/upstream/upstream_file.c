@@ -1463,7 +1463,33 @@ bc_file_list(int bucket_fd, const bc_file_list_opts_t *o,
 	w.out = out;
 	if (o->max == 0)
 		return 0;
-	walk_dir(&w, "", 0, 0);
+	/* Every key under prefix "a/b/c" lies below directory "a/b/": start
+	 * there. Its segments come from the client, so they are checked
+	 * like a key's (no "..", ".", "" or hidden segment); when they fail,
+	 * no key can match. */
+	{
+		const char *slash = strrchr(w.prefix, '/');
+		size_t slen = slash != NULL ? (size_t)(slash - w.prefix) : 0;
+		char start[BC_S3_MAX_KEY + 2];
+		int depth = 0;
+
+		if (slen > 0) {
+			if (slen > BC_S3_MAX_KEY)
+				return 0;
+			memcpy(start, w.prefix, slen);
+			start[slen] = '\0';
+			if (bc_file_key_check(start) != BC_S3E_NONE)
+				return 0;
+			for (size_t i = 0; i < slen; i++)
+				depth += start[i] == '/';
+			start[slen] = '/';
+			start[slen + 1] = '\0';
+			walk_dir(&w, start, slen + 1, depth + 1);
+		} else if (slash == NULL) {
+			walk_dir(&w, "", 0, 0);
+		}
+		/* a prefix starting with '/' matches no key */
+	}
 	if (w.err < 0) {
 		bc_file_list_fini(out);
 		return w.err;

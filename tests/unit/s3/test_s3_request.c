@@ -62,7 +62,13 @@ static const op_case_t op_cases[] = {
 	OP("PUT", "/b?policy", BucketSubresource),
 	OP("DELETE", "/b?cors", BucketSubresource),
 	OP("GET", "/b?versions", BucketSubresource),
-	OP("HEAD", "/b?prefix=a", BucketSubresource),
+	OP("HEAD", "/b?prefix=a", HeadBucket),
+	/* presign and x-id parameters name no sub-resource */
+	OP("GET", "/b?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=0",
+	    ListObjects),
+	OP("GET", "/b?AWSAccessKeyId=a&Expires=1&Signature=s", ListObjects),
+	OP("HEAD", "/b?X-Amz-Date=20130524T000000Z", HeadBucket),
+	OP("GET", "/b?x-id=ListObjects", ListObjects),
 	OP("POST", "/b?delete", DeleteObjects),
 	OP("POST", "/b?delete=", DeleteObjects),
 	OP("POST", "/b", Unknown),
@@ -319,6 +325,13 @@ Test(s3_request, malformed)
 		{ "http://h/b/k", BC_S3E_InvalidRequest },
 		{ "*", BC_S3E_InvalidRequest },
 		{ "/_bad/k", BC_S3E_InvalidBucketName },
+		{ "//k", BC_S3E_InvalidBucketName },
+		{ "/../k", BC_S3E_InvalidBucketName },
+		{ "/%2E%2E/k", BC_S3E_InvalidBucketName },
+		{ "/./k", BC_S3E_InvalidBucketName },
+		{ "/a%2Fb/k", BC_S3E_InvalidBucketName },
+		{ "/a%20b/k", BC_S3E_InvalidBucketName },
+		{ "/a%0Ab/k", BC_S3E_InvalidBucketName },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

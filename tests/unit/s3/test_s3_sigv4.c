@@ -516,7 +516,10 @@ Test(sigv4_suite, vectors)
 		    { "X-Amz-Date", "20150830T123600Z" } };
 
 		memcpy(h + 2, v->headers, sizeof(v->headers));
-		req_build(&r, v->method, v->target, h, 6, NULL);
+		/* The suite is for a generic service: address it virtual-
+		 * hosted (bucket "example") so its paths, like "/\u1234",
+		 * are keys rather than S3 bucket names. */
+		req_build(&r, v->method, v->target, h, 6, "amazonaws.com");
 		memset(&in, 0, sizeof(in));
 		in.method = r.method;
 		in.path = r.path;
@@ -733,6 +736,15 @@ Test(sigv4_parts, dates)
 
 /* ---- the S3 API reference examples (examplebucket, 20130524) -------- */
 
+#define SIG_GET "f0e8bdb87c964420e857bd35b5d6ed31" \
+	"0bd44f0170aba48dd91039c6036bdb41"
+#define SIG_PUT "98ad721746da40c64f1a55b78f14c238" \
+	"d841ea1380cd77a1b5971af0ece108bd"
+#define SIG_LIFECYCLE "fea454ca298b7da1c68078a5d1bdbfbb" \
+	"e0d65c699e0f91ac7a200a0136783543"
+#define SIG_LIST "34b48302e7b5fa45bde8084f4b7868a8" \
+	"6f0a534bc59db6670ed5711ef69dc6f7"
+
 #define EX_HOST { "Host", "examplebucket.s3.amazonaws.com" }
 #define EX_DATE { "x-amz-date", "20130524T000000Z" }
 #define EX_EMPTY { "x-amz-content-sha256", BC_SIGV4_EMPTY_SHA256 }
@@ -749,9 +761,8 @@ static const struct {
 	{ "GET Object", "GET", "/test.txt", {
 		EX_HOST, { "Range", "bytes=0-9" }, EX_EMPTY, EX_DATE,
 		{ "Authorization", EX_CRED ",SignedHeaders=host;range;"
-		    "x-amz-content-sha256;x-amz-date,Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41" } },
-	    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41" },
+		    "x-amz-content-sha256;x-amz-date,Signature=" SIG_GET } },
+	    SIG_GET },
 	{ "PUT Object", "PUT", "/test%24file.text", {
 		EX_HOST, { "Date", "Fri, 24 May 2013 00:00:00 GMT" }, EX_DATE,
 		{ "x-amz-storage-class", "REDUCED_REDUNDANCY" },
@@ -759,21 +770,19 @@ static const struct {
 		    "a87d2b6b4b4e99e42034a8b803f8b072" },
 		{ "Authorization", EX_CRED ",SignedHeaders=date;host;"
 		    "x-amz-content-sha256;x-amz-date;x-amz-storage-class,"
-		    "Signature="
-		    "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd" } },
-	    "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd" },
+		    "Signature=" SIG_PUT } },
+	    SIG_PUT },
 	{ "GET lifecycle", "GET", "/?lifecycle", {
 		EX_HOST, EX_DATE, EX_EMPTY,
 		{ "Authorization", EX_CRED ",SignedHeaders=host;"
 		    "x-amz-content-sha256;x-amz-date,Signature="
-		    "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543" } },
-	    "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543" },
+		    SIG_LIFECYCLE } },
+	    SIG_LIFECYCLE },
 	{ "GET Bucket (list)", "GET", "/?max-keys=2&prefix=J", {
 		EX_HOST, EX_DATE, EX_EMPTY,
 		{ "Authorization", EX_CRED ", SignedHeaders=host;"
-		    "x-amz-content-sha256;x-amz-date, Signature="
-		    "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7" } },
-	    "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7" },
+		    "x-amz-content-sha256;x-amz-date, Signature=" SIG_LIST } },
+	    SIG_LIST },
 };
 
 Test(sigv4_s3doc, verify_examples)
@@ -999,7 +1008,7 @@ static const hdr_t get_object[] = {
 };
 #define GET_OBJECT_AUTHZ EX_CRED ", SignedHeaders=host;range;" \
 	"x-amz-content-sha256;x-amz-date, Signature=" \
-	"f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+	SIG_GET
 
 /* The GET Object example with Authorization authz (NULL: none) and, when
  * not NULL, one more header. */
@@ -1038,12 +1047,12 @@ Test(sigv4_verify, skew_and_keys)
 	cr_expect_eq(verify_get_object("AWS4-HMAC-SHA256 Credential=gateway"
 	    "/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;range;"
 	    "x-amz-content-sha256;x-amz-date, Signature="
-	    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+	    SIG_GET,
 	    NULL, NULL, T_S3DOC, &a), BC_S3E_SignatureDoesNotMatch);
 	cr_expect_eq(verify_get_object("AWS4-HMAC-SHA256 Credential=NOBODY"
 	    "/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;range;"
 	    "x-amz-content-sha256;x-amz-date, Signature="
-	    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+	    SIG_GET,
 	    NULL, NULL, T_S3DOC, &a), BC_S3E_InvalidAccessKeyId);
 	/* the scope's region is what the client signed with: another region
 	 * gives another key and so another signature */
@@ -1179,12 +1188,10 @@ Test(sigv4_verify, malformed_table)
 		{ GET_OBJECT_AUTHZ ",", BC_S3E_AuthorizationHeaderMalformed },
 		{ GET_OBJECT_AUTHZ ", Foo=bar",
 		    BC_S3E_AuthorizationHeaderMalformed },
-		{ GET_OBJECT_AUTHZ ", Signature=f0e8bdb87c964420e857bd35b5d6ed31"
-		    "0bd44f0170aba48dd91039c6036bdb41",
+		{ GET_OBJECT_AUTHZ ", Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 credential=" DOC_AKID "/20130524/us-east-1/"
-		    "s3/aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "s3/aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ EX_CRED ", SignedHeaders=host;range;x-amz-content-sha256;"
 		    "x-amz-date, Signature=F0E8BDB87C964420E857BD35B5D6ED31"
@@ -1201,39 +1208,30 @@ Test(sigv4_verify, malformed_table)
 		    "x-amz-date, Signature=f0e8bdb87c964420e857bd35b5d6ed31"
 		    "0bd44f0170aba48dd91039c6036bdb41",
 		    BC_S3E_AuthorizationHeaderMalformed },
-		{ EX_CRED ", SignedHeaders=host;;range, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		{ EX_CRED ", SignedHeaders=host;;range, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
-		{ EX_CRED ", SignedHeaders=host;, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		{ EX_CRED ", SignedHeaders=host;, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/20130524/us-east-1/"
-		    "ec2/aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "ec2/aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/20130524/us-east-1/"
-		    "s3/aws4_request/x, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "s3/aws4_request/x, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/20130524/s3/"
-		    "aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=/20130524/us-east-1/s3/"
-		    "aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/20130524//s3/"
-		    "aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/2013052/us-east-1/"
-		    "s3/aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "s3/aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" DOC_AKID "/20130524/us east/"
-		    "s3/aws4_request, SignedHeaders=host, Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "s3/aws4_request, SignedHeaders=host, Signature=" SIG_GET,
 		    BC_S3E_AuthorizationHeaderMalformed },
 		/* SigV2 shapes */
 		{ "AWS ", BC_S3E__COUNT },
@@ -1263,8 +1261,7 @@ Test(sigv4_verify, fuzz_authorization)
 	static const char *const good[] = {
 		GET_OBJECT_AUTHZ,
 		EX_CRED ",SignedHeaders=host;range;x-amz-content-sha256;"
-		    "x-amz-date,Signature="
-		    "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+		    "x-amz-date,Signature=" SIG_GET,
 	};
 	static const char subst[] = { '#', 'x', ' ', ',', '=', '/', ';', '0' };
 	bc_s3_auth_t a;
@@ -1534,5 +1531,64 @@ Test(sigv4_clients, curl_7_88)
 		cr_expect_eq(verify(&r, T_CURL, &a),
 		    BC_S3E_SignatureDoesNotMatch);
 		bc_s3_req_fini(&r);
+	}
+}
+
+static uint32_t
+xorshift(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* Authorization values and presigned queries assembled from random
+ * pieces of valid ones: errors only, never a crash. */
+Test(sigv4_verify, fuzz_tokens)
+{
+	static const char *const pieces[] = {
+		"AWS4-HMAC-SHA256 ", "AWS ", "Credential=", "SignedHeaders=",
+		"Signature=", DOC_AKID, "/20130524", "/us-east-1", "/s3",
+		"/aws4_request", "host", ";range", ";x-amz-date", ",", ", ",
+		" ", "=", "/", ";", SIG_GET, "f0e8", ":", "%", "\xff",
+		"x-amz-content-sha256",
+	};
+	static const char *const qnames[] = { "X-Amz-Algorithm",
+	    "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
+	    "X-Amz-SignedHeaders", "X-Amz-Signature", "AWSAccessKeyId",
+	    "Signature", "Expires", "acl" };
+	static const char *const qvalues[] = { "AWS4-HMAC-SHA256",
+	    DOC_AKID "%2F20130524%2Fus-east-1%2Fs3%2Faws4_request",
+	    "20130524T000000Z", "86400", "host", SIG_GET, "", "%2F",
+	    "1369353600", "abc%3D" };
+	uint32_t seed = 0x9e3779b9;
+	bc_s3_auth_t a;
+
+	for (int round = 0; round < 3000; round++) {
+		bc_buf_t s = BC_BUF_INIT;
+		size_t n = xorshift(&seed) % 12;
+		bc_s3_req_t r;
+
+		if (round % 2 == 0) {
+			for (size_t i = 0; i < n; i++)
+				bc_buf_puts(&s, pieces[xorshift(&seed) %
+				    (sizeof(pieces) / sizeof(*pieces))]);
+			cr_expect_neq(verify_get_object(bc_buf_str(&s), NULL,
+			    NULL, T_S3DOC, &a), BC_S3E_NONE, "%s",
+			    bc_buf_str(&s));
+		} else {
+			bc_buf_puts(&s, "/test.txt?");
+			for (size_t i = 0; i < n; i++)
+				bc_buf_printf(&s, "%s%s=%s", i > 0 ? "&" : "",
+				    qnames[xorshift(&seed) % 10],
+				    qvalues[xorshift(&seed) % 10]);
+			req_build(&r, "GET", bc_buf_str(&s), get_object, 0,
+			    "s3.amazonaws.com");
+			cr_expect_neq(verify(&r, T_S3DOC, &a), BC_S3E_NONE,
+			    "%s", bc_buf_str(&s));
+			bc_s3_req_fini(&r);
+		}
+		bc_buf_fini(&s);
 	}
 }
