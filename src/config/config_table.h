@@ -48,3 +48,13 @@ BC_OPT(retries,       "retries",       UINT,  "3",
     "retries of idempotent upstream requests on 500, 503, timeouts")
 BC_OPT(log_level,     "log-level",     LEVEL, "info",
     "error, warn, info or debug")
+BC_OPT(cache,         "cache",         BOOL,  "yes",
+    "cache object reads (GET/HEAD) from an http(s) upstream; no: forward everything")
+BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",
+    "cache unit: objects are fetched and kept in chunks of this size")
+BC_OPT(mem_size,      "mem-size",      SIZE,  "1G",
+    "memory tier bound: bytes actually held by cached chunks and metadata")
+BC_OPT(readahead,     "readahead",     UINT,  "1",
+    "chunks fetched ahead of a client reading an object sequentially")
+BC_OPT(meta_ttl,      "meta-ttl",      MS,    "60s",
+    "how long cached object metadata is trusted before it is revalidated")

@@ -23,6 +23,9 @@
 #include "s3/s3_awschunked.h"
 #include "s3/s3_sigv4.h"
 #include "stats/stats.h"
+#include "cache/cache.h"
+#include "upstream/upstream_file.h"
+#include "upstream/upstream_target.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
@@ -30,11 +33,15 @@
 #define READER_BLOCK   (64 * 1024)
 #define MAX_AWS_CHUNK  (16 * 1024 * 1024)
 
+#define MAX_DELETE_BODY (2 * 1024 * 1024)
+
 typedef struct proxy_s {
 	bc_xfer_t       *x;
 	bc_awschunked_t *chunked;
 	bool             body_ended;
 	bool             discard_body;   /* upstream already answered */
+	bc_buf_t         delete_body;    /* DeleteObjects: the keys to drop */
+	bool             delete_overflow;
 } proxy_t;
 
 /* Client headers never forwarded: hop-by-hop ones, and those the gateway
@@ -96,49 +103,20 @@ build_upstream(bc_http_req_t *r, bc_buf_t *url, bc_kvlist_t *hdrs,
     bc_kvlist_t *query, bc_sigv4_ctx_t *ctx)
 {
 	const bc_server_t *s = r->srv;
-	bool virtual = strcmp(s->cfg->upstream_addressing, "virtual") == 0 &&
-	    r->s3.bucket[0] != '\0';
 	bool body = r->content_length != UINT64_MAX && r->content_length > 0;
+	bool slash = r->s3.key[0] == '\0' && !r->s3.virtual_host &&
+	    r->s3.path[strlen(r->s3.path) - 1] == '/';
 	bc_buf_t path = BC_BUF_INIT, host = BC_BUF_INIT;
-	const char *scheme_end = strstr(s->up_scheme_host, "://");
 	bc_s3err_t e = BC_S3E_InternalError;
-	int rv = 0;
 
-	/* decoded path as sent upstream (signed), then its encoding (URL) */
-	if (virtual) {
-		rv |= bc_buf_printf(&path, "/%s", r->s3.key);
-		rv |= bc_buf_printf(&host, "%s.%s", r->s3.bucket, s->up_host);
-	} else {
-		if (r->s3.bucket[0] == '\0')
-			rv |= bc_buf_puts(&path, "/");
-		else if (r->s3.key[0] == '\0' && !r->s3.virtual_host &&
-		    r->s3.path[strlen(r->s3.path) - 1] == '/')
-			rv |= bc_buf_printf(&path, "/%s/", r->s3.bucket);
-		else if (r->s3.key[0] == '\0')
-			rv |= bc_buf_printf(&path, "/%s", r->s3.bucket);
-		else
-			rv |= bc_buf_printf(&path, "/%s/%s", r->s3.bucket,
-			    r->s3.key);
-		rv |= bc_buf_puts(&host, s->up_host);
-	}
 	for (size_t i = 0; i < r->s3.query.n; i++)
-		if (!is_auth_param(r, r->s3.query.v[i].name))
-			rv |= bc_kv_add(query, r->s3.query.v[i].name,
-			    r->s3.query.v[i].value);
-	if (virtual)
-		rv |= bc_buf_printf(url, "%.*s://%s",
-		    (int)(scheme_end - s->up_scheme_host), s->up_scheme_host,
-		    bc_buf_str(&host));
-	else
-		rv |= bc_buf_puts(url, s->up_scheme_host);
-	rv |= bc_sigv4_uri_encode(url, bc_buf_str(&path), true);
-	if (query->n > 0) {
-		rv |= bc_buf_putc(url, '?');
-		rv |= bc_sigv4_canonical_query(url, query, NULL);
-	}
-	if (rv < 0)
+		if (!is_auth_param(r, r->s3.query.v[i].name) &&
+		    bc_kv_add(query, r->s3.query.v[i].name,
+		    r->s3.query.v[i].value) < 0)
+			goto fail;
+	if (bc_upstream_target(&s->ep, r->s3.bucket, r->s3.key, slash, query,
+	    url, &host, &path) < 0)
 		goto fail;
-
 	for (size_t i = 0; i < r->s3.headers.n; i++) {
 		const bc_kv_t *h = &r->s3.headers.v[i];
 
@@ -173,6 +151,9 @@ proxy_start(bc_http_req_t *r)
 	if (p == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = p;
+	bc_buf_init(&p->delete_body, MAX_DELETE_BODY);
+	if (p->chunked != NULL || r->auth.streaming)
+		p->delete_overflow = true;   /* keys not readable: drop all */
 	if (r->s3.op != BC_S3OP_PutObject && r->s3.op != BC_S3OP_UploadPart &&
 	    r->content_length == UINT64_MAX &&
 	    bc_kv_get(&r->s3.headers, "Transfer-Encoding") != NULL)
@@ -243,6 +224,10 @@ proxy_body(bc_http_req_t *r, const char *data, size_t *len)
 	}
 	if (p->chunked == NULL) {
 		n = bc_xfer_write(p->x, data, *len);
+		if (n > 0 && r->s3.op == BC_S3OP_DeleteObjects &&
+		    r->srv->cache != NULL && !p->delete_overflow &&
+		    bc_buf_append(&p->delete_body, data, (size_t)n) < 0)
+			p->delete_overflow = true;
 		if (n < 0) {            /* upstream answered already */
 			p->discard_body = true;
 			*len = 0;
@@ -292,6 +277,38 @@ proxy_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* Drops what a write through the gateway may have changed. */
+static void
+invalidate(bc_http_req_t *r, proxy_t *p)
+{
+	bc_cache_t *c = r->srv->cache;
+	char **keys = NULL;
+	size_t n = 0;
+	bool quiet;
+
+	switch (r->s3.op) {
+	case BC_S3OP_DeleteBucket:
+		bc_cache_invalidate(c, r->s3.bucket, NULL, "");
+		return;
+	case BC_S3OP_DeleteObjects:
+		if (p->delete_overflow || bc_file_parse_delete(
+		    bc_buf_str(&p->delete_body), p->delete_body.len, &keys, &n,
+		    &quiet) != BC_S3E_NONE) {
+			bc_cache_invalidate(c, r->s3.bucket, NULL, "");
+			return;
+		}
+		for (size_t i = 0; i < n; i++) {
+			bc_cache_invalidate(c, r->s3.bucket, keys[i], NULL);
+			free(keys[i]);
+		}
+		free(keys);
+		return;
+	default:
+		bc_cache_invalidate(c, r->s3.bucket, r->s3.key, NULL);
+		return;
+	}
+}
+
 static uint64_t
 header_u64(const bc_kvlist_t *h, const char *name)
 {
@@ -336,6 +353,10 @@ proxy_finish(bc_http_req_t *r)
 		bc_http_wait(r);
 		return BC_S3E_NONE;
 	}
+	/* Whatever the answer, a write may have happened: drop the cached
+	 * copy before the client hears back (read-after-write). */
+	if (r->srv->cache != NULL && bc_s3op_writes_object(r->s3.op))
+		invalidate(r, p);
 	if (rv == BC_ETIMEDOUT)
 		return BC_S3E_GatewayTimeout;
 	if (rv < 0)
@@ -380,6 +401,7 @@ proxy_done(bc_http_req_t *r, bool ok)
 		bc_xfer_unref(p->x);
 	}
 	bc_awschunked_free(p->chunked);
+	bc_buf_fini(&p->delete_body);
 	free(p);
 	r->hdata = NULL;
 }

@@ -92,5 +92,9 @@ void bc_http_resume_cb(void *r);
 extern const bc_handler_t bc_handler_proxy;
 extern const bc_handler_t bc_handler_file;
 extern const bc_handler_t bc_handler_admin;
+extern const bc_handler_t bc_handler_object;   /* GET/HEAD via the cache */
+
+/* true when the cache can answer r exactly as S3 would (http_object.c) */
+bool bc_object_cacheable(const bc_http_req_t *r);
 
 #endif

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "stats/stats.h"
@@ -310,7 +311,7 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method)
 	}
 	if (r->s3.op == BC_S3OP_PutObject && r->content_length == UINT64_MAX)
 		return BC_S3E_MissingContentLength;
-	r->handler = s->backend;
+	r->handler = bc_object_cacheable(r) ? &bc_handler_object : s->backend;
 	return r->handler->start(r);
 }
 
@@ -344,6 +345,8 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		e = r->handler->body(r, upload_data, &len);
 		r->bytes_in += *upload_data_size - len;
 		*upload_data_size = len;
+		if (e == BC_S3E_SignatureDoesNotMatch)   /* aws-chunked */
+			BC_STATS_INC(auth_failures);
 		if (e != BC_S3E_NONE) {
 			r->pending_err = e;
 			*upload_data_size = 0;
@@ -484,6 +487,21 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 		s->creds.session_token = cfg->session_token;
 		s->creds.region = cfg->region;
 		s->creds.service = "s3";
+		s->ep.scheme_host = s->up_scheme_host;
+		s->ep.host = s->up_host;
+		s->ep.virtual_style = strcmp(cfg->upstream_addressing,
+		    "virtual") == 0;
+		if (cfg->cache) {
+			bc_cache_opts_t co = { cfg, loop, &s->creds,
+			    s->up_scheme_host, s->up_host };
+			int rv = bc_cache_new(&co, &s->cache);
+
+			if (rv < 0) {
+				snprintf(err, errlen, "cache: %s",
+				    bc_strerror(rv));
+				return -1;
+			}
+		}
 	}
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -527,6 +545,8 @@ bc_server_stop(bc_server_t *s)
 	if (s->mhd != NULL)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
+	bc_cache_free(s->cache);
+	s->cache = NULL;
 	free(s->up_scheme_host);
 	free(s->up_host);
 	s->up_scheme_host = s->up_host = NULL;

@@ -15,6 +15,7 @@
 #include "http/http_req.h"
 #include "s3/s3_sigv4.h"
 #include "upstream/upstream_loop.h"
+#include "upstream/upstream_target.h"
 
 struct bc_server_s {
 	const bc_config_t  *cfg;
@@ -24,6 +25,8 @@ struct bc_server_s {
 	bc_sigv4_creds_t    creds;    /* upstream signing */
 	char               *up_scheme_host;  /* "http://h:p" */
 	char               *up_host;         /* "h:p" (Host header) */
+	bc_upstream_ep_t    ep;              /* the two above, addressing */
+	struct bc_cache_s  *cache;           /* NULL when not caching */
 };
 
 /* Starts serving cfg->listen. Returns 0, or -1 with err set. */

@@ -192,6 +192,28 @@ bucket_name_ok(const char *b)
 	return true;
 }
 
+/* true when key has a "." or ".." segment. S3 stores such keys as they
+ * are, but an upstream that normalises paths would serve another key
+ * under that name, escaping a client's prefix allow list and the cache's
+ * invalidation; the gateway refuses them (README, "Decisions"). */
+static bool
+has_dot_segment(const char *key)
+{
+	const char *p = key;
+
+	for (;;) {
+		const char *end = strchr(p, '/');
+		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' &&
+		    p[1] == '.'))
+			return true;
+		if (end == NULL)
+			return false;
+		p = end + 1;
+	}
+}
+
 /* Query parameters that authenticate or tag a request without naming a
  * sub-resource. */
 static bool
@@ -354,5 +376,7 @@ bc_s3_req_parse(bc_s3_req_t *r, const char *method, const char *raw_uri,
 		return BC_S3E_InvalidBucketName;
 	if (strlen(r->key) > BC_S3_MAX_KEY)
 		return BC_S3E_KeyTooLongError;
+	if (has_dot_segment(r->key))
+		return BC_S3E_InvalidArgument;
 	return BC_S3E_NONE;
 }

@@ -49,6 +49,11 @@ extern _Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
 	((void)atomic_fetch_sub_explicit(&bc_stats_counters[BC_STAT_##name], \
 	    (uint64_t)1, memory_order_relaxed))
 
+/* Sets gauge name to v (for gauges mirrored from another module). */
+#define BC_STATS_SET(name, v)                                            \
+	atomic_store_explicit(&bc_stats_counters[BC_STAT_##name],        \
+	    (uint64_t)(v), memory_order_relaxed)
+
 /* Upper bounds of the finite latency buckets, in microseconds. */
 extern const uint64_t bc_stats_lat_bounds_usec[BC_STATS_NLAT - 1];
 

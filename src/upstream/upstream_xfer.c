@@ -39,6 +39,9 @@ struct bc_xfer_s {
 	uint64_t         body_len;
 	unsigned         retries;
 	uint64_t         connect_timeout_ms, stall_timeout_ms;
+	size_t           collect_max;
+	bc_xfer_done_fn  on_done;
+	void            *done_arg;
 
 	/* loop */
 	CURL            *easy;
@@ -52,6 +55,8 @@ struct bc_xfer_s {
 
 	/* shared, under mu */
 	ring_t           req, resp;
+	bc_buf_t         body;           /* collect mode */
+	uint64_t         elapsed_us;
 	bool             req_end, read_paused, write_paused, unpause_queued;
 	int              status;
 	bc_kvlist_t      hdrs;
@@ -132,6 +137,7 @@ bc_xfer_unref(bc_xfer_t *x)
 		return;
 	free(x->req.buf);
 	free(x->resp.buf);
+	bc_buf_fini(&x->body);
 	bc_kv_fini(&x->hdrs);
 	curl_slist_free_all(x->slist);
 	free(x->url);
@@ -201,6 +207,7 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 
 		x->cur_status = sp != NULL ? atoi(sp + 1) : 0;
 		bc_kv_fini(&x->hdrs);
+		bc_buf_reset(&x->body);
 		x->discarding = false;
 	} else if (len <= 2) {
 		if (x->cur_status >= 200) {
@@ -249,6 +256,17 @@ write_cb(char *p, size_t size, size_t n, void *ud)
 	if (x->cancelled) {
 		pthread_mutex_unlock(&x->mu);
 		return 0;
+	}
+	if (x->collect_max > 0) {   /* bounded by the buffer's limit */
+		int rv = bc_buf_append(&x->body, p, len);
+
+		if (rv < 0)
+			x->err = rv;
+		pthread_mutex_unlock(&x->mu);
+		if (rv < 0)
+			return 0;
+		BC_STATS_ADD(upstream_bytes_in, len);
+		return len;
 	}
 	if (ring_space(&x->resp) < len) {
 		x->write_paused = true;
@@ -322,9 +340,12 @@ end(bc_xfer_t *x, int err)
 	x->body_done = true;
 	if (x->err == 0)
 		x->err = err;
+	x->elapsed_us = (uv_hrtime() - x->attempt_ns) / 1000;
 	x->client_waiting = true;   /* wake even if nobody asked yet */
 	do_wake(x);
 	pthread_mutex_unlock(&x->mu);
+	if (x->on_done != NULL)
+		x->on_done(x, x->done_arg);
 	finish(x);
 }
 
@@ -520,8 +541,8 @@ bc_xfer_cancel_all(bc_loop_t *loop, void *unused)
 		x->cancelled = true;
 		pthread_mutex_unlock(&x->mu);
 		cancel_one(x);
-		if (running == x)   /* not running any more yet listed */
-			finish(x);
+		if (running == x)   /* neither running nor waiting to retry */
+			end(x, BC_ECANCELED);
 	}
 }
 
@@ -588,6 +609,10 @@ bc_xfer_start(bc_loop_t *loop, const bc_xfer_opts_t *o,
 	x->stall_timeout_ms = o->stall_timeout_ms;
 	x->wake = wake;
 	x->wake_arg = wake_arg;
+	x->collect_max = o->collect_max;
+	x->on_done = o->on_done;
+	x->done_arg = o->done_arg;
+	bc_buf_init(&x->body, o->collect_max);
 	if (x->url == NULL || x->slist == NULL ||
 	    bc_loop_call(loop, start_cb, x) < 0) {
 		atomic_store(&x->refs, 1);
@@ -674,6 +699,24 @@ bc_xfer_read(bc_xfer_t *x, void *buf, size_t max)
 	}
 	pthread_mutex_unlock(&x->mu);
 	return rv;
+}
+
+uint8_t *
+bc_xfer_take_body(bc_xfer_t *x, size_t *len)
+{
+	uint8_t *p;
+
+	pthread_mutex_lock(&x->mu);
+	*len = x->body.len;
+	p = x->body.len > 0 ? (uint8_t *)bc_buf_steal(&x->body) : NULL;
+	pthread_mutex_unlock(&x->mu);
+	return p;
+}
+
+uint64_t
+bc_xfer_elapsed_us(const bc_xfer_t *x)
+{
+	return x->elapsed_us;
 }
 
 void

@@ -36,6 +36,10 @@
 
 typedef struct bc_xfer_s bc_xfer_t;
 typedef void (*bc_xfer_wake_fn)(void *arg);
+/* Collect mode: called once on the loop thread when the exchange is over
+ * (x's lock not held); read the outcome with bc_xfer_headers() and
+ * bc_xfer_take_body(). */
+typedef void (*bc_xfer_done_fn)(bc_xfer_t *x, void *arg);
 
 typedef struct bc_xfer_opts_s {
 	const char *method;            /* "GET", "PUT", ... */
@@ -45,6 +49,12 @@ typedef struct bc_xfer_opts_s {
 	unsigned    retries;           /* extra attempts for bodiless requests */
 	uint64_t    connect_timeout_ms;
 	uint64_t    stall_timeout_ms;  /* no byte moved for this long: fail */
+	/* Collect mode (collect_max > 0): the response body is gathered into
+	 * one buffer of at most collect_max bytes (more fails the exchange
+	 * with BC_E2BIG) and on_done fires at the end; wake is not used. */
+	size_t          collect_max;
+	bc_xfer_done_fn on_done;
+	void           *done_arg;
 } bc_xfer_opts_t;
 
 /* Must be called once before any xfer (sets the loop's done callback). */
@@ -75,6 +85,12 @@ int     bc_xfer_headers(bc_xfer_t *x, int *status,
  * when none is buffered yet (wake fires), other negative BC_E* when the
  * transfer failed midway. */
 ssize_t bc_xfer_read(bc_xfer_t *x, void *buf, size_t max);
+
+/* Collect mode, after on_done: hands over the body (malloc'd, *len bytes;
+ * free() it) and leaves the xfer without one. NULL when there is none. */
+uint8_t *bc_xfer_take_body(bc_xfer_t *x, size_t *len);
+/* Microseconds from the last attempt's start to its end (fetch cost). */
+uint64_t bc_xfer_elapsed_us(const bc_xfer_t *x);
 
 /* Stops wakes; cancels the transfer when it is still running. */
 void    bc_xfer_detach(bc_xfer_t *x);

@@ -6,6 +6,7 @@
 # (and accepted with it), expired/tampered presigned URLs, a client key
 # restricted to a bucket or prefix, and unsatisfiable Ranges (file backend,
 # since s3rver answers ranges wrongly).
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

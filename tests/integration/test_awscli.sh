@@ -4,6 +4,7 @@
 # mb, cp up/down (small, and 40 MiB = multipart), ls, get-object --range,
 # head-object, rm, rb. Bytes are compared with cmp; the gateway's upstream
 # requests must all pass the fixture's SigV4 check; stats must move.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

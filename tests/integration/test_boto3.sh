@@ -4,6 +4,7 @@
 # (prefix, delimiter, pagination)/copy/delete, presigned GET URLs (boto3's
 # default form and explicit s3v4) fetched with curl, and keys with spaces,
 # unicode, '+', '%', '=' and '&'.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

@@ -8,6 +8,7 @@
 # curl 7.88 does not send x-amz-content-sha256 by itself: most requests add
 # "x-amz-content-sha256: UNSIGNED-PAYLOAD" (or the real hex hash), one GET
 # and one PUT go without it.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

@@ -6,6 +6,7 @@
 # head, rm, ListObjectsV2 pagination; path traversal (encoded dots, "..",
 # leading '/', ".", NUL, symbolic links, copy sources) must be refused with
 # 400 and never read or write outside the directory.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

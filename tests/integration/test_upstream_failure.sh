@@ -5,6 +5,7 @@
 # no hang), injected 503/500/dropped connections (retried, counted in
 # upstream_retries), more failures than --retries (the client sees 503),
 # and a stalled upstream (--upstream-timeout).
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_skip_unless_tool "$BC_PY" curl

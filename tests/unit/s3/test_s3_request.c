@@ -177,12 +177,12 @@ Test(s3_request, path_style)
 	cr_expect_eq(r.op, BC_S3OP_GetObject);
 	bc_s3_req_fini(&r);
 
-	/* a key may hold empty segments, dots and a trailing slash: S3
-	 * keys are opaque (the file backend decides what it accepts) */
-	cr_assert_eq(parse(&r, "GET", "/b/a//../b/", "h", NULL, NULL, NULL),
+	/* a key may hold empty segments, dots inside names and a trailing
+	 * slash; "." and ".." segments are refused (see has_dot_segment) */
+	cr_assert_eq(parse(&r, "GET", "/b/a//..x/.b/", "h", NULL, NULL, NULL),
 	    BC_S3E_NONE);
 	cr_expect_str_eq(r.bucket, "b");
-	cr_expect_str_eq(r.key, "a//../b/");
+	cr_expect_str_eq(r.key, "a//..x/.b/");
 	bc_s3_req_fini(&r);
 
 	/* '+' stays '+' in a path */
@@ -326,6 +326,11 @@ Test(s3_request, malformed)
 		{ "*", BC_S3E_InvalidRequest },
 		{ "/_bad/k", BC_S3E_InvalidBucketName },
 		{ "//k", BC_S3E_InvalidBucketName },
+		{ "/b/a/../x", BC_S3E_InvalidArgument },
+		{ "/b/%2e%2e/x", BC_S3E_InvalidArgument },
+		{ "/b/..", BC_S3E_InvalidArgument },
+		{ "/b/./a", BC_S3E_InvalidArgument },
+		{ "/b/a/.", BC_S3E_InvalidArgument },
 		{ "/../k", BC_S3E_InvalidBucketName },
 		{ "/%2E%2E/k", BC_S3E_InvalidBucketName },
 		{ "/./k", BC_S3E_InvalidBucketName },

@@ -1,0 +1,957 @@
+/*
+ * cache.c — object metadata, chunk lookups and single-flight fills (see
+ * cache.h for the contract).
+ *
+ * Locking: c->mu guards the object table, every object's fields, fills
+ * and waiter lists. Tier calls are made with c->mu held (cache lock before
+ * tier lock). Fill completions run on the upstream loop thread and take
+ * c->mu; xfers are started with c->mu held (bc_loop_call only queues).
+ *
+ * Objects: listed in a chained hash table and an LRU list while the cache
+ * knows them. Their metadata counts against the memory bound (the memory
+ * tier's external_bytes); when it exceeds an eighth of the bound, the
+ * least recently used idle objects are dropped (their chunks stay in the
+ * tier, keyed by ETag, and are found again once the metadata is).
+ * References: the table holds one while listed, each caller and each fill
+ * one more; the object is freed when unlisted and the last one goes.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cache/cache.h"
+#include "cache/cache_math.h"
+#include "s3/s3_cond.h"
+#include "stats/stats.h"
+#include "upstream/upstream_target.h"
+#include "upstream/upstream_xfer.h"
+#include "util/util_error.h"
+#include "util/util_log.h"
+
+#define TABLE_MIN     4096
+#define OBJ_OVERHEAD  (sizeof(bc_object_t) + 64)
+
+typedef enum fill_kind_e {
+	FILL_FIRST,        /* chunk + metadata (object not known yet) */
+	FILL_CHUNK,        /* one chunk of a known version */
+	FILL_HEAD,         /* metadata only (empty objects) */
+	FILL_REVALIDATE,   /* HEAD If-None-Match after meta-ttl */
+} fill_kind_t;
+
+typedef struct fill_s {
+	struct fill_s *next;        /* in o->fills */
+	bc_cache_t    *c;
+	bc_object_t   *o;           /* reference held */
+	fill_kind_t    kind;
+	uint32_t       index;
+	char           etag[132];   /* the version expected */
+	bc_waiter_t   *waiters;
+	bool           joined;      /* a waiter has registered before */
+	bc_xfer_t     *x;
+} fill_t;
+
+struct bc_object_s {
+	bc_object_t  *hnext;                /* hash chain */
+	bc_object_t  *lru_prev, *lru_next;  /* most recent at head */
+	int           refs;
+	bool          listed;
+	uint64_t      hash;
+	char         *bucket, *key;
+	bool          meta_valid;
+	bc_objmeta_t  meta;
+	uint64_t      meta_at_ns;
+	size_t        charge;               /* bytes in c->meta_bytes */
+	fill_t       *meta_fill;            /* FIRST, HEAD or REVALIDATE */
+	bc_waiter_t  *meta_waiters;
+	fill_t       *fills;                /* every fill, meta_fill too */
+};
+
+struct bc_cache_s {
+	pthread_mutex_t        mu;
+	bc_object_t          **table;
+	size_t                 nbuckets, nobjects;
+	bc_object_t           *lru_head, *lru_tail;
+	bc_tier_t             *mem;
+	_Atomic uint64_t       meta_bytes;
+	uint64_t               cs, mem_size, meta_ttl_ns;
+	bc_cache_opts_t        o;
+	bc_upstream_ep_t       ep;
+};
+
+/* Response headers never replayed from the cached metadata: per-response
+ * framing, per-request identifiers, and what the gateway adds itself. */
+static const char *const unreplayed_headers[] = {
+	"Content-Length", "Content-Range", "Date", "Connection",
+	"Keep-Alive", "Transfer-Encoding", "x-amz-request-id", "x-amz-id-2",
+	"Server", "Accept-Ranges", "x-amz-mp-parts-count", NULL
+};
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+obj_hash(const char *bucket, const char *key)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = bucket; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = key; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	return h;
+}
+
+/* ---- waiters ----------------------------------------------------------- */
+
+void
+bc_waiter_init(bc_waiter_t *w, void (*wake)(void *), void *arg)
+{
+	memset(w, 0, sizeof(*w));
+	w->wake = wake;
+	w->arg = arg;
+	bc_buf_init(&w->up_body, 0);
+}
+
+void
+bc_waiter_reset(bc_waiter_t *w)
+{
+	w->next = NULL;
+	w->result = BC_WAIT_PENDING;
+	w->chunk = NULL;
+	w->err = 0;
+	w->up_status = 0;
+	w->list = NULL;
+	bc_buf_reset(&w->up_body);
+}
+
+/* c->mu held: removes w from the list *head. */
+static void
+waiter_unlink(bc_waiter_t **head, bc_waiter_t *w)
+{
+	for (bc_waiter_t **pp = head; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	w->next = NULL;
+	w->list = NULL;
+}
+
+void
+bc_waiter_fini(bc_cache_t *c, bc_waiter_t *w)
+{
+	pthread_mutex_lock(&c->mu);
+	if (w->list != NULL)
+		waiter_unlink(w->list, w);
+	pthread_mutex_unlock(&c->mu);
+	bc_chunk_unref(w->chunk);
+	w->chunk = NULL;
+	bc_buf_fini(&w->up_body);
+}
+
+bc_wait_result_t
+bc_waiter_result(bc_cache_t *c, bc_waiter_t *w)
+{
+	bc_wait_result_t r;
+
+	pthread_mutex_lock(&c->mu);
+	r = w->result;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* c->mu held: registers w on *head; coalesced when w joins a fetch
+ * another request is already waiting on. */
+static void
+waiter_add(bc_waiter_t **head, bc_waiter_t *w, bool coalesced)
+{
+	w->result = BC_WAIT_PENDING;
+	w->next = *head;
+	*head = w;
+	w->list = head;
+	if (coalesced && !w->counted) {
+		w->counted = true;
+		BC_STATS_INC(cache_coalesced_waits);
+	}
+}
+
+/* c->mu held: ends every waiter on *head with result (and a chunk
+ * reference each, or an upstream error copy each), then wakes it. */
+static void
+waiters_end(bc_waiter_t **head, bc_wait_result_t result, bc_chunk_t *chunk,
+    int err, int up_status, const uint8_t *up_body, size_t up_len)
+{
+	bc_waiter_t *w = *head, *next;
+
+	*head = NULL;
+	for (; w != NULL; w = next) {
+		next = w->next;
+		w->next = NULL;
+		w->list = NULL;
+		w->result = result;
+		if (result == BC_WAIT_CHUNK) {
+			bc_chunk_ref(chunk);
+			w->chunk = chunk;
+		}
+		w->err = err;
+		w->up_status = up_status;
+		if (up_body != NULL)
+			bc_buf_append(&w->up_body, up_body, up_len);
+		w->wake(w->arg);
+	}
+}
+
+/* ---- objects ----------------------------------------------------------- */
+
+void
+bc_objmeta_fini(bc_objmeta_t *m)
+{
+	bc_kv_fini(&m->headers);
+}
+
+static int
+objmeta_copy(bc_objmeta_t *dst, const bc_objmeta_t *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->size = src->size;
+	memcpy(dst->etag, src->etag, sizeof(dst->etag));
+	dst->last_modified = src->last_modified;
+	for (size_t i = 0; i < src->headers.n; i++)
+		if (bc_kv_add(&dst->headers, src->headers.v[i].name,
+		    src->headers.v[i].value) < 0) {
+			bc_objmeta_fini(dst);
+			return BC_ENOMEM;
+		}
+	return 0;
+}
+
+static void
+lru_unlink(bc_cache_t *c, bc_object_t *o)
+{
+	if (o->lru_prev != NULL)
+		o->lru_prev->lru_next = o->lru_next;
+	else
+		c->lru_head = o->lru_next;
+	if (o->lru_next != NULL)
+		o->lru_next->lru_prev = o->lru_prev;
+	else
+		c->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
+}
+
+static void
+lru_push(bc_cache_t *c, bc_object_t *o)
+{
+	o->lru_prev = NULL;
+	o->lru_next = c->lru_head;
+	if (c->lru_head != NULL)
+		c->lru_head->lru_prev = o;
+	c->lru_head = o;
+	if (c->lru_tail == NULL)
+		c->lru_tail = o;
+}
+
+/* c->mu held: recomputes o's metadata charge. */
+static void
+obj_recharge(bc_cache_t *c, bc_object_t *o)
+{
+	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2;
+
+	for (size_t i = 0; i < o->meta.headers.n; i++)
+		n += strlen(o->meta.headers.v[i].name) +
+		    strlen(o->meta.headers.v[i].value) + 2 + 32;
+	atomic_fetch_sub(&c->meta_bytes, o->charge);
+	atomic_fetch_add(&c->meta_bytes, n);
+	o->charge = n;
+}
+
+static void
+obj_free(bc_cache_t *c, bc_object_t *o)
+{
+	atomic_fetch_sub(&c->meta_bytes, o->charge);
+	bc_objmeta_fini(&o->meta);
+	free(o->bucket);
+	free(o->key);
+	free(o);
+}
+
+/* c->mu held. */
+static void
+obj_unref_locked(bc_cache_t *c, bc_object_t *o)
+{
+	if (--o->refs < 0)
+		abort();
+	if (o->refs == 0) {
+		if (o->listed)
+			abort();   /* the table holds a reference */
+		obj_free(c, o);
+	}
+}
+
+void
+bc_object_unref(bc_cache_t *c, bc_object_t *o)
+{
+	if (o == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	obj_unref_locked(c, o);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* c->mu held: takes o out of the table; waiters for its metadata are
+ * told to restart. */
+static void
+obj_unlist(bc_cache_t *c, bc_object_t *o)
+{
+	size_t b = o->hash & (c->nbuckets - 1);
+
+	if (!o->listed)
+		return;
+	for (bc_object_t **pp = &c->table[b]; *pp != NULL;
+	    pp = &(*pp)->hnext) {
+		if (*pp == o) {
+			*pp = o->hnext;
+			break;
+		}
+	}
+	o->hnext = NULL;
+	lru_unlink(c, o);
+	o->listed = false;
+	c->nobjects--;
+	BC_STATS_SET(cache_objects, c->nobjects);
+	waiters_end(&o->meta_waiters, BC_WAIT_RESTART, NULL, 0, 0, NULL, 0);
+	obj_unref_locked(c, o);
+}
+
+static void
+table_grow(bc_cache_t *c)
+{
+	size_t n = c->nbuckets * 2;
+	bc_object_t **t = calloc(n, sizeof(*t));
+
+	if (t == NULL)
+		return;   /* longer chains; still correct */
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		bc_object_t *o = c->table[i], *next;
+
+		for (; o != NULL; o = next) {
+			next = o->hnext;
+			o->hnext = t[o->hash & (n - 1)];
+			t[o->hash & (n - 1)] = o;
+		}
+	}
+	free(c->table);
+	c->table = t;
+	c->nbuckets = n;
+}
+
+/* c->mu held: drops idle objects while metadata exceeds its share. */
+static void
+trim_objects(bc_cache_t *c)
+{
+	bc_object_t *o = c->lru_tail, *prev;
+	uint64_t limit = c->mem_size / 8;
+
+	while (o != NULL && atomic_load(&c->meta_bytes) > limit) {
+		prev = o->lru_prev;
+		if (o->refs == 1 && o->fills == NULL)
+			obj_unlist(c, o);
+		o = prev;
+	}
+}
+
+bc_object_t *
+bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
+{
+	uint64_t h = obj_hash(bucket, key);
+	bc_object_t *o;
+
+	pthread_mutex_lock(&c->mu);
+	for (o = c->table[h & (c->nbuckets - 1)]; o != NULL; o = o->hnext)
+		if (o->hash == h && strcmp(o->key, key) == 0 &&
+		    strcmp(o->bucket, bucket) == 0)
+			break;
+	if (o != NULL) {
+		lru_unlink(c, o);
+		lru_push(c, o);
+		o->refs++;
+		pthread_mutex_unlock(&c->mu);
+		return o;
+	}
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		goto fail;
+	o->bucket = strdup(bucket);
+	o->key = strdup(key);
+	if (o->bucket == NULL || o->key == NULL) {
+		free(o->bucket);
+		free(o->key);
+		free(o);
+		o = NULL;
+		goto fail;
+	}
+	o->hash = h;
+	o->listed = true;
+	o->refs = 2;   /* the table's and the caller's */
+	if (c->nobjects >= c->nbuckets * 2)
+		table_grow(c);
+	o->hnext = c->table[h & (c->nbuckets - 1)];
+	c->table[h & (c->nbuckets - 1)] = o;
+	lru_push(c, o);
+	c->nobjects++;
+	obj_recharge(c, o);
+	trim_objects(c);
+	BC_STATS_SET(cache_objects, c->nobjects);
+fail:
+	pthread_mutex_unlock(&c->mu);
+	return o;
+}
+
+/* ---- fills ------------------------------------------------------------- */
+
+static void fill_done(bc_xfer_t *x, void *arg);
+
+/* c->mu held: starts a fill of kind for o; returns it, or NULL when the
+ * exchange could not start. */
+static fill_t *
+fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index)
+{
+	bc_buf_t url = BC_BUF_INIT, host = BC_BUF_INIT, path = BC_BUF_INIT;
+	bc_kvlist_t hdrs = BC_KVLIST_INIT;
+	bool head = kind == FILL_HEAD || kind == FILL_REVALIDATE;
+	const bc_config_t *cfg = c->o.cfg;
+	char range[64];
+	bc_xfer_opts_t xo;
+	fill_t *f = calloc(1, sizeof(*f));
+	int rv = 0;
+
+	if (f == NULL)
+		return NULL;
+	f->c = c;
+	f->o = o;
+	f->kind = kind;
+	f->index = index;
+	if (o->meta_valid)
+		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
+	rv |= bc_upstream_target(&c->ep, o->bucket, o->key, false, NULL, &url,
+	    &host, &path);
+	rv |= bc_kv_add(&hdrs, "Host", bc_buf_str(&host));
+	if (!head) {
+		uint64_t first = bc_chunk_start(index, c->cs);
+
+		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
+		    first, first + c->cs - 1);
+		rv |= bc_kv_add(&hdrs, "Range", range);
+	}
+	if (kind == FILL_CHUNK)
+		rv |= bc_kv_add(&hdrs, "If-Match", f->etag);
+	if (kind == FILL_REVALIDATE)
+		rv |= bc_kv_add(&hdrs, "If-None-Match", f->etag);
+	if (rv == 0)
+		rv = bc_sigv4_sign(&hdrs, head ? "HEAD" : "GET",
+		    bc_buf_str(&path), NULL, BC_SIGV4_EMPTY_SHA256, c->o.creds,
+		    time(NULL), NULL);
+	if (rv < 0)
+		goto fail;
+	memset(&xo, 0, sizeof(xo));
+	xo.method = head ? "HEAD" : "GET";
+	xo.url = bc_buf_str(&url);
+	xo.headers = &hdrs;
+	xo.body_len = BC_XFER_NO_BODY;
+	xo.retries = cfg->retries;
+	xo.connect_timeout_ms = cfg->connect_timeout;
+	xo.stall_timeout_ms = cfg->upstream_timeout;
+	/* an upstream that ignores Range must not make us buffer the whole
+	 * object: anything beyond a chunk fails the fill */
+	xo.collect_max = c->cs > 0 ? (size_t)c->cs : 1;
+	xo.on_done = fill_done;
+	xo.done_arg = f;
+	o->refs++;
+	f->next = o->fills;
+	o->fills = f;
+	f->x = bc_xfer_start(c->o.loop, &xo, NULL, NULL);
+	if (f->x == NULL) {
+		o->fills = f->next;
+		o->refs--;
+		goto fail;
+	}
+	BC_STATS_INC(cache_fills);
+	if (kind == FILL_REVALIDATE)
+		BC_STATS_INC(cache_revalidations);
+	bc_buf_fini(&url);
+	bc_buf_fini(&host);
+	bc_buf_fini(&path);
+	bc_kv_fini(&hdrs);
+	return f;
+fail:
+	bc_buf_fini(&url);
+	bc_buf_fini(&host);
+	bc_buf_fini(&path);
+	bc_kv_fini(&hdrs);
+	free(f);
+	return NULL;
+}
+
+/* c->mu held: unlinks f from its object. */
+static void
+fill_unlink(bc_object_t *o, fill_t *f)
+{
+	for (fill_t **pp = &o->fills; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	}
+	if (o->meta_fill == f)
+		o->meta_fill = NULL;
+}
+
+/* Parses "bytes a-b/total" (or "bytes * /total"); returns total or
+ * UINT64_MAX. */
+static uint64_t
+content_range_total(const char *v)
+{
+	const char *slash = v != NULL ? strrchr(v, '/') : NULL;
+	char *end;
+	unsigned long long n;
+
+	if (slash == NULL || slash[1] < '0' || slash[1] > '9')
+		return UINT64_MAX;
+	n = strtoull(slash + 1, &end, 10);
+	return *end == '\0' ? (uint64_t)n : UINT64_MAX;
+}
+
+/* Sets o's metadata from a 200/206 response's headers. size: the object
+ * size. Returns 0 or BC_EPROTO when there is no ETag. */
+static int
+meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
+    uint64_t size)
+{
+	const char *etag = bc_kv_get(h, "ETag");
+	const char *lm = bc_kv_get(h, "Last-Modified");
+	bc_objmeta_t m;
+
+	if (etag == NULL || strlen(etag) >= sizeof(m.etag))
+		return BC_EPROTO;
+	memset(&m, 0, sizeof(m));
+	m.size = size;
+	snprintf(m.etag, sizeof(m.etag), "%s", etag);
+	if (lm == NULL || bc_http_date_parse(lm, &m.last_modified) < 0)
+		m.last_modified = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		bool skip = false;
+
+		for (int j = 0; unreplayed_headers[j] != NULL && !skip; j++)
+			skip = strcasecmp(h->v[i].name,
+			    unreplayed_headers[j]) == 0;
+		if (!skip && bc_kv_add(&m.headers, h->v[i].name,
+		    h->v[i].value) < 0) {
+			bc_objmeta_fini(&m);
+			return BC_ENOMEM;
+		}
+	}
+	bc_objmeta_fini(&o->meta);
+	o->meta = m;
+	o->meta_valid = true;
+	o->meta_at_ns = mono_ns();
+	obj_recharge(c, o);
+	return 0;
+}
+
+/* c->mu held: f failed or found the object changed; ends its waiters
+ * (and, unless f was a plain chunk fill, the metadata waiters: every
+ * other kind is, or was, the object's metadata fill). */
+static void
+fill_fail(bc_object_t *o, fill_t *f, bc_wait_result_t res, int err,
+    int up_status, const uint8_t *body, size_t len)
+{
+	BC_STATS_INC(cache_fill_failures);
+	waiters_end(&f->waiters, res, NULL, err, up_status, body, len);
+	if (f->kind != FILL_CHUNK)   /* it was the metadata fill */
+		waiters_end(&o->meta_waiters, res, NULL, err, up_status, body,
+		    len);
+}
+
+/* c->mu held: the object changed under us; drop it and its chunks. */
+static void
+obj_changed(bc_cache_t *c, bc_object_t *o)
+{
+	if (o->listed)
+		bc_tier_mem.del_object(c->mem, o->bucket, o->key, NULL);
+	obj_unlist(c, o);
+}
+
+static void
+fill_done(bc_xfer_t *x, void *arg)
+{
+	fill_t *f = arg;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+	const bc_kvlist_t *h = NULL;
+	int status = 0, rv;
+	size_t len = 0;
+	uint8_t *body = bc_xfer_take_body(x, &len);
+	uint64_t size;
+	bc_chunk_t *chunk = NULL;
+	const char *etag;
+
+	rv = bc_xfer_headers(x, &status, &h);
+	pthread_mutex_lock(&c->mu);
+	fill_unlink(o, f);
+	if (rv < 0) {
+		fill_fail(o, f, BC_WAIT_FAILED, rv, 0, NULL, 0);
+		goto out;
+	}
+	etag = bc_kv_get(h, "ETag");
+	switch (f->kind) {
+	case FILL_REVALIDATE:
+	case FILL_HEAD:
+		if (status == 304 && f->kind == FILL_REVALIDATE) {
+			o->meta_at_ns = mono_ns();
+		} else if (status == 200 && f->kind == FILL_REVALIDATE &&
+		    etag != NULL && strcmp(etag, f->etag) == 0) {
+			o->meta_at_ns = mono_ns();   /* ignored If-None-Match */
+		} else if (status == 200 && f->kind == FILL_HEAD) {
+			const char *cl = bc_kv_get(h, "Content-Length");
+
+			size = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+			if (meta_from_headers(c, o, h, size) < 0) {
+				fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0,
+				    NULL, 0);
+				goto out;
+			}
+		} else if (f->kind == FILL_REVALIDATE && (status == 200 ||
+		    status == 404 || status == 412)) {
+			obj_changed(c, o);        /* a new version or gone */
+			waiters_end(&f->waiters, BC_WAIT_RESTART, NULL, 0, 0,
+			    NULL, 0);
+			goto out;
+		} else {
+			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
+			    len);
+			goto out;
+		}
+		waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+		goto out;
+	case FILL_FIRST:
+		if (status == 416) {
+			/* an empty object (or a range past its end): learn
+			 * its metadata with a HEAD */
+			fill_t *hf = fill_start(c, o, FILL_HEAD, 0);
+
+			if (hf == NULL) {
+				fill_fail(o, f, BC_WAIT_FAILED, BC_EIO, 0, NULL,
+				    0);
+				goto out;
+			}
+			o->meta_fill = hf;
+			hf->waiters = f->waiters;
+			for (bc_waiter_t *w = hf->waiters; w != NULL;
+			    w = w->next)
+				w->list = &hf->waiters;
+			f->waiters = NULL;
+			goto out;
+		}
+		if (status != 200 && status != 206) {
+			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
+			    len);
+			goto out;
+		}
+		size = status == 206 ? content_range_total(bc_kv_get(h,
+		    "Content-Range")) : len;
+		if (size == UINT64_MAX || (status == 200 && len > c->cs) ||
+		    meta_from_headers(c, o, h, size) < 0) {
+			fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
+			goto out;
+		}
+		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
+		waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		break;
+	case FILL_CHUNK:
+		if (status == 412 || ((status == 200 || status == 206) &&
+		    (etag == NULL || strcmp(etag, f->etag) != 0))) {
+			/* never stitch two versions together */
+			BC_INFO("%s/%s changed upstream; dropping it",
+			    o->bucket, o->key);
+			obj_changed(c, o);
+			fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
+			goto out;
+		}
+		if (status != 200 && status != 206) {
+			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
+			    len);
+			goto out;
+		}
+		break;
+	}
+
+	/* a chunk of version f->etag: check its length, store, deliver */
+	{
+		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
+		uint64_t want = bc_chunk_len(f->index, o->meta_valid ?
+		    o->meta.size : 0, c->cs);
+
+		if (len != want) {
+			BC_WARN("%s/%s chunk %u: %zu bytes, expected %" PRIu64,
+			    o->bucket, o->key, f->index, len, want);
+			fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
+			goto out;
+		}
+		chunk = bc_chunk_new(&k, body, len);
+		body = NULL;
+		if (chunk == NULL) {
+			fill_fail(o, f, BC_WAIT_FAILED, BC_ENOMEM, 0, NULL, 0);
+			goto out;
+		}
+		chunk->fetch_us = bc_xfer_elapsed_us(x);
+		if (o->listed && len > 0)
+			bc_tier_mem.put(c->mem, chunk);   /* may not admit */
+		waiters_end(&f->waiters, BC_WAIT_CHUNK, chunk, 0, 0, NULL, 0);
+		bc_chunk_unref(chunk);
+	}
+out:
+	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
+	BC_STATS_SET(cache_evictions, bc_tier_mem.evictions(c->mem));
+	obj_unref_locked(c, o);
+	pthread_mutex_unlock(&c->mu);
+	free(body);
+	bc_xfer_detach(x);
+	bc_xfer_unref(x);
+	free(f);
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+int
+bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
+    bc_objmeta_t *meta, bool *was_cached)
+{
+	int rv;
+
+	pthread_mutex_lock(&c->mu);
+	if (!o->listed) {
+		rv = BC_ECANCELED;
+		goto out;
+	}
+	if (o->meta_valid && (c->meta_ttl_ns == 0 ||
+	    mono_ns() - o->meta_at_ns < c->meta_ttl_ns)) {
+		*was_cached = true;
+		rv = objmeta_copy(meta, &o->meta);
+		goto out;
+	}
+	if (o->meta_fill != NULL) {
+		/* a first fill of the same chunk serves w too */
+		if (o->meta_fill->kind == FILL_FIRST &&
+		    o->meta_fill->index == hint)
+			waiter_add(&o->meta_fill->waiters, w, true);
+		else
+			waiter_add(&o->meta_waiters, w, true);
+		o->meta_fill->joined = true;
+		rv = BC_EAGAIN;
+		goto out;
+	}
+	o->meta_fill = fill_start(c, o, o->meta_valid ? FILL_REVALIDATE :
+	    hint == BC_CACHE_META_ONLY ? FILL_HEAD : FILL_FIRST, hint);
+	if (o->meta_fill == NULL) {
+		rv = BC_EIO;
+		goto out;
+	}
+	waiter_add(o->meta_fill->kind != FILL_REVALIDATE ?
+	    &o->meta_fill->waiters : &o->meta_waiters, w, false);
+	o->meta_fill->joined = true;
+	rv = BC_EAGAIN;
+out:
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+static void
+on_tier_get(void *arg, bc_chunk_t *chunk, int err)
+{
+	*(bc_chunk_t **)arg = chunk;
+}
+
+int
+bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
+    bool fetch, bc_waiter_t *w, bc_chunk_t **out)
+{
+	bc_chunk_key_t k = { o->bucket, o->key, etag, i };
+	bc_chunk_t *hit = NULL;
+	fill_t *f;
+	int rv;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->mu);
+	bc_tier_mem.get(c->mem, &k, on_tier_get, &hit);
+	if (hit != NULL) {
+		*out = hit;
+		rv = 0;
+		goto out;
+	}
+	if (!o->listed || !o->meta_valid || strcmp(o->meta.etag, etag) != 0) {
+		rv = BC_ECANCELED;   /* a newer version exists: restart */
+		goto out;
+	}
+	if (!fetch) {
+		rv = BC_EAGAIN;
+		goto out;
+	}
+	for (f = o->fills; f != NULL; f = f->next)
+		if ((f->kind == FILL_CHUNK || f->kind == FILL_FIRST) &&
+		    f->index == i && strcmp(f->etag, etag) == 0)
+			break;
+	if (f == NULL) {
+		f = fill_start(c, o, FILL_CHUNK, i);
+		if (f == NULL) {
+			rv = BC_EIO;
+			goto out;
+		}
+	}
+	if (w != NULL) {   /* joining a readahead's fetch is no coalescing */
+		waiter_add(&f->waiters, w, f->joined);
+		f->joined = true;
+	}
+	rv = BC_EAGAIN;
+out:
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+size_t
+bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
+    const char *prefix)
+{
+	size_t n = 0, plen = prefix != NULL ? strlen(prefix) : 0;
+
+	pthread_mutex_lock(&c->mu);
+	if (key != NULL) {
+		uint64_t h = obj_hash(bucket, key);
+		bc_object_t *o = c->table[h & (c->nbuckets - 1)];
+
+		for (; o != NULL; o = o->hnext)
+			if (o->hash == h && strcmp(o->key, key) == 0 &&
+			    strcmp(o->bucket, bucket) == 0)
+				break;
+		if (o != NULL) {
+			obj_unlist(c, o);
+			n++;
+		}
+		bc_tier_mem.del_object(c->mem, bucket, key, NULL);
+	} else {
+		for (size_t b = 0; b < c->nbuckets; b++) {
+			bc_object_t *o = c->table[b], *next;
+
+			for (; o != NULL; o = next) {
+				next = o->hnext;
+				if (strcmp(o->bucket, bucket) == 0 &&
+				    strncmp(o->key, prefix != NULL ? prefix :
+				    "", plen) == 0) {
+					obj_unlist(c, o);
+					n++;
+				}
+			}
+		}
+		bc_tier_mem.del_object(c->mem, bucket, NULL,
+		    prefix != NULL ? prefix : "");
+	}
+	BC_STATS_ADD(cache_invalidations, n);
+	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+/* ---- life -------------------------------------------------------------- */
+
+int
+bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
+{
+	bc_cache_t *c = calloc(1, sizeof(*c));
+	bc_tier_opts_t to;
+	int rv;
+
+	if (c == NULL)
+		return BC_ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	c->o = *o;
+	c->cs = o->cfg->chunk_size;
+	c->mem_size = o->cfg->mem_size;
+	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
+	c->ep.scheme_host = o->up_scheme_host;
+	c->ep.host = o->up_host;
+	c->ep.virtual_style = strcmp(o->cfg->upstream_addressing,
+	    "virtual") == 0;
+	c->nbuckets = TABLE_MIN;
+	c->table = calloc(c->nbuckets, sizeof(*c->table));
+	if (c->table == NULL || c->cs == 0) {
+		rv = c->cs == 0 ? BC_EINVAL : BC_ENOMEM;
+		goto fail;
+	}
+	memset(&to, 0, sizeof(to));
+	to.capacity = c->mem_size;
+	to.policy = &bc_policy_lru;
+	to.external_bytes = &c->meta_bytes;
+	rv = bc_tier_mem.open(&to, &c->mem);
+	if (rv < 0)
+		goto fail;
+	BC_STATS_SET(cache_bytes_limit, c->mem_size);
+	*out = c;
+	return 0;
+fail:
+	free(c->table);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return rv;
+}
+
+void
+bc_cache_free(bc_cache_t *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (size_t b = 0; b < c->nbuckets; b++) {
+		bc_object_t *o = c->table[b], *next;
+
+		for (; o != NULL; o = next) {
+			next = o->hnext;
+			obj_unlist(c, o);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	bc_tier_mem.close(c->mem);
+	free(c->table);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+uint64_t
+bc_cache_bytes_held(bc_cache_t *c)
+{
+	return bc_tier_mem.usage(c->mem);
+}
+
+uint64_t
+bc_cache_bytes_limit(bc_cache_t *c)
+{
+	return c->mem_size;
+}
+
+uint64_t
+bc_cache_evictions(bc_cache_t *c)
+{
+	return bc_tier_mem.evictions(c->mem);
+}

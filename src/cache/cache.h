@@ -1,0 +1,141 @@
+/*
+ * cache.h — the cache core: object metadata with a TTL, chunk lookups
+ * through the tiers, and single-flight upstream fills.
+ *
+ * An object is one (bucket, key) the cache knows; it carries the metadata
+ * of the version it last saw (size, ETag, headers) and the fills under way
+ * for it. Chunk bytes live in the tiers (memory only, for now), keyed by
+ * (bucket, key, ETag, index): a new version never meets an old one's
+ * chunks.
+ *
+ * Single-flight: one upstream fetch per missing chunk (and one per object
+ * for metadata) however many requests want it; the others register a
+ * bc_waiter_t and are woken, each with its own outcome (a chunk
+ * reference, or what went wrong), when the fetch ends. A failed fetch
+ * wakes all its waiters with the failure; the next request retries.
+ *
+ * Consistency: bc_cache_invalidate() unlists the object (new requests
+ * build a fresh one) and drops its chunks from the tiers; fills of an
+ * unlisted object still serve their waiters but are never stored. A
+ * chunk whose ETag differs from the object's (the object changed between
+ * fetches) is never served with it: waiters get BC_WAIT_RESTART.
+ *
+ * Threads and locks: every function is thread-safe. The cache lock is
+ * taken before a tier's; waiters are woken with the cache lock held, so a
+ * wake function must only signal.
+ */
+#ifndef BC_CACHE_H
+#define BC_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cache/cache_chunk.h"
+#include "config/config.h"
+#include "s3/s3_sigv4.h"
+#include "tier/tier.h"
+#include "upstream/upstream_loop.h"
+#include "util/util_buf.h"
+#include "util/util_kv.h"
+
+typedef struct bc_cache_s  bc_cache_t;
+typedef struct bc_object_s bc_object_t;
+
+typedef enum bc_wait_result_e {
+	BC_WAIT_PENDING = 0,
+	BC_WAIT_CHUNK,      /* w->chunk holds a reference for the waiter */
+	BC_WAIT_RECHECK,    /* metadata changed state: ask again */
+	BC_WAIT_RESTART,    /* the object changed or was invalidated */
+	BC_WAIT_UPSTREAM,   /* the upstream answered an error: pass it on */
+	BC_WAIT_FAILED,     /* transport failure: w->err */
+} bc_wait_result_t;
+
+typedef struct bc_waiter_s {
+	struct bc_waiter_s *next;
+	void              (*wake)(void *arg);
+	void               *arg;
+	/* Outcome, written under the cache lock before wake(). */
+	bc_wait_result_t    result;
+	bc_chunk_t         *chunk;
+	int                 err;          /* BC_E*, for BC_WAIT_FAILED */
+	int                 up_status;    /* for BC_WAIT_UPSTREAM */
+	bc_buf_t            up_body;      /* owned by the waiter */
+	/* cache-internal */
+	void               *list;         /* where it is registered */
+	bool                counted;      /* a coalesced wait was counted */
+} bc_waiter_t;
+
+/* Metadata of one object version, as the upstream described it. */
+typedef struct bc_objmeta_s {
+	uint64_t    size;
+	char        etag[132];
+	time_t      last_modified;
+	bc_kvlist_t headers;     /* response headers to replay (ETag,
+				    Last-Modified, Content-Type, x-amz-meta-*,
+				    Cache-Control, ...) */
+} bc_objmeta_t;
+
+typedef struct bc_cache_opts_s {
+	const bc_config_t      *cfg;      /* chunk_size, mem_size, meta_ttl,
+					     retries, timeouts, upstream */
+	bc_loop_t              *loop;
+	const bc_sigv4_creds_t *creds;
+	const char             *up_scheme_host;  /* "http://h:p" */
+	const char             *up_host;         /* "h:p" */
+} bc_cache_opts_t;
+
+/* Returns 0 and *out, or a negative BC_E* code. */
+int  bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out);
+void bc_cache_free(bc_cache_t *c);   /* NULL is a no-op; no fill running */
+
+void bc_waiter_init(bc_waiter_t *w, void (*wake)(void *), void *arg);
+/* Unregisters w if registered, drops a chunk it holds, frees its body. */
+void bc_waiter_fini(bc_cache_t *c, bc_waiter_t *w);
+/* Readies w for the next wait (keeps wake/arg). w must not be
+ * registered; a chunk it held must have been taken. */
+void bc_waiter_reset(bc_waiter_t *w);
+/* The outcome, read under the cache lock. */
+bc_wait_result_t bc_waiter_result(bc_cache_t *c, bc_waiter_t *w);
+
+/* The object for (bucket, key), listed, with a reference for the caller
+ * (bc_object_unref). NULL when out of memory. */
+bc_object_t *bc_cache_object(bc_cache_t *c, const char *bucket,
+    const char *key);
+void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
+
+#define BC_CACHE_META_ONLY UINT32_MAX   /* bc_cache_meta hint for HEAD */
+
+/*
+ * Makes sure o's metadata is known and fresh. Returns 0 with *meta filled
+ * (a copy the caller finis; *was_cached tells whether it came from the
+ * cache), or BC_EAGAIN after registering w (a fetch is under way: the
+ * first chunk's ranged GET, chunk hint, or a HEAD when hint is
+ * BC_CACHE_META_ONLY, or a revalidation), or a negative code. A first fetch also fills chunk hint; its waiter may end with
+ * BC_WAIT_CHUNK for that chunk.
+ */
+int  bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint,
+    bc_waiter_t *w, bc_objmeta_t *meta, bool *was_cached);
+void bc_objmeta_fini(bc_objmeta_t *m);
+
+/*
+ * Chunk i of o (metadata known, ETag etag). Returns 0 and a reference in
+ * *out on a hit; BC_EAGAIN when it is not in memory: with fetch, a fetch
+ * runs (one is started unless one already is) and w, when not NULL, is
+ * registered on it; BC_ECANCELED when o is no longer the current version
+ * (restart); or another negative code. *out is NULL unless 0 is returned.
+ */
+int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t i, bool fetch, bc_waiter_t *w, bc_chunk_t **out);
+
+/* Drops (bucket, key), or with key NULL every key of bucket starting with
+ * prefix. Returns the number of objects unlisted. */
+size_t bc_cache_invalidate(bc_cache_t *c, const char *bucket,
+    const char *key, const char *prefix);
+
+/* Tier figures for stats. */
+uint64_t bc_cache_bytes_held(bc_cache_t *c);
+uint64_t bc_cache_bytes_limit(bc_cache_t *c);
+uint64_t bc_cache_evictions(bc_cache_t *c);
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * cache_chunk.c — the refcounted cache unit (see cache_chunk.h).
+ *
+ * One malloc block holds the struct followed by its id
+ * "bucket\0key\0etag\0" (c->id points into it); data is the caller's
+ * block, owned from bc_chunk_new() on. The key hash is FNV-1a over the id
+ * bytes and the index (4 bytes, little-endian), finished with MurmurHash3's
+ * 64-bit mixer so the low bits a power-of-two table uses are well spread.
+ *
+ * refs is the only field that changes after bc_chunk_new() besides the
+ * owning tier's on_free/tier_data/pol_* (its lock held). ref/unref are
+ * atomic; the thread that drops the last reference runs on_free and frees.
+ * Touching a chunk whose count is already zero aborts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache_chunk.h"
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME  0x100000001b3ULL
+
+static uint64_t
+fnv_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+/* Hashes s including its NUL, as it appears in an id. */
+static uint64_t
+fnv_str(uint64_t h, const char *s)
+{
+	return fnv_bytes(h, s, strlen(s) + 1);
+}
+
+static uint64_t
+finish(uint64_t h, uint32_t index)
+{
+	unsigned char ib[4] = {
+		(unsigned char)index, (unsigned char)(index >> 8),
+		(unsigned char)(index >> 16), (unsigned char)(index >> 24)
+	};
+
+	h = fnv_bytes(h, ib, sizeof(ib));
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+uint64_t
+bc_chunk_key_hash(const bc_chunk_key_t *k)
+{
+	uint64_t h = FNV_OFFSET;
+
+	h = fnv_str(h, k->bucket);
+	h = fnv_str(h, k->key);
+	h = fnv_str(h, k->etag);
+	return finish(h, k->index);
+}
+
+bc_chunk_t *
+bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len)
+{
+	size_t      bl = strlen(k->bucket), kl = strlen(k->key);
+	size_t      el = strlen(k->etag), idl;
+	bc_chunk_t *c = NULL;
+
+	/* Parsers bound all three; this only guards the sum. */
+	if (bl > SIZE_MAX / 4 || kl > SIZE_MAX / 4 || el > SIZE_MAX / 4)
+		goto fail;
+	idl = bl + kl + el + 3;
+	c = malloc(sizeof(*c) + idl);
+	if (c == NULL)
+		goto fail;
+	memset(c, 0, sizeof(*c));
+	c->id = (char *)(c + 1);
+	memcpy(c->id, k->bucket, bl + 1);
+	memcpy(c->id + bl + 1, k->key, kl + 1);
+	memcpy(c->id + bl + 1 + kl + 1, k->etag, el + 1);
+	c->id_len = idl;
+	c->index = k->index;
+	c->hash = finish(fnv_bytes(FNV_OFFSET, c->id, idl), k->index);
+	c->data = data;
+	c->len = len;
+	atomic_init(&c->refs, 1);
+	return c;
+fail:
+	free(data);
+	return NULL;
+}
+
+void
+bc_chunk_ref(bc_chunk_t *c)
+{
+	if (atomic_fetch_add(&c->refs, 1) <= 0)
+		abort();
+}
+
+void
+bc_chunk_unref(bc_chunk_t *c)
+{
+	int old;
+
+	if (c == NULL)
+		return;
+	old = atomic_fetch_sub(&c->refs, 1);
+	if (old <= 0)
+		abort();
+	if (old > 1)
+		return;
+	if (c->on_free != NULL)
+		c->on_free(c);
+	free(c->data);
+	free(c);
+}
+
+size_t
+bc_chunk_charge(const bc_chunk_t *c)
+{
+	return c->len + sizeof(*c) + c->id_len + BC_CHUNK_ALLOC_OVERHEAD;
+}
+
+int
+bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
+{
+	const char *p = c->id;
+
+	if (c->index != k->index || strcmp(p, k->bucket) != 0)
+		return 0;
+	p += strlen(p) + 1;
+	if (strcmp(p, k->key) != 0)
+		return 0;
+	p += strlen(p) + 1;
+	return strcmp(p, k->etag) == 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * cache_chunk.h — the cache unit: one chunk of one object version,
+ * identified by (bucket, key, ETag, index), holding its bytes.
+ *
+ * Refcounting: bc_chunk_new() returns one reference. Every holder (a tier,
+ * a response being sent, a waiter) owns one; bc_chunk_unref() frees the
+ * chunk and its data when the last one goes, and calls the chunk's
+ * on_free hook first (tiers use it to account bytes actually freed).
+ * A count going below zero aborts. data and len never change after
+ * bc_chunk_new(), so any holder may read them without a lock.
+ */
+#ifndef BC_CACHE_CHUNK_H
+#define BC_CACHE_CHUNK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bc_chunk_key_s {
+	const char *bucket;
+	const char *key;
+	const char *etag;      /* as S3 sends it, quotes included */
+	uint32_t    index;
+} bc_chunk_key_t;
+
+typedef struct bc_chunk_s bc_chunk_t;
+typedef void (*bc_chunk_free_fn)(bc_chunk_t *c);
+
+struct bc_chunk_s {
+	atomic_int       refs;
+	uint8_t         *data;        /* owned; len bytes */
+	size_t           len;
+	uint64_t         hash;        /* of the key, bc_chunk_key_hash() */
+	char            *id;          /* "bucket\0key\0etag\0", owned */
+	size_t           id_len;
+	uint32_t         index;
+	uint64_t         fetch_us;    /* what fetching it cost (policy input) */
+	bc_chunk_free_fn on_free;     /* NULL, or set once by the owning tier */
+	void            *tier_data;   /* the owning tier's per-chunk state */
+	/* Intrusive links and a word for the owning tier's policy (its lock
+	 * held); no one else touches them. */
+	bc_chunk_t      *pol_prev, *pol_next;
+	uint64_t         pol_word;
+};
+
+/* Creates a chunk for k that takes ownership of data (malloc'd, len
+ * bytes). Returns NULL when out of memory (data is then freed). */
+bc_chunk_t *bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len);
+void        bc_chunk_ref(bc_chunk_t *c);
+void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
+
+/* What bc_chunk_charge() adds for the allocator: a chunk is two malloc
+ * blocks (the struct with its id, and data), each costing about 16 bytes
+ * of header and rounding in glibc. Large data blocks are mmap'd and round
+ * up to a page instead (under 4 KiB per block, 0.05% of an 8 MiB chunk),
+ * which this estimate does not count. */
+#define BC_CHUNK_ALLOC_OVERHEAD (2 * 16)
+
+/* Bytes the chunk costs in memory: len + sizeof(bc_chunk_t) + id_len +
+ * BC_CHUNK_ALLOC_OVERHEAD. What a memory bound counts. */
+size_t      bc_chunk_charge(const bc_chunk_t *c);
+
+uint64_t    bc_chunk_key_hash(const bc_chunk_key_t *k);
+/* true when c is the chunk k names. */
+int         bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k);
+
+#endif

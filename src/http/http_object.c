@@ -1,0 +1,515 @@
+/*
+ * http_object.c — bc_handler_object: GET and HEAD Object served through
+ * the cache (cache.h).
+ *
+ * finish() first makes sure the object's metadata is known and fresh
+ * (waiting, suspended, on the fetch that learns it), then answers
+ * conditionals and Range locally and picks a response:
+ *   - every chunk of the range in memory: zero-copy, a buffer or iovec
+ *     response holding chunk references (x-bucketcache: hit);
+ *   - otherwise a streaming response whose reader takes the chunks in
+ *     order, waiting on single-flight fills for missing ones and reading
+ *     `readahead` chunks ahead (x-bucketcache: miss or partial). It holds
+ *     one chunk at a time, so memory per slow client stays bounded.
+ * When the object changes between fetches, a request that has sent
+ * nothing restarts (at most MAX_RESTARTS times); one that has sent bytes
+ * is cut off, never stitched.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cache/cache_math.h"
+#include "http/http_req.h"
+#include "http/http_server.h"
+#include "s3/s3_cond.h"
+#include "s3/s3_range.h"
+#include "stats/stats.h"
+#include "util/util_error.h"
+#include "util/util_log.h"
+
+#define MAX_RESTARTS   3
+#define MAX_IOV_CHUNKS 1024
+#define READER_BLOCK   (256 * 1024)
+
+typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
+
+static const char *const hit_names[] = { "hit", "miss", "partial" };
+
+typedef struct objreq_s {
+	bc_cache_t      *c;
+	bc_object_t     *o;
+	bc_waiter_t      w;
+	bool             waiting;
+	bool             head;
+	bool             has_range;
+	bc_range_spec_t  spec;
+	uint32_t         hint;
+	int              restarts;
+	bool             have_meta;
+	bool             meta_cached;
+	bc_objmeta_t     meta;
+	bc_range_t       range;      /* resolved; empty object: unused */
+	uint32_t         c0, c1;
+	bc_chunk_t      *first;      /* chunk delivered with the metadata */
+	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
+	bool             cur_fetched;
+} objreq_t;
+
+typedef struct held_s {          /* zero-copy response's references */
+	size_t       n;
+	bc_chunk_t  *v[];
+} held_t;
+
+bool
+bc_object_cacheable(const bc_http_req_t *r)
+{
+	static const char *const bypass_headers[] = {
+		"x-amz-server-side-encryption-customer-algorithm",
+		"x-amz-checksum-mode", "x-amz-request-payer",
+		"x-amz-expected-bucket-owner", NULL
+	};
+
+	if (r->srv->cache == NULL || (r->s3.op != BC_S3OP_GetObject &&
+	    r->s3.op != BC_S3OP_HeadObject))
+		return false;
+	for (size_t i = 0; i < r->s3.query.n; i++) {
+		const char *n = r->s3.query.v[i].name;
+
+		if (strcmp(n, "versionId") == 0 ||
+		    strcmp(n, "partNumber") == 0 ||
+		    strncmp(n, "response-", 9) == 0)
+			return false;
+	}
+	for (int i = 0; bypass_headers[i] != NULL; i++)
+		if (bc_kv_get(&r->s3.headers, bypass_headers[i]) != NULL)
+			return false;
+	return true;
+}
+
+static bc_s3err_t
+obj_start(bc_http_req_t *r)
+{
+	objreq_t *q = calloc(1, sizeof(*q));
+	const char *range = bc_kv_get(&r->s3.headers, "Range");
+	uint64_t cs = r->srv->cfg->chunk_size;
+
+	if (q == NULL)
+		return BC_S3E_InternalError;
+	r->hdata = q;
+	q->c = r->srv->cache;
+	bc_waiter_init(&q->w, bc_http_resume_cb, r);
+	q->head = strcmp(r->s3.method, "HEAD") == 0;
+	q->has_range = range != NULL && bc_range_parse_spec(range, &q->spec);
+	q->hint = q->head ? BC_CACHE_META_ONLY :
+	    bc_chunk_first_guess(&q->spec, q->has_range, cs);
+	q->o = bc_cache_object(q->c, r->s3.bucket, r->s3.key);
+	if (q->o == NULL)
+		return BC_S3E_InternalError;
+	return BC_S3E_NONE;
+}
+
+/* Takes the waiter's outcome after a wake. Returns 1 to go on, 0 to keep
+ * waiting, or -1 with *e set. */
+static int
+take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
+{
+	bc_wait_result_t res = bc_waiter_result(q->c, &q->w);
+
+	if (res == BC_WAIT_PENDING) {
+		bc_http_wait(r);
+		return 0;
+	}
+	q->waiting = false;
+	switch (res) {
+	case BC_WAIT_CHUNK:
+		bc_chunk_unref(q->first);
+		q->first = q->w.chunk;
+		q->w.chunk = NULL;
+		break;
+	case BC_WAIT_UPSTREAM: {
+		/* pass the upstream's error on as it came */
+		bc_buf_t body = q->w.up_body;
+		unsigned status = (unsigned)q->w.up_status;
+
+		bc_buf_init(&q->w.up_body, 0);
+		if (bc_http_respond_buf(r, status, body.len > 0 ?
+		    "application/xml" : NULL, &body) < 0)
+			*e = BC_S3E_InternalError;
+		bc_buf_fini(&body);
+		return -1;
+	}
+	case BC_WAIT_FAILED:
+		*e = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
+		    BC_S3E_BadGateway;
+		return -1;
+	case BC_WAIT_RESTART:
+	case BC_WAIT_RECHECK:
+	case BC_WAIT_PENDING:
+		break;
+	}
+	bc_waiter_reset(&q->w);
+	return res == BC_WAIT_RESTART ? 2 : 1;
+}
+
+/* Looks the object up afresh (it changed or was invalidated). */
+static bc_s3err_t
+restart(bc_http_req_t *r, objreq_t *q)
+{
+	if (++q->restarts > MAX_RESTARTS)
+		return BC_S3E_ServiceUnavailable;
+	bc_chunk_unref(q->first);
+	q->first = NULL;
+	bc_object_unref(q->c, q->o);
+	q->o = bc_cache_object(q->c, r->s3.bucket, r->s3.key);
+	return q->o != NULL ? BC_S3E_NONE : BC_S3E_InternalError;
+}
+
+static void
+add_meta_headers(struct MHD_Response *resp, const objreq_t *q)
+{
+	const bc_kvlist_t *h = &q->meta.headers;
+
+	for (size_t i = 0; i < h->n; i++)
+		MHD_add_response_header(resp, h->v[i].name, h->v[i].value);
+	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+}
+
+static void
+free_held(void *cls)
+{
+	held_t *h = cls;
+
+	for (size_t i = 0; i < h->n; i++)
+		bc_chunk_unref(h->v[i]);
+	free(h);
+}
+
+static void
+free_chunk(void *cls)
+{
+	bc_chunk_unref(cls);
+}
+
+/* Starts fetches of chunks (from, to], at most readahead of them. */
+static void
+read_ahead(objreq_t *q, const bc_http_req_t *r, uint32_t from, uint32_t to)
+{
+	unsigned n = r->srv->cfg->readahead;
+	bc_chunk_t *ch;
+
+	for (uint32_t i = from + 1; i <= to && n > 0; i++, n--) {
+		if (bc_cache_chunk(q->c, q->o, q->meta.etag, i, true, NULL,
+		    &ch) == 0)
+			bc_chunk_unref(ch);
+	}
+}
+
+static ssize_t
+obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	bc_http_req_t *r = cls;
+	objreq_t *q = r->hdata;
+	uint64_t cs = r->srv->cfg->chunk_size;
+	uint64_t off = q->range.first + pos, in_chunk;
+	uint32_t i = bc_chunk_of(off, cs);
+	bc_s3err_t e = BC_S3E_NONE;
+	size_t n;
+	int rv;
+
+	if (q->cur == NULL || q->cur->index != i) {
+		if (q->waiting) {
+			rv = take_wake(r, q, &e);
+			if (rv == 0)
+				return 0;
+			if (rv != 1)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (q->first != NULL && q->first->index == i) {
+			bc_chunk_unref(q->cur);
+			q->cur = q->first;
+			q->first = NULL;
+			q->cur_fetched = true;
+		} else {
+			bc_chunk_unref(q->cur);
+			q->cur = NULL;
+			rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i, true,
+			    &q->w, &q->cur);
+			if (rv == BC_EAGAIN) {
+				q->waiting = true;
+				bc_http_wait(r);
+				return 0;
+			}
+			if (rv < 0) {
+				BC_WARN("%s/%s: chunk %u: %s; cutting the "
+				    "response off", r->s3.bucket, r->s3.key,
+				    i, bc_strerror(rv));
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+			q->cur_fetched = false;
+		}
+		read_ahead(q, r, i, q->c1);
+	}
+	in_chunk = off - bc_chunk_start(i, cs);
+	n = q->cur->len - in_chunk;
+	if (n > max)
+		n = max;
+	if (n > q->range.last - off + 1)
+		n = (size_t)(q->range.last - off + 1);
+	memcpy(buf, q->cur->data + in_chunk, n);
+	if (q->cur_fetched)
+		BC_STATS_ADD(cache_bytes_upstream, n);
+	else
+		BC_STATS_ADD(cache_bytes_memory, n);
+	return (ssize_t)n;
+}
+
+/* Tries the zero-copy response: every chunk of the span in memory.
+ * Returns the response, or NULL (nothing held) with *present counting
+ * the chunks that were. */
+static struct MHD_Response *
+zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
+{
+	uint64_t cs = r->srv->cfg->chunk_size;
+	uint32_t n = q->c1 - q->c0 + 1;
+	struct MHD_Response *resp = NULL;
+	struct MHD_IoVec *iov = NULL;
+	held_t *h;
+
+	*present = 0;
+	h = malloc(sizeof(*h) + (size_t)n * sizeof(h->v[0]));
+	if (h == NULL)
+		return NULL;
+	h->n = 0;
+	for (uint32_t i = q->c0; i <= q->c1; i++) {
+		bc_chunk_t *ch = NULL;
+
+		if (q->first != NULL && q->first->index == i) {
+			ch = q->first;   /* fetched for this request: not a hit */
+			bc_chunk_ref(ch);
+			h->v[h->n++] = ch;
+			continue;
+		} else if (bc_cache_chunk(q->c, q->o, q->meta.etag, i, false,
+		    NULL, &ch) < 0) {
+			continue;
+		}
+		h->v[h->n++] = ch;
+		(*present)++;
+	}
+	if (h->n != n || q->first != NULL || n > MAX_IOV_CHUNKS)
+		goto out;   /* fetched now, or not all there: stream */
+	if (n == 1) {
+		bc_chunk_t *ch = h->v[0];
+
+		resp = MHD_create_response_from_buffer_with_free_callback_cls(
+		    (size_t)bc_range_length(&q->range),
+		    ch->data + (q->range.first - bc_chunk_start(q->c0, cs)),
+		    free_chunk, ch);
+		if (resp != NULL) {
+			h->n = 0;   /* the response owns the reference now */
+			goto out;
+		}
+		goto out;
+	}
+	iov = calloc(n, sizeof(*iov));
+	if (iov == NULL)
+		goto out;
+	for (uint32_t k = 0; k < n; k++) {
+		bc_chunk_t *ch = h->v[k];
+		uint64_t start = bc_chunk_start(q->c0 + k, cs);
+		uint64_t from = q->range.first > start ?
+		    q->range.first - start : 0;
+		uint64_t to = q->range.last < start + ch->len - 1 ?
+		    q->range.last - start : ch->len - 1;
+
+		iov[k].iov_base = ch->data + from;
+		iov[k].iov_len = (size_t)(to - from + 1);
+	}
+	resp = MHD_create_response_from_iovec(iov, n, free_held, h);
+	free(iov);
+	if (resp != NULL)
+		return resp;
+out:
+	if (resp == NULL || h->n > 0) {
+		for (size_t i = 0; i < h->n; i++)
+			bc_chunk_unref(h->v[i]);
+	}
+	free(h);
+	return resp;
+}
+
+static bc_s3err_t
+respond(bc_http_req_t *r, objreq_t *q)
+{
+	struct MHD_Response *resp = NULL;
+	bc_cond_t cond;
+	char cr[96];
+	unsigned status = 200;
+	uint64_t len = q->meta.size;
+	uint32_t present = 0;
+	hit_t hit;
+	bc_s3err_t e;
+
+	bc_cond_from_headers(&cond, &r->s3.headers);
+	e = bc_cond_eval(&cond, BC_COND_READ, q->meta.etag,
+	    q->meta.last_modified);
+	if (e == BC_S3E_NotModified) {
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+		if (resp == NULL)
+			return BC_S3E_InternalError;
+		MHD_add_response_header(resp, "ETag", q->meta.etag);
+		if (bc_kv_get(&q->meta.headers, "Last-Modified") != NULL)
+			MHD_add_response_header(resp, "Last-Modified",
+			    bc_kv_get(&q->meta.headers, "Last-Modified"));
+		return bc_http_respond(r, 304, resp) < 0 ?
+		    BC_S3E_InternalError : BC_S3E_NONE;
+	}
+	if (e != BC_S3E_NONE)
+		return e;
+
+	q->range.first = 0;
+	q->range.last = q->meta.size > 0 ? q->meta.size - 1 : 0;
+	if (q->has_range) {
+		bc_range_result_t rr = bc_range_resolve(&q->spec, q->meta.size,
+		    &q->range);
+
+		if (rr == BC_RANGE_UNSATISFIABLE) {
+			bc_buf_t body = BC_BUF_INIT;
+
+			bc_s3err_xml(&body, BC_S3E_InvalidRange, NULL,
+			    r->s3.path, r->s3.request_id);
+			resp = MHD_create_response_from_buffer(body.len,
+			    bc_buf_steal(&body), MHD_RESPMEM_MUST_FREE);
+			if (resp == NULL)
+				return BC_S3E_InternalError;
+			bc_range_content_range(cr, sizeof(cr), NULL,
+			    q->meta.size);
+			MHD_add_response_header(resp, "Content-Range", cr);
+			MHD_add_response_header(resp, "Content-Type",
+			    "application/xml");
+			return bc_http_respond(r, 416, resp) < 0 ?
+			    BC_S3E_InternalError : BC_S3E_NONE;
+		}
+		if (rr == BC_RANGE_OK) {
+			status = 206;
+			len = bc_range_length(&q->range);
+		}
+	}
+
+	if (q->meta.size == 0) {
+		hit = q->meta_cached ? HIT : MISS;
+		resp = MHD_create_response_from_buffer(0, (void *)"",
+		    MHD_RESPMEM_PERSISTENT);
+	} else if (q->head) {
+		hit = q->meta_cached ? HIT : MISS;
+		/* MHD sends a HEAD response's size and never reads it */
+		resp = MHD_create_response_from_callback(len, READER_BLOCK,
+		    obj_reader, r, NULL);
+	} else {
+		bc_chunk_span(&q->range, r->srv->cfg->chunk_size, &q->c0,
+		    &q->c1);
+		resp = zero_copy(r, q, &present);
+		if (resp != NULL) {
+			hit = HIT;
+			BC_STATS_ADD(cache_bytes_memory, len);
+		} else {
+			hit = present > 0 ? PARTIAL : MISS;
+			resp = MHD_create_response_from_callback(len,
+			    READER_BLOCK, obj_reader, r, NULL);
+		}
+	}
+	if (resp == NULL)
+		return BC_S3E_InternalError;
+	add_meta_headers(resp, q);
+	if (status == 206) {
+		bc_range_content_range(cr, sizeof(cr), &q->range,
+		    q->meta.size);
+		MHD_add_response_header(resp, "Content-Range", cr);
+	}
+	MHD_add_response_header(resp, "x-bucketcache", hit_names[hit]);
+	if (hit == HIT)
+		BC_STATS_INC(cache_hits);
+	else if (hit == MISS)
+		BC_STATS_INC(cache_misses);
+	else
+		BC_STATS_INC(cache_partial_hits);
+	r->bytes_out = q->head ? 0 : len;
+	return bc_http_respond(r, status, resp) < 0 ? BC_S3E_InternalError :
+	    BC_S3E_NONE;
+}
+
+static bc_s3err_t
+obj_finish(bc_http_req_t *r)
+{
+	objreq_t *q = r->hdata;
+	bc_s3err_t e = BC_S3E_NONE;
+	int rv;
+
+	for (;;) {
+		if (q->waiting) {
+			rv = take_wake(r, q, &e);
+			if (rv == 0)
+				return BC_S3E_NONE;
+			if (rv < 0)
+				return e;
+			if (rv == 2) {
+				e = restart(r, q);
+				if (e != BC_S3E_NONE)
+					return e;
+			}
+		}
+		rv = bc_cache_meta(q->c, q->o, q->hint, &q->w, &q->meta,
+		    &q->meta_cached);
+		if (rv == 0)
+			break;
+		if (rv == BC_EAGAIN) {
+			q->waiting = true;
+			bc_http_wait(r);
+			return BC_S3E_NONE;
+		}
+		if (rv == BC_ECANCELED) {
+			e = restart(r, q);
+			if (e != BC_S3E_NONE)
+				return e;
+			continue;
+		}
+		return BC_S3E_BadGateway;
+	}
+	q->have_meta = true;
+	return respond(r, q);
+}
+
+static bc_s3err_t
+obj_body(bc_http_req_t *r, const char *data, size_t *len)
+{
+	*len = 0;   /* GET/HEAD bodies are ignored, as S3 does */
+	return BC_S3E_NONE;
+}
+
+static void
+obj_done(bc_http_req_t *r, bool ok)
+{
+	objreq_t *q = r->hdata;
+
+	if (q == NULL)
+		return;
+	bc_waiter_fini(q->c, &q->w);
+	bc_chunk_unref(q->first);
+	bc_chunk_unref(q->cur);
+	if (q->have_meta)
+		bc_objmeta_fini(&q->meta);
+	bc_object_unref(q->c, q->o);
+	free(q);
+	r->hdata = NULL;
+}
+
+const bc_handler_t bc_handler_object = {
+	.name = "object",
+	.start = obj_start,
+	.body = obj_body,
+	.finish = obj_finish,
+	.done = obj_done,
+};

@@ -1,0 +1,22 @@
+/*
+ * policy.c — the table of eviction/admission policies by name (see
+ * policy.h). A new policy adds one line to policies[].
+ */
+#include <string.h>
+
+#include "policy/policy.h"
+
+static const bc_policy_ops_t *const policies[] = {
+	&bc_policy_lru,
+};
+
+const bc_policy_ops_t *
+bc_policy_find(const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+		if (strcmp(policies[i]->name, name) == 0)
+			return policies[i];
+	return NULL;
+}

@@ -1,0 +1,93 @@
+/*
+ * tier.h — a cache tier (memory, disk, Redis) behind one ops table.
+ *
+ * Contract (DESIGN.md): open, get (async, callback), put (takes its own
+ * reference), del, close, plus capacity and usage. A tier that fails
+ * (Redis down, disk full) reports an error to the caller, which skips it;
+ * it never fails a client request another tier or the upstream can serve.
+ * Tiers are thread-safe: every op may be called from any thread.
+ */
+#ifndef BC_TIER_H
+#define BC_TIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache_chunk.h"
+#include "policy/policy.h"
+
+typedef struct bc_tier_s bc_tier_t;
+
+/* Called once per get: c is a new reference the callee owns (NULL on a
+ * miss), err is 0 or a negative BC_E* code. May run before get returns
+ * (the memory tier always calls back synchronously). */
+typedef void (*bc_tier_get_cb)(void *arg, bc_chunk_t *c, int err);
+
+typedef struct bc_tier_opts_s {
+	uint64_t                capacity;   /* bytes, overhead included */
+	const bc_policy_ops_t  *policy;     /* eviction/admission */
+	/* Bytes the cache holds outside this tier (metadata) that count
+	 * against the same capacity; may be NULL. */
+	_Atomic uint64_t       *external_bytes;
+} bc_tier_opts_t;
+
+typedef struct bc_tier_ops_s {
+	const char *name;
+	/* Returns 0 and *out, or a negative BC_E* code. */
+	int      (*open)(const bc_tier_opts_t *o, bc_tier_t **out);
+	/* Looks k up; cb fires exactly once (see bc_tier_get_cb). */
+	void     (*get)(bc_tier_t *t, const bc_chunk_key_t *k,
+	    bc_tier_get_cb cb, void *arg);
+	/* Offers c (the tier takes its own reference when it keeps it).
+	 * Returns 0 when kept, BC_E2BIG when the policy did not admit it or
+	 * it cannot fit, another negative code on failure. May evict. */
+	int      (*put)(bc_tier_t *t, bc_chunk_t *c);
+	/* Drops k if present. Returns 0 or BC_ENOENT. */
+	int      (*del)(bc_tier_t *t, const bc_chunk_key_t *k);
+	/* Drops every chunk of (bucket, key) — any ETag — or, when key is
+	 * NULL, every chunk of bucket whose key starts with prefix. Returns
+	 * the number of chunks dropped. */
+	size_t   (*del_object)(bc_tier_t *t, const char *bucket,
+	    const char *key, const char *prefix);
+	uint64_t (*capacity)(bc_tier_t *t);
+	/* Bytes actually held, overhead included; chunks evicted but still
+	 * referenced by a response count until freed. */
+	uint64_t (*usage)(bc_tier_t *t);
+	uint64_t (*evictions)(bc_tier_t *t);
+	void     (*close)(bc_tier_t *t);   /* drops its references */
+} bc_tier_ops_t;
+
+extern const bc_tier_ops_t bc_tier_mem;
+
+/*
+ * Memory tier extras (tier_mem.c); t must come from bc_tier_mem.open.
+ * A chunk belongs to at most one memory tier at a time: put() of a chunk
+ * another tier still accounts for returns BC_EEXIST.
+ */
+typedef struct bc_tier_mem_stats_s {
+	uint64_t capacity;
+	uint64_t usage;       /* bytes + external: what put() keeps in bound */
+	uint64_t bytes;       /* charges of held chunks plus of dropped ones
+	                       * still referenced elsewhere */
+	uint64_t held_bytes;  /* charges of the chunks in the table */
+	uint64_t chunks;      /* chunks in the table */
+	uint64_t hits, misses;
+	uint64_t inserts;     /* puts that kept a chunk (replacements too) */
+	uint64_t evictions;   /* chunks the policy chose to make room */
+	uint64_t rejected;    /* puts that returned BC_E2BIG */
+	uint64_t deleted;     /* chunks dropped by del, del_object, replace */
+} bc_tier_mem_stats_t;
+
+/* Fills *out with one consistent snapshot (taken under t's lock). */
+void bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out);
+
+/* t's byte account (stats.bytes). It outlives t for as long as chunks t
+ * dropped are still referenced, so it can show those bytes going to zero
+ * after close. bc_tier_mem_acct_ref() returns a new reference the caller
+ * releases with bc_tier_mem_acct_unref() (NULL is a no-op). */
+typedef struct bc_tier_mem_acct_s bc_tier_mem_acct_t;
+bc_tier_mem_acct_t *bc_tier_mem_acct_ref(bc_tier_t *t);
+uint64_t            bc_tier_mem_acct_bytes(const bc_tier_mem_acct_t *a);
+void                bc_tier_mem_acct_unref(bc_tier_mem_acct_t *a);
+
+#endif

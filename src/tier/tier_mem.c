@@ -1,0 +1,562 @@
+/*
+ * tier_mem.c — the memory tier (bc_tier_mem, see tier.h): chunks in an
+ * open-addressing hash table (linear probing, power-of-two size, backward
+ * shift deletion, grown at 3/4 load) under one mutex, ordered by a policy.
+ *
+ * Threads: every op takes t->lock; a hit is a lookup, the policy's on_hit
+ * and a ref, without allocation. get() calls back after unlocking.
+ * Chunks are freed outside the lock when the tier held the last
+ * reference (a "deferred" list through pol_next, which is ours once the
+ * policy forgot the chunk and no one else holds it).
+ *
+ * Accounting: capacity bounds usage = acct->bytes + *external_bytes, where
+ * acct->bytes is the charge (bc_chunk_charge) of every chunk in the table
+ * plus of every chunk the tier dropped (del, replace, close) while others
+ * still referenced it: memory stays in use until the last holder lets go.
+ * Such a chunk keeps on_free = mem_on_free and tier_data = acct, and
+ * mem_on_free subtracts its charge on whatever thread frees it. acct is
+ * refcounted (the tier and every chunk carrying mem_on_free hold one), so
+ * that may happen after close(). A chunk the tier drops as its only holder
+ * has its charge subtracted at once under the lock and on_free cleared.
+ * acct->bytes only grows inside put(), under the lock, after room was
+ * made, so usage <= capacity holds at every instant (external_bytes
+ * growing on its own aside).
+ *
+ * Eviction skips chunks with refs > 1 (evicting them frees nothing now).
+ * put() first asks the policy, with a skip callback that only sums, whether
+ * enough evictable bytes exist; only then does it evict, so a put that
+ * cannot fit changes nothing.
+ */
+#include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tier/tier.h"
+#include "util/util_error.h"
+
+#define MIN_SLOTS 64
+#define NONE      SIZE_MAX
+
+struct bc_tier_mem_acct_s {
+	_Atomic uint64_t bytes;
+	atomic_int       refs;
+};
+
+typedef struct slot_s {
+	uint64_t    hash;
+	bc_chunk_t *c;          /* NULL: empty */
+} slot_t;
+
+struct bc_tier_s {
+	const bc_tier_ops_t   *ops;          /* &bc_tier_mem */
+	pthread_mutex_t        lock;
+	uint64_t               capacity;
+	_Atomic uint64_t      *external;     /* may be NULL */
+	const bc_policy_ops_t *pol_ops;
+	bc_policy_t           *pol;          /* lock */
+	bc_tier_mem_acct_t    *acct;
+	slot_t                *slots;        /* lock */
+	size_t                 mask;         /* slots - 1 */
+	size_t                 n;            /* chunks in slots */
+	uint64_t               held_bytes;   /* lock */
+	uint64_t               hits, misses, inserts, rejected, deleted;
+	_Atomic uint64_t       evictions;
+};
+
+/* ---- accounting ---------------------------------------------------- */
+
+static void
+acct_unref(bc_tier_mem_acct_t *a)
+{
+	int old = atomic_fetch_sub(&a->refs, 1);
+
+	if (old <= 0)
+		abort();
+	if (old == 1)
+		free(a);
+}
+
+/* on_free of every chunk the tier accounts for: runs on the thread that
+ * drops the last reference, possibly after close(). */
+static void
+mem_on_free(bc_chunk_t *c)
+{
+	bc_tier_mem_acct_t *a = c->tier_data;
+
+	atomic_fetch_sub(&a->bytes, bc_chunk_charge(c));
+	acct_unref(a);
+}
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t
+ext_bytes(const bc_tier_t *t)
+{
+	return t->external == NULL ? 0 : atomic_load(t->external);
+}
+
+bc_tier_mem_acct_t *
+bc_tier_mem_acct_ref(bc_tier_t *t)
+{
+	assert(t->ops == &bc_tier_mem);
+	atomic_fetch_add(&t->acct->refs, 1);
+	return t->acct;
+}
+
+uint64_t
+bc_tier_mem_acct_bytes(const bc_tier_mem_acct_t *a)
+{
+	return atomic_load(&a->bytes);
+}
+
+void
+bc_tier_mem_acct_unref(bc_tier_mem_acct_t *a)
+{
+	if (a != NULL)
+		acct_unref(a);
+}
+
+/* ---- hash table (lock held) ---------------------------------------- */
+
+static bool
+same_id(const bc_chunk_t *a, const bc_chunk_t *b)
+{
+	return a->index == b->index && a->id_len == b->id_len &&
+	    memcmp(a->id, b->id, a->id_len) == 0;
+}
+
+static size_t
+find_key(const bc_tier_t *t, uint64_t h, const bc_chunk_key_t *k)
+{
+	for (size_t i = h & t->mask; t->slots[i].c != NULL;
+	    i = (i + 1) & t->mask)
+		if (t->slots[i].hash == h && bc_chunk_matches(t->slots[i].c, k))
+			return i;
+	return NONE;
+}
+
+static size_t
+find_chunk(const bc_tier_t *t, const bc_chunk_t *c)
+{
+	for (size_t i = c->hash & t->mask; t->slots[i].c != NULL;
+	    i = (i + 1) & t->mask)
+		if (t->slots[i].hash == c->hash && same_id(t->slots[i].c, c))
+			return i;
+	return NONE;
+}
+
+/* Places c in a free slot; the caller made room (reserve()). */
+static void
+table_insert(slot_t *slots, size_t mask, bc_chunk_t *c)
+{
+	size_t i = c->hash & mask;
+
+	while (slots[i].c != NULL)
+		i = (i + 1) & mask;
+	slots[i].hash = c->hash;
+	slots[i].c = c;
+}
+
+/* Makes room for one more chunk. Returns 0 or BC_ENOMEM. */
+static int
+reserve(bc_tier_t *t)
+{
+	size_t  size = t->mask + 1, nsize;
+	slot_t *ns;
+
+	if ((t->n + 1) * 4 <= size * 3)
+		return 0;
+	if (size > SIZE_MAX / 2 / sizeof(*ns))
+		return BC_ENOMEM;
+	nsize = size * 2;
+	ns = calloc(nsize, sizeof(*ns));
+	if (ns == NULL)
+		return BC_ENOMEM;
+	for (size_t i = 0; i < size; i++)
+		if (t->slots[i].c != NULL)
+			table_insert(ns, nsize - 1, t->slots[i].c);
+	free(t->slots);
+	t->slots = ns;
+	t->mask = nsize - 1;
+	return 0;
+}
+
+/* Empties slot i, moving later members of its cluster back so every
+ * chunk stays reachable from its home slot. Only slots at or after i (in
+ * probe order) change. */
+static void
+table_del(bc_tier_t *t, size_t i)
+{
+	size_t j, home;
+
+	for (j = (i + 1) & t->mask; t->slots[j].c != NULL;
+	    j = (j + 1) & t->mask) {
+		home = t->slots[j].hash & t->mask;
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i].c = NULL;
+	t->slots[i].hash = 0;
+}
+
+/* Takes a chunk the table no longer holds out of the accounting and
+ * releases the tier's reference: at once for a chunk others still hold
+ * (it stays charged until its on_free), through *deferred (unref after
+ * unlocking) when the tier held the last reference. */
+static void
+release(bc_tier_t *t, bc_chunk_t *c, bc_chunk_t **deferred)
+{
+	size_t ch = bc_chunk_charge(c);
+
+	t->pol_ops->on_remove(t->pol, c);
+	t->held_bytes -= ch;
+	if (atomic_load(&c->refs) == 1) {
+		/* No one else can reach c: the tier's lookups are locked. */
+		c->on_free = NULL;
+		c->tier_data = NULL;
+		atomic_fetch_sub(&t->acct->bytes, ch);
+		acct_unref(t->acct);
+		c->pol_next = *deferred;
+		*deferred = c;
+	} else {
+		bc_chunk_unref(c);
+	}
+}
+
+static void
+drop(bc_tier_t *t, size_t i, bc_chunk_t **deferred)
+{
+	bc_chunk_t *c = t->slots[i].c;
+
+	table_del(t, i);
+	t->n--;
+	release(t, c, deferred);
+}
+
+static void
+free_deferred(bc_chunk_t *c)
+{
+	bc_chunk_t *next;
+
+	for (; c != NULL; c = next) {
+		next = c->pol_next;
+		c->pol_next = NULL;
+		bc_chunk_unref(c);
+	}
+}
+
+/* ---- ops ----------------------------------------------------------- */
+
+static int
+mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
+{
+	bc_tier_t *t = NULL;
+	int        rv = 0;
+
+	if (o == NULL || out == NULL)
+		return BC_EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return BC_ENOMEM;
+	t->ops = &bc_tier_mem;
+	t->capacity = o->capacity;
+	t->external = o->external_bytes;
+	t->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
+	if (pthread_mutex_init(&t->lock, NULL) != 0) {
+		free(t);
+		return BC_ENOMEM;
+	}
+	t->pol = t->pol_ops->new();
+	t->acct = calloc(1, sizeof(*t->acct));
+	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
+	t->mask = MIN_SLOTS - 1;
+	if (t->pol == NULL || t->acct == NULL || t->slots == NULL) {
+		rv = BC_ENOMEM;
+		goto fail;
+	}
+	atomic_init(&t->acct->bytes, 0);
+	atomic_init(&t->acct->refs, 1);
+	*out = t;
+	return 0;
+fail:
+	t->pol_ops->free(t->pol);
+	free(t->acct);
+	free(t->slots);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	return rv;
+}
+
+static void
+mem_get(bc_tier_t *t, const bc_chunk_key_t *k, bc_tier_get_cb cb, void *arg)
+{
+	uint64_t    h = bc_chunk_key_hash(k);
+	bc_chunk_t *c = NULL;
+	size_t      i;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_key(t, h, k);
+	if (i != NONE) {
+		c = t->slots[i].c;
+		bc_chunk_ref(c);
+		t->pol_ops->on_hit(t->pol, c);
+		t->hits++;
+	} else {
+		t->misses++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	cb(arg, c, 0);
+}
+
+static bool
+busy_skip(void *arg, const bc_chunk_t *c)
+{
+	(void)arg;
+	return atomic_load(&((bc_chunk_t *)c)->refs) > 1;
+}
+
+/* The dry run: sums what evicting would free, in the policy's order,
+ * and stops the walk (returns false) once that reaches need. */
+struct dry {
+	const bc_chunk_t *old;     /* being replaced: accounted apart */
+	uint64_t          need, sum;
+};
+
+static bool
+dry_skip(void *arg, const bc_chunk_t *c)
+{
+	struct dry *d = arg;
+
+	if (c == d->old || busy_skip(NULL, c))
+		return true;
+	d->sum += bc_chunk_charge(c);
+	return d->sum < d->need;
+}
+
+static int
+mem_put(bc_tier_t *t, bc_chunk_t *c)
+{
+	bc_chunk_t *deferred = NULL, *old = NULL, *v;
+	uint64_t    ch = bc_chunk_charge(c), add, ext, have, room;
+	struct dry  d;
+	bool        ours;
+	size_t      i;
+	int         rv = 0;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_chunk(t, c);
+	if (i != NONE)
+		old = t->slots[i].c;
+	if (old == c)
+		goto out;
+	/* Dropped by this tier while others held it: still charged here. */
+	ours = c->on_free == mem_on_free && c->tier_data == t->acct;
+	if (c->on_free != NULL && !ours) {
+		rv = BC_EEXIST;
+		goto out;
+	}
+	if (ch > t->capacity || !t->pol_ops->admit(t->pol, c)) {
+		rv = BC_E2BIG;
+		goto reject;
+	}
+	add = ours ? 0 : ch;
+	ext = ext_bytes(t);
+	have = sat_add(atomic_load(&t->acct->bytes), ext);
+	room = t->capacity;
+	if (old != NULL && atomic_load(&old->refs) == 1)
+		room = sat_add(room, bc_chunk_charge(old));
+	if (sat_add(have, add) > room) {
+		d.old = old;
+		d.need = sat_add(have, add) - room;
+		d.sum = 0;
+		if (t->pol_ops->choose_victim(t->pol, dry_skip, &d) == NULL) {
+			rv = BC_E2BIG;
+			goto reject;
+		}
+	}
+	if (old == NULL) {
+		rv = reserve(t);
+		if (rv < 0)
+			goto out;
+	} else {
+		drop(t, i, &deferred);
+		t->deleted++;
+	}
+	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext), add) >
+	    t->capacity) {
+		v = t->pol_ops->choose_victim(t->pol, busy_skip, NULL);
+		if (v == NULL) {
+			/* The policy contradicted its dry run. */
+			rv = BC_E2BIG;
+			goto reject;
+		}
+		i = find_chunk(t, v);
+		assert(i != NONE);
+		drop(t, i, &deferred);
+		atomic_fetch_add(&t->evictions, 1);
+	}
+	table_insert(t->slots, t->mask, c);
+	t->n++;
+	bc_chunk_ref(c);
+	if (!ours) {
+		atomic_fetch_add(&t->acct->refs, 1);
+		c->tier_data = t->acct;
+		c->on_free = mem_on_free;
+		atomic_fetch_add(&t->acct->bytes, ch);
+	}
+	t->held_bytes += ch;
+	t->inserts++;
+	t->pol_ops->on_insert(t->pol, c);
+	goto out;
+reject:
+	t->rejected++;
+out:
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(deferred);
+	return rv;
+}
+
+static int
+mem_del(bc_tier_t *t, const bc_chunk_key_t *k)
+{
+	uint64_t    h = bc_chunk_key_hash(k);
+	bc_chunk_t *deferred = NULL;
+	size_t      i;
+	int         rv = 0;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_key(t, h, k);
+	if (i == NONE) {
+		rv = BC_ENOENT;
+	} else {
+		drop(t, i, &deferred);
+		t->deleted++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(deferred);
+	return rv;
+}
+
+/* Whether c belongs to bucket and is key (key != NULL) or starts with
+ * prefix. */
+static bool
+object_matches(const bc_chunk_t *c, const char *bucket, size_t blen,
+    const char *key, const char *prefix, size_t plen)
+{
+	const char *ck;
+
+	if (strcmp(c->id, bucket) != 0)
+		return false;
+	ck = c->id + blen + 1;
+	if (key != NULL)
+		return strcmp(ck, key) == 0;
+	return strncmp(ck, prefix, plen) == 0;
+}
+
+static size_t
+mem_del_object(bc_tier_t *t, const char *bucket, const char *key,
+    const char *prefix)
+{
+	bc_chunk_t *deferred = NULL;
+	size_t      blen = strlen(bucket), plen, n = 0, i = 0;
+
+	if (prefix == NULL)
+		prefix = "";
+	plen = strlen(prefix);
+	pthread_mutex_lock(&t->lock);
+	/* table_del only moves chunks into slots at or after i, or from
+	 * slots already passed, so one pass that re-reads slot i after a
+	 * drop sees every chunk. */
+	while (i <= t->mask) {
+		bc_chunk_t *c = t->slots[i].c;
+
+		if (c != NULL &&
+		    object_matches(c, bucket, blen, key, prefix, plen)) {
+			drop(t, i, &deferred);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	t->deleted += n;
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(deferred);
+	return n;
+}
+
+static uint64_t
+mem_capacity(bc_tier_t *t)
+{
+	return t->capacity;
+}
+
+static uint64_t
+mem_usage(bc_tier_t *t)
+{
+	return sat_add(atomic_load(&t->acct->bytes), ext_bytes(t));
+}
+
+static uint64_t
+mem_evictions(bc_tier_t *t)
+{
+	return atomic_load(&t->evictions);
+}
+
+void
+bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out)
+{
+	assert(t->ops == &bc_tier_mem);
+	pthread_mutex_lock(&t->lock);
+	out->capacity = t->capacity;
+	out->bytes = atomic_load(&t->acct->bytes);
+	out->usage = sat_add(out->bytes, ext_bytes(t));
+	out->held_bytes = t->held_bytes;
+	out->chunks = t->n;
+	out->hits = t->hits;
+	out->misses = t->misses;
+	out->inserts = t->inserts;
+	out->evictions = atomic_load(&t->evictions);
+	out->rejected = t->rejected;
+	out->deleted = t->deleted;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* No other op may run on t during or after close. */
+static void
+mem_close(bc_tier_t *t)
+{
+	bc_chunk_t *deferred = NULL;
+
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i <= t->mask; i++)
+		if (t->slots[i].c != NULL)
+			release(t, t->slots[i].c, &deferred);
+	free_deferred(deferred);
+	t->pol_ops->free(t->pol);
+	free(t->slots);
+	pthread_mutex_destroy(&t->lock);
+	acct_unref(t->acct);
+	free(t);
+}
+
+const bc_tier_ops_t bc_tier_mem = {
+	.name = "memory",
+	.open = mem_open,
+	.get = mem_get,
+	.put = mem_put,
+	.del = mem_del,
+	.del_object = mem_del_object,
+	.capacity = mem_capacity,
+	.usage = mem_usage,
+	.evictions = mem_evictions,
+	.close = mem_close,
+};
