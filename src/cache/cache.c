@@ -174,7 +174,8 @@ bc_waiter_result(bc_cache_t *c, bc_waiter_t *w)
 /* c->mu held: registers w on *head; coalesced when w joins a fetch
  * another request is already waiting on. */
 static void
-waiter_add(bc_waiter_t **head, bc_waiter_t *w, bool coalesced)
+waiter_add(bc_object_t *o, bc_waiter_t **head, bc_waiter_t *w,
+    bool coalesced)
 {
 	w->result = BC_WAIT_PENDING;
 	w->next = *head;
@@ -183,6 +184,8 @@ waiter_add(bc_waiter_t **head, bc_waiter_t *w, bool coalesced)
 	if (coalesced && !w->counted) {
 		w->counted = true;
 		BC_STATS_INC(cache_coalesced_waits);
+		bc_stats_bucket_add(o->bucket, BC_BSTAT_cache_coalesced_waits,
+		    1);
 	}
 }
 
@@ -757,9 +760,9 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		/* a first fill of the same chunk serves w too */
 		if (o->meta_fill->kind == FILL_FIRST &&
 		    o->meta_fill->index == hint)
-			waiter_add(&o->meta_fill->waiters, w, true);
+			waiter_add(o, &o->meta_fill->waiters, w, true);
 		else
-			waiter_add(&o->meta_waiters, w, true);
+			waiter_add(o, &o->meta_waiters, w, true);
 		o->meta_fill->joined = true;
 		rv = BC_EAGAIN;
 		goto out;
@@ -770,7 +773,7 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		rv = BC_EIO;
 		goto out;
 	}
-	waiter_add(o->meta_fill->kind != FILL_REVALIDATE ?
+	waiter_add(o, o->meta_fill->kind != FILL_REVALIDATE ?
 	    &o->meta_fill->waiters : &o->meta_waiters, w, false);
 	o->meta_fill->joined = true;
 	rv = BC_EAGAIN;
@@ -822,7 +825,7 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		}
 	}
 	if (w != NULL) {   /* joining a readahead's fetch is no coalescing */
-		waiter_add(&f->waiters, w, f->joined);
+		waiter_add(o, &f->waiters, w, f->joined);
 		f->joined = true;
 	}
 	rv = BC_EAGAIN;
@@ -869,6 +872,8 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 		    prefix != NULL ? prefix : "");
 	}
 	BC_STATS_ADD(cache_invalidations, n);
+	if (n > 0)
+		bc_stats_bucket_add(bucket, BC_BSTAT_cache_invalidations, n);
 	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
 	pthread_mutex_unlock(&c->mu);
 	return n;

@@ -4,16 +4,57 @@
  *   GET /_bucketcache/health   200 "ok"
  *   GET /_bucketcache/stats    JSON counters (stats.h)
  *   GET /_bucketcache/metrics  Prometheus text exposition
+ *   DELETE /_bucketcache/v1/cache?bucket=B[&prefix=P | &key=K]
+ *                              drops cached objects; {"invalidated": n}
  *
  * Read-only endpoints need no credentials (bucket names cannot start with
- * '_', so these paths never shadow S3). State-changing endpoints, added
- * later, require the admin token or a loopback client (bc_admin_allowed).
+ * '_', so these paths never shadow S3). State-changing ones need a
+ * loopback client or the admin token (--admin-token) in the
+ * x-bucketcache-admin-token header; otherwise 403 AccessDenied.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "stats/stats.h"
+#include "util/util_crypto.h"
+
+static bool
+admin_allowed(const bc_http_req_t *r)
+{
+	const char *token = r->srv->cfg->admin_token;
+	const char *given = bc_kv_get(&r->s3.headers,
+	    "x-bucketcache-admin-token");
+
+	if (r->is_loopback)
+		return true;
+	return token[0] != '\0' && given != NULL && bc_streq_ct(token, given);
+}
+
+/* DELETE /_bucketcache/v1/cache */
+static bc_s3err_t
+invalidate(bc_http_req_t *r)
+{
+	const char *bucket = bc_kv_get_exact(&r->s3.query, "bucket");
+	const char *prefix = bc_kv_get_exact(&r->s3.query, "prefix");
+	const char *key = bc_kv_get_exact(&r->s3.query, "key");
+	bc_buf_t body = BC_BUF_INIT;
+	size_t n = 0;
+
+	if (!admin_allowed(r))
+		return BC_S3E_AccessDenied;
+	if (bucket == NULL || bucket[0] == '\0' ||
+	    (prefix != NULL && key != NULL))
+		return BC_S3E_InvalidArgument;
+	if (r->srv->cache != NULL)
+		n = bc_cache_invalidate(r->srv->cache, bucket, key,
+		    key != NULL ? NULL : prefix != NULL ? prefix : "");
+	bc_buf_printf(&body, "{\"invalidated\": %zu}\n", n);
+	return bc_http_respond_buf(r, 200, "application/json", &body) < 0 ?
+	    BC_S3E_InternalError : BC_S3E_NONE;
+}
 
 static bc_s3err_t
 admin_start(bc_http_req_t *r)
@@ -47,7 +88,11 @@ admin_finish(bc_http_req_t *r)
 		bc_stats_prometheus(&body);
 		rv = bc_http_respond_buf(r, 200,
 		    "text/plain; version=0.0.4", &body);
-	} else if (strcmp(path, "health") == 0 ||
+	} else if (strcmp(path, "v1/cache") == 0 &&
+	    strcmp(r->s3.method, "DELETE") == 0) {
+		return invalidate(r);
+	} else if (strcmp(path, "v1/cache") == 0 ||
+	    strcmp(path, "health") == 0 ||
 	    strcmp(path, "stats") == 0 || strcmp(path, "metrics") == 0) {
 		return BC_S3E_MethodNotAllowed;
 	} else {

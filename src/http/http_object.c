@@ -259,10 +259,15 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (n > q->range.last - off + 1)
 		n = (size_t)(q->range.last - off + 1);
 	memcpy(buf, q->cur->data + in_chunk, n);
-	if (q->cur_fetched)
+	if (q->cur_fetched) {
 		BC_STATS_ADD(cache_bytes_upstream, n);
-	else
+		bc_stats_bucket_add(r->s3.bucket,
+		    BC_BSTAT_cache_bytes_upstream, n);
+	} else {
 		BC_STATS_ADD(cache_bytes_memory, n);
+		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_bytes_memory,
+		    n);
+	}
 	return (ssize_t)n;
 }
 
@@ -415,6 +420,8 @@ respond(bc_http_req_t *r, objreq_t *q)
 		if (resp != NULL) {
 			hit = HIT;
 			BC_STATS_ADD(cache_bytes_memory, len);
+			bc_stats_bucket_add(r->s3.bucket,
+			    BC_BSTAT_cache_bytes_memory, len);
 		} else {
 			hit = present > 0 ? PARTIAL : MISS;
 			resp = MHD_create_response_from_callback(len,
@@ -430,12 +437,17 @@ respond(bc_http_req_t *r, objreq_t *q)
 		MHD_add_response_header(resp, "Content-Range", cr);
 	}
 	MHD_add_response_header(resp, "x-bucketcache", hit_names[hit]);
-	if (hit == HIT)
+	if (hit == HIT) {
 		BC_STATS_INC(cache_hits);
-	else if (hit == MISS)
+		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_hits, 1);
+	} else if (hit == MISS) {
 		BC_STATS_INC(cache_misses);
-	else
+		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_misses, 1);
+	} else {
 		BC_STATS_INC(cache_partial_hits);
+		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_partial_hits,
+		    1);
+	}
 	r->bytes_out = q->head ? 0 : len;
 	return bc_http_respond(r, status, resp) < 0 ? BC_S3E_InternalError :
 	    BC_S3E_NONE;

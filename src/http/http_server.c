@@ -195,9 +195,13 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		return;
 	if (r->handler != NULL && r->handler->done != NULL)
 		r->handler->done(r, ok);
-	if (r->started)
+	if (r->started) {
 		bc_stats_request(r->s3.op, r->status > 0 ? (unsigned)r->status :
 		    499, r->bytes_in, ok ? r->bytes_out : 0);
+		if (r->s3.bucket != NULL && r->s3.bucket[0] != '\0' &&
+		    r->s3.op != BC_S3OP_Admin)
+			bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_requests, 1);
+	}
 	BC_DEBUG("%s %s -> %d (%.3f ms)%s", r->s3.method,
 	    r->raw_uri != NULL ? r->raw_uri : "?", r->status,
 	    (double)(now_ns() - r->start_ns) / 1e6, ok ? "" : " aborted");

@@ -15,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -59,8 +60,91 @@ static _Atomic uint64_t lat[BC_STATS_NLAT];
 static _Atomic uint64_t lat_sum_usec;
 static _Atomic int64_t  start_ns;     /* CLOCK_MONOTONIC; 0: not started */
 
-/* per-bucket stats (later): a fixed table of bucket names -> counters
- * goes here, with its own section in render_json/render_prom. */
+/*
+ * Per-bucket counters: a fixed table of slots. A slot's name is written
+ * once, under bucket_mu, before its `used` flag is released; readers scan
+ * used slots without a lock. Slot BC_STATS_MAX_BUCKETS is "_other".
+ */
+static const struct {
+	const char *name;
+	const char *help;
+} bstats[BC_BSTAT__COUNT] = {
+#define BC_BSTAT(n, h) { #n, h },
+#include "stats/stats_table.h"
+#undef BC_BSTAT
+};
+
+typedef struct bucket_slot_s {
+	_Atomic int      used;
+	char             name[64];
+	_Atomic uint64_t v[BC_BSTAT__COUNT];
+} bucket_slot_t;
+
+static bucket_slot_t    bucket_slots[BC_STATS_MAX_BUCKETS + 1];
+static pthread_mutex_t  bucket_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bucket_slot_t *
+bucket_slot(const char *bucket)
+{
+	bucket_slot_t *s;
+	unsigned i;
+
+	if (strlen(bucket) >= sizeof(s->name) || bucket[0] == '\0')
+		return &bucket_slots[BC_STATS_MAX_BUCKETS];
+	for (i = 0; i < BC_STATS_MAX_BUCKETS; i++) {
+		s = &bucket_slots[i];
+		if (!atomic_load_explicit(&s->used, memory_order_acquire))
+			break;
+		if (strcmp(s->name, bucket) == 0)
+			return s;
+	}
+	pthread_mutex_lock(&bucket_mu);
+	for (i = 0; i < BC_STATS_MAX_BUCKETS; i++) {
+		s = &bucket_slots[i];
+		if (!atomic_load_explicit(&s->used, memory_order_acquire)) {
+			snprintf(s->name, sizeof(s->name), "%s", bucket);
+			atomic_store_explicit(&s->used, 1,
+			    memory_order_release);
+			break;
+		}
+		if (strcmp(s->name, bucket) == 0)
+			break;
+	}
+	pthread_mutex_unlock(&bucket_mu);
+	return i < BC_STATS_MAX_BUCKETS ? &bucket_slots[i] :
+	    &bucket_slots[BC_STATS_MAX_BUCKETS];
+}
+
+void
+bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n)
+{
+	atomic_fetch_add_explicit(&bucket_slot(bucket)->v[id], n,
+	    memory_order_relaxed);
+}
+
+uint64_t
+bc_stats_bucket_get(const char *bucket, bc_bstat_t id)
+{
+	return atomic_load_explicit(&bucket_slot(bucket)->v[id],
+	    memory_order_relaxed);
+}
+
+static const char *
+slot_name(const bucket_slot_t *s)
+{
+	return s == &bucket_slots[BC_STATS_MAX_BUCKETS] ? "_other" : s->name;
+}
+
+static bool
+slot_shown(const bucket_slot_t *s)
+{
+	if (s != &bucket_slots[BC_STATS_MAX_BUCKETS])
+		return atomic_load_explicit(&s->used, memory_order_acquire);
+	for (unsigned j = 0; j < BC_BSTAT__COUNT; j++)
+		if (atomic_load_explicit(&s->v[j], memory_order_relaxed) != 0)
+			return true;
+	return false;
+}
 
 static uint64_t
 ld(_Atomic uint64_t *p)
@@ -174,6 +258,10 @@ bc_stats_reset(void)
 	for (unsigned i = 0; i < BC_STATS_NLAT; i++)
 		atomic_store_explicit(&lat[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&lat_sum_usec, 0, memory_order_relaxed);
+	for (unsigned i = 0; i <= BC_STATS_MAX_BUCKETS; i++)
+		for (unsigned j = 0; j < BC_BSTAT__COUNT; j++)
+			atomic_store_explicit(&bucket_slots[i].v[j], 0,
+			    memory_order_relaxed);
 }
 
 double
@@ -305,6 +393,31 @@ json_by_op(struct out *o, const bc_stats_snap_t *s)
 }
 
 static void
+json_buckets(struct out *o)
+{
+	bool first = true;
+
+	put(o, "  \"buckets\": {");
+	for (unsigned i = 0; i <= BC_STATS_MAX_BUCKETS; i++) {
+		bucket_slot_t *b = &bucket_slots[i];
+
+		if (!slot_shown(b))
+			continue;
+		put(o, "%s\n    ", first ? "" : ",");
+		first = false;
+		put_json_str(o, slot_name(b));
+		put(o, ": {");
+		for (unsigned j = 0; j < BC_BSTAT__COUNT; j++)
+			put(o, "%s\"%s\": %llu", j > 0 ? ", " : "",
+			    bstats[j].name, (unsigned long long)
+			    atomic_load_explicit(&b->v[j],
+			    memory_order_relaxed));
+		put(o, "}");
+	}
+	put(o, "%s},\n", first ? "" : "\n  ");
+}
+
+static void
 json_latency(struct out *o, const bc_stats_snap_t *s)
 {
 	put(o, "  \"upstream_latency\": {\n"
@@ -341,6 +454,7 @@ bc_stats_json(bc_buf_t *b)
 	    (unsigned long long)s.uptime_seconds);
 	json_counters(&o, &s);
 	json_by_op(&o, &s);
+	json_buckets(&o);
 	json_latency(&o, &s);
 	put(&o, "}\n");
 	return o.rv;
@@ -409,6 +523,29 @@ prom_latency(struct out *o, const bc_stats_snap_t *s)
 	    (unsigned long long)s->lat_count);
 }
 
+static void
+prom_buckets(struct out *o)
+{
+	char name[128];
+
+	for (unsigned j = 0; j < BC_BSTAT__COUNT; j++) {
+		snprintf(name, sizeof(name), "bucketcache_bucket_%s_total",
+		    bstats[j].name);
+		prom_header(o, name, "counter", bstats[j].help);
+		for (unsigned i = 0; i <= BC_STATS_MAX_BUCKETS; i++) {
+			bucket_slot_t *b = &bucket_slots[i];
+
+			if (!slot_shown(b))
+				continue;
+			put(o, "%s{bucket=", name);
+			put_label(o, slot_name(b));
+			put(o, "} %llu\n", (unsigned long long)
+			    atomic_load_explicit(&b->v[j],
+			    memory_order_relaxed));
+		}
+	}
+}
+
 int
 bc_stats_prometheus(bc_buf_t *b)
 {
@@ -427,6 +564,7 @@ bc_stats_prometheus(bc_buf_t *b)
 	    (unsigned long long)s.uptime_seconds);
 	prom_counters(&o, &s);
 	prom_by_op(&o, &s);
+	prom_buckets(&o);
 	prom_latency(&o, &s);
 	return o.rv;
 }

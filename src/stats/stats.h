@@ -49,6 +49,22 @@ extern _Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
 	((void)atomic_fetch_sub_explicit(&bc_stats_counters[BC_STAT_##name], \
 	    (uint64_t)1, memory_order_relaxed))
 
+/* Per-bucket counters (stats_table.h, BC_BSTAT). */
+typedef enum bc_bstat_e {
+#define BC_BSTAT(name, help) BC_BSTAT_##name,
+#include "stats/stats_table.h"
+#undef BC_BSTAT
+	BC_BSTAT__COUNT
+} bc_bstat_t;
+
+#define BC_STATS_MAX_BUCKETS 64
+
+/* Adds n to bucket's counter id. Lock-free once the bucket has a slot;
+ * the first BC_STATS_MAX_BUCKETS names get one, later ones count as
+ * "_other". */
+void bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n);
+uint64_t bc_stats_bucket_get(const char *bucket, bc_bstat_t id);
+
 /* Sets gauge name to v (for gauges mirrored from another module). */
 #define BC_STATS_SET(name, v)                                            \
 	atomic_store_explicit(&bc_stats_counters[BC_STAT_##name],        \

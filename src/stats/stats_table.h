@@ -14,6 +14,7 @@
  * (requests by S3 operation, the upstream latency histogram) are fixed
  * in stats.c.
  */
+#ifdef BC_STAT
 BC_STAT(requests,           COUNTER, "Client requests answered.")
 BC_STAT(bytes_in,           COUNTER, "Request body bytes received from clients.")
 BC_STAT(bytes_out,          COUNTER, "Response body bytes sent to clients.")
@@ -38,3 +39,21 @@ BC_STAT(cache_evictions,     COUNTER, "Chunks evicted from the memory tier.")
 BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")
 BC_STAT(cache_bytes_held,    GAUGE,   "Bytes the memory tier holds, overhead and metadata included.")
 BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound (mem-size).")
+#endif
+
+/*
+ * Per-bucket counters, one line each: BC_BSTAT(name, "help"). Kept for the
+ * first BC_STATS_MAX_BUCKETS buckets seen; later ones add to "_other".
+ * JSON: "buckets": {"b": {"requests": n, ...}}; Prometheus:
+ * bucketcache_bucket_<name>_total{bucket="b"}.
+ */
+#ifdef BC_BSTAT
+BC_BSTAT(requests,       "Client requests for the bucket.")
+BC_BSTAT(cache_hits,     "Object reads of the bucket served wholly from the cache.")
+BC_BSTAT(cache_misses,   "Object reads of the bucket served wholly from the upstream.")
+BC_BSTAT(cache_partial_hits, "Object reads of the bucket served partly from the cache.")
+BC_BSTAT(cache_bytes_memory, "Object bytes of the bucket sent from the memory tier.")
+BC_BSTAT(cache_bytes_upstream, "Object bytes of the bucket sent after fetching them.")
+BC_BSTAT(cache_coalesced_waits, "Reads of the bucket that waited on another request's fetch.")
+BC_BSTAT(cache_invalidations, "Objects of the bucket dropped by writes or the admin call.")
+#endif
