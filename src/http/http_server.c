@@ -307,8 +307,8 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method)
 	}
 	if (r->auth.kind != BC_S3AUTH_NONE) {
 		key = bc_config_key(cfg, r->auth.access_key);
-		if (key == NULL || (r->s3.bucket[0] != '\0' &&
-		    !bc_config_key_allows(key, r->s3.bucket, r->s3.key))) {
+		if (key == NULL || !bc_config_key_allows(key, r->s3.bucket,
+		    r->s3.key)) {
 			BC_STATS_INC(auth_failures);
 			return BC_S3E_AccessDenied;
 		}

@@ -61,8 +61,11 @@ extern const bc_tier_ops_t bc_tier_mem;
 
 /*
  * Memory tier extras (tier_mem.c); t must come from bc_tier_mem.open.
- * A chunk belongs to at most one memory tier at a time: put() of a chunk
- * another tier still accounts for returns BC_EEXIST.
+ * The memory tier's put() returns 0 for a chunk it already holds, takes
+ * back (counted once) a chunk it dropped while others still held it, and
+ * returns BC_EEXIST for a chunk another memory tier still accounts for:
+ * a chunk belongs to at most one memory tier at a time. opts.policy NULL
+ * means LRU. close() must not run concurrently with other ops.
  */
 typedef struct bc_tier_mem_stats_s {
 	uint64_t capacity;

@@ -259,21 +259,25 @@ static int
 mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 {
 	bc_tier_t *t = NULL;
+	bool       locked = false;
 	int        rv = 0;
 
 	if (o == NULL || out == NULL)
 		return BC_EINVAL;
 	t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		return BC_ENOMEM;
+	if (t == NULL) {
+		rv = BC_ENOMEM;
+		goto fail;
+	}
 	t->ops = &bc_tier_mem;
 	t->capacity = o->capacity;
 	t->external = o->external_bytes;
 	t->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
 	if (pthread_mutex_init(&t->lock, NULL) != 0) {
-		free(t);
-		return BC_ENOMEM;
+		rv = BC_ENOMEM;
+		goto fail;
 	}
+	locked = true;
 	t->pol = t->pol_ops->new();
 	t->acct = calloc(1, sizeof(*t->acct));
 	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
@@ -287,11 +291,14 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 	*out = t;
 	return 0;
 fail:
-	t->pol_ops->free(t->pol);
-	free(t->acct);
-	free(t->slots);
-	pthread_mutex_destroy(&t->lock);
-	free(t);
+	if (t != NULL) {
+		t->pol_ops->free(t->pol);
+		free(t->acct);
+		free(t->slots);
+		if (locked)
+			pthread_mutex_destroy(&t->lock);
+		free(t);
+	}
 	return rv;
 }
 
@@ -320,7 +327,7 @@ static bool
 busy_skip(void *arg, const bc_chunk_t *c)
 {
 	(void)arg;
-	return atomic_load(&((bc_chunk_t *)c)->refs) > 1;
+	return atomic_load(&c->refs) > 1;
 }
 
 /* The dry run: sums what evicting would free, in the policy's order,
