@@ -20,10 +20,7 @@
 
 #include <criterion/criterion.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define BC_HAVE_LSAN 1
-#endif
+#include "../bc_test.h"
 
 #include "config/config_creds.h"
 #include "util/util_log.h"
@@ -36,27 +33,6 @@ setup(void)
 	strcpy(tmp, "/tmp/bc_test_config_XXXXXX");
 	cr_assert_not_null(mkdtemp(tmp));
 }
-
-/* Under ASan, a leak fails the test: LeakSanitizer's own report at the
- * exit of Criterion's worker process does not change the result, and
- * neither does an assertion in .fini, so every test body ends here. */
-static void
-check_leaks(void)
-{
-#ifdef BC_HAVE_LSAN
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
-	    "memory leaked (see LeakSanitizer's report above)");
-#endif
-}
-
-#define LTest(suite, name)                                              \
-	static void suite##_##name##_body(void);                        \
-	Test(suite, name)                                               \
-	{                                                               \
-		suite##_##name##_body();                                \
-		check_leaks();                                          \
-	}                                                               \
-	static void suite##_##name##_body(void)
 
 static void
 teardown(void)

@@ -15,10 +15,7 @@
 
 #include <criterion/criterion.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define BC_HAVE_LSAN 1
-#endif
+#include "../bc_test.h"
 
 #include "cache/cache_chunk.h"
 #include "policy/policy.h"
@@ -26,24 +23,6 @@
 /* Under ASan, a leak fails the test (see tests/unit/config/test_config.c:
  * LeakSanitizer's report at the worker's exit does not change the
  * result), so every test body ends with a recoverable leak check. */
-static void
-check_leaks(void)
-{
-#ifdef BC_HAVE_LSAN
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
-	    "memory leaked (see LeakSanitizer's report above)");
-#endif
-}
-
-#define LTest(suite, name, ...)                                         \
-	static void suite##_##name##_body(void);                        \
-	Test(suite, name, ##__VA_ARGS__)                                \
-	{                                                               \
-		suite##_##name##_body();                                \
-		check_leaks();                                          \
-	}                                                               \
-	static void suite##_##name##_body(void)
-
 #define NLETTERS 26
 
 static bc_chunk_t *

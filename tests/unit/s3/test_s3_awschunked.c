@@ -6,6 +6,8 @@
  * oversize chunks, truncation, trailing garbage and malformed framing.
  */
 #include <criterion/criterion.h>
+
+#include "../bc_test.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,7 +122,7 @@ run(bc_awschunked_t *d, const char *body, size_t len, const size_t *steps,
 
 static const size_t all_at_once[] = { (size_t)-1 };
 
-Test(awschunked, chunk_signatures)
+LTest(awschunked, chunk_signatures)
 {
 	bc_sigv4_ctx_t c = client_ctx();
 	char *a = malloc(65536), sig[65];
@@ -135,7 +137,7 @@ Test(awschunked, chunk_signatures)
 	free(a);
 }
 
-Test(awschunked, decode_example)
+LTest(awschunked, decode_example)
 {
 	bc_sigv4_ctx_t c = client_ctx();
 	bc_awschunked_t *d = bc_awschunked_new(&c, NULL, 65536);
@@ -155,7 +157,7 @@ Test(awschunked, decode_example)
 }
 
 /* The whole path: verify the seed request, then its body. */
-Test(awschunked, from_verified_request)
+LTest(awschunked, from_verified_request)
 {
 	static const struct {
 		const char *name, *value;
@@ -218,7 +220,7 @@ upstream_ctx(void)
 	return u;
 }
 
-Test(awschunked, resign_is_verifiable_upstream)
+LTest(awschunked, resign_is_verifiable_upstream)
 {
 	bc_sigv4_ctx_t c = client_ctx(), u = upstream_ctx();
 	bc_awschunked_t *d = bc_awschunked_new(&c, &u, 65536), *v;
@@ -258,7 +260,7 @@ Test(awschunked, resign_is_verifiable_upstream)
 }
 
 /* Byte by byte and odd splits give the same output as one piece. */
-Test(awschunked, splits)
+LTest(awschunked, splits)
 {
 	static const size_t one[] = { 1 };
 	static const size_t odd[] = { 7, 13, 1, 4093, 2, 65537, 3, 88 };
@@ -292,7 +294,7 @@ Test(awschunked, splits)
 
 /* One changed byte anywhere fails, and nothing of the chunk it is in
  * (or any later one) is ever emitted. */
-Test(awschunked, tamper)
+LTest(awschunked, tamper)
 {
 	static const struct {
 		size_t     at;        /* byte to change */
@@ -348,7 +350,7 @@ Test(awschunked, tamper)
 }
 
 /* Chunks replayed or reordered break the chain. */
-Test(awschunked, reorder)
+LTest(awschunked, reorder)
 {
 	bc_sigv4_ctx_t c = client_ctx();
 	bc_awschunked_t *d = bc_awschunked_new(&c, NULL, 1 << 20);
@@ -361,7 +363,7 @@ Test(awschunked, reorder)
 	bc_buf_fini(&out);
 }
 
-Test(awschunked, limits_and_framing)
+LTest(awschunked, limits_and_framing)
 {
 	static const struct {
 		const char *body;
@@ -418,7 +420,7 @@ Test(awschunked, limits_and_framing)
 	}
 }
 
-Test(awschunked, truncated_and_trailing)
+LTest(awschunked, truncated_and_trailing)
 {
 	bc_sigv4_ctx_t c = client_ctx();
 	size_t len;
@@ -451,7 +453,7 @@ Test(awschunked, truncated_and_trailing)
 }
 
 /* Output must be taken before more input is accepted. */
-Test(awschunked, backpressure)
+LTest(awschunked, backpressure)
 {
 	bc_sigv4_ctx_t c = client_ctx();
 	bc_awschunked_t *d = bc_awschunked_new(&c, NULL, 65536);
@@ -488,7 +490,7 @@ xorshift(uint32_t *s)
 /* Random garbage and random mutations of a valid body, fed in random
  * pieces: only errors or IncompleteBody, never a crash, never output
  * for a chunk that did not verify (run under ASan/UBSan too). */
-Test(awschunked, fuzz)
+LTest(awschunked, fuzz)
 {
 	static const char alphabet[] = "0123456789abcdefABCDEF;=\r\nchunk-"
 	    "signature=x ";

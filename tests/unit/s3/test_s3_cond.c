@@ -5,6 +5,8 @@
 
 #include <criterion/criterion.h>
 
+#include "../bc_test.h"
+
 #include "s3/s3_cond.h"
 #include "util/util_error.h"
 
@@ -105,7 +107,7 @@ static const cond_case_t cases[] = {
 	{ NULL, NULL, NULL, "Sun, 06 Nov 1994 08:49:37 PST", BC_COND_READ, N },
 };
 
-Test(s3_cond, table)
+LTest(s3_cond, table)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const cond_case_t *k = &cases[i];
@@ -117,7 +119,7 @@ Test(s3_cond, table)
 	}
 }
 
-Test(s3_cond, unquoted_object_etag)
+LTest(s3_cond, unquoted_object_etag)
 {
 	bc_cond_t c = { ETAG, NULL, NULL, NULL };
 
@@ -134,7 +136,7 @@ typedef struct {
 	bool        want;
 } etag_case_t;
 
-Test(s3_cond, etag_lists)
+LTest(s3_cond, etag_lists)
 {
 	static const etag_case_t ec[] = {
 		{ "\"abc\"", false, true },
@@ -170,7 +172,7 @@ Test(s3_cond, etag_lists)
 	cr_expect(bc_cond_etag_match("\"abc-12\"", "\"abc-12\"", false));
 }
 
-Test(s3_cond, etag_list_bounded)
+LTest(s3_cond, etag_list_bounded)
 {
 	static char big[20000];
 
@@ -182,7 +184,7 @@ Test(s3_cond, etag_list_bounded)
 	    true));
 }
 
-Test(s3_cond, from_headers)
+LTest(s3_cond, from_headers)
 {
 	bc_kvlist_t h = BC_KVLIST_INIT;
 	bc_cond_t c;
@@ -215,7 +217,7 @@ typedef struct {
 	time_t      t;
 } date_case_t;
 
-Test(s3_cond, date_parse)
+LTest(s3_cond, date_parse)
 {
 	static const date_case_t dc[] = {
 		{ "Sun, 06 Nov 1994 08:49:37 GMT", 0, 784111777 },
@@ -282,7 +284,7 @@ Test(s3_cond, date_parse)
 	cr_expect_eq(bc_http_date_parse(NULL, NULL), BC_EINVAL);
 }
 
-Test(s3_cond, date_format)
+LTest(s3_cond, date_format)
 {
 	char out[BC_HTTP_DATE_LEN];
 	char iso[25];
@@ -308,7 +310,7 @@ Test(s3_cond, date_format)
 }
 
 /* Format and parse agree with gmtime_r over a wide span of times. */
-Test(s3_cond, date_roundtrip)
+LTest(s3_cond, date_roundtrip)
 {
 	for (long long v = -2208988800LL; v < 4102444800LL;
 	    v += 86400LL * 37 + 3671) {

@@ -5,6 +5,8 @@
 
 #include <criterion/criterion.h>
 
+#include "../bc_test.h"
+
 #include "s3/s3_range.h"
 #include "util/util_error.h"
 
@@ -97,7 +99,7 @@ static const range_case_t cases[] = {
 	    UINT64_MAX - 1 },
 };
 
-Test(s3_range, table)
+LTest(s3_range, table)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const range_case_t *c = &cases[i];
@@ -121,7 +123,7 @@ Test(s3_range, table)
 	}
 }
 
-Test(s3_range, spec_without_size)
+LTest(s3_range, spec_without_size)
 {
 	bc_range_spec_t s;
 
@@ -147,7 +149,7 @@ Test(s3_range, spec_without_size)
 	cr_expect(!bc_range_parse_spec("bytes=0-1,2-3", &s));
 }
 
-Test(s3_range, resolve_matches_parse)
+LTest(s3_range, resolve_matches_parse)
 {
 	static const char *const hdrs[] = { "bytes=0-", "bytes=3-7",
 	    "bytes=-3", "bytes=9-", "bytes=10-", "bytes=-0", "bytes=2-100" };
@@ -173,7 +175,7 @@ Test(s3_range, resolve_matches_parse)
 	}
 }
 
-Test(s3_range, overlong_header_ignored)
+LTest(s3_range, overlong_header_ignored)
 {
 	char hdr[BC_RANGE_MAX_HEADER + 32];
 	bc_range_t r;
@@ -187,7 +189,7 @@ Test(s3_range, overlong_header_ignored)
 	cr_expect_eq(r.last, 10);
 }
 
-Test(s3_range, length)
+LTest(s3_range, length)
 {
 	bc_range_t r = { 10, 19 };
 
@@ -197,7 +199,7 @@ Test(s3_range, length)
 	cr_expect_eq(bc_range_length(&r), UINT64_MAX);
 }
 
-Test(s3_range, content_range)
+LTest(s3_range, content_range)
 {
 	char out[BC_RANGE_CR_LEN];
 	bc_range_t r = { 0, 99 };

@@ -5,6 +5,8 @@
 
 #include <criterion/criterion.h>
 
+#include "../bc_test.h"
+
 #include "s3/s3_request.h"
 
 /* Parses method + uri with Host host (NULL: none) and, when hname is not
@@ -109,7 +111,7 @@ static const op_case_t op_cases[] = {
 	OP("OPTIONS", "/b/k", Unknown),
 };
 
-Test(s3_request, classify_every_op)
+LTest(s3_request, classify_every_op)
 {
 	bool seen[BC_S3OP__COUNT] = { false };
 
@@ -132,7 +134,7 @@ Test(s3_request, classify_every_op)
 		cr_expect(seen[op], "no case for %s", bc_s3op_name(op));
 }
 
-Test(s3_request, op_names)
+LTest(s3_request, op_names)
 {
 	cr_expect_str_eq(bc_s3op_name(BC_S3OP_Unknown), "Unknown");
 	cr_expect_str_eq(bc_s3op_name(BC_S3OP_GetObject), "GetObject");
@@ -143,7 +145,7 @@ Test(s3_request, op_names)
 		cr_expect(bc_s3op_name(op)[0] != '\0');
 }
 
-Test(s3_request, writes_object)
+LTest(s3_request, writes_object)
 {
 	static const bc_s3op_t writes[] = { BC_S3OP_PutObject,
 	    BC_S3OP_CopyObject, BC_S3OP_DeleteObject, BC_S3OP_DeleteObjects,
@@ -161,7 +163,7 @@ Test(s3_request, writes_object)
 	}
 }
 
-Test(s3_request, path_style)
+LTest(s3_request, path_style)
 {
 	bc_s3_req_t r;
 
@@ -207,7 +209,7 @@ Test(s3_request, path_style)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, virtual_hosted)
+LTest(s3_request, virtual_hosted)
 {
 	bc_s3_req_t r;
 
@@ -276,7 +278,7 @@ Test(s3_request, virtual_hosted)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, query_decoding)
+LTest(s3_request, query_decoding)
 {
 	bc_s3_req_t r;
 
@@ -304,7 +306,7 @@ typedef struct {
 	bc_s3err_t  want;
 } bad_case_t;
 
-Test(s3_request, malformed)
+LTest(s3_request, malformed)
 {
 	static const bad_case_t bad[] = {
 		{ "/b/%", BC_S3E_InvalidArgument },
@@ -350,7 +352,7 @@ Test(s3_request, malformed)
 	}
 }
 
-Test(s3_request, escapes_decode)
+LTest(s3_request, escapes_decode)
 {
 	bc_s3_req_t r;
 
@@ -366,7 +368,7 @@ Test(s3_request, escapes_decode)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, pct_decode)
+LTest(s3_request, pct_decode)
 {
 	char *s;
 
@@ -394,7 +396,7 @@ Test(s3_request, pct_decode)
 	cr_expect_null(bc_s3_pct_decode("a\0b", 3));
 }
 
-Test(s3_request, key_length_bound)
+LTest(s3_request, key_length_bound)
 {
 	char uri[BC_S3_MAX_KEY + 64];
 	bc_s3_req_t r;
@@ -414,7 +416,7 @@ Test(s3_request, key_length_bound)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, encoded_key_length_counts_decoded_bytes)
+LTest(s3_request, encoded_key_length_counts_decoded_bytes)
 {
 	/* 1024 decoded bytes written as 3072 encoded ones are fine */
 	bc_buf_t b = BC_BUF_INIT;
@@ -433,7 +435,7 @@ Test(s3_request, encoded_key_length_counts_decoded_bytes)
 	bc_buf_fini(&b);
 }
 
-Test(s3_request, uri_and_bucket_bounds)
+LTest(s3_request, uri_and_bucket_bounds)
 {
 	char *uri = malloc(BC_S3_MAX_URI + 16);
 	char bucket[BC_S3_MAX_BUCKET + 8];
@@ -462,7 +464,7 @@ Test(s3_request, uri_and_bucket_bounds)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, query_count_bound)
+LTest(s3_request, query_count_bound)
 {
 	bc_buf_t b = BC_BUF_INIT;
 	bc_s3_req_t r;
@@ -481,7 +483,7 @@ Test(s3_request, query_count_bound)
 	bc_buf_fini(&b);
 }
 
-Test(s3_request, method_bound)
+LTest(s3_request, method_bound)
 {
 	bc_s3_req_t r;
 
@@ -490,7 +492,7 @@ Test(s3_request, method_bound)
 	bc_s3_req_fini(&r);
 }
 
-Test(s3_request, request_id)
+LTest(s3_request, request_id)
 {
 	bc_s3_req_t a, b;
 

@@ -7,6 +7,8 @@
  * S3RVER/S3RVER, endpoint http://127.0.0.1:9.
  */
 #include <criterion/criterion.h>
+
+#include "../bc_test.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,7 +143,7 @@ static const struct {
 	    false, NULL, NULL, NULL, BC_S3AUTH_V2_QUERY },
 };
 
-Test(sigv2_botocore, string_to_sign_and_verify)
+LTest(sigv2_botocore, string_to_sign_and_verify)
 {
 	static char other[] = "other";
 
@@ -180,7 +182,7 @@ Test(sigv2_botocore, string_to_sign_and_verify)
 }
 
 /* The presigned URL exactly as generate_presigned_url printed it. */
-Test(sigv2_botocore, presigned_url_expiry)
+LTest(sigv2_botocore, presigned_url_expiry)
 {
 	static const struct {
 		time_t     now;
@@ -207,7 +209,7 @@ Test(sigv2_botocore, presigned_url_expiry)
 	}
 }
 
-Test(sigv2_botocore, x_amz_date)
+LTest(sigv2_botocore, x_amz_date)
 {
 	/* AWS: with x-amz-date the Date line is empty; botocore still puts
 	 * its Date there. Both verify. */
@@ -251,7 +253,7 @@ Test(sigv2_botocore, x_amz_date)
 /* botocore HmacV1Auth: repeated x-amz-* joined with ',', names
  * lower-cased and sorted, values stripped (inner spaces kept),
  * sub-resources sorted with decoded values. */
-Test(sigv2_botocore, canonical_amz_headers)
+LTest(sigv2_botocore, canonical_amz_headers)
 {
 	static const hdr_t h[] = {
 		{ "Content-Type", "text/plain" },
@@ -281,7 +283,7 @@ Test(sigv2_botocore, canonical_amz_headers)
 
 /* botocore puts x-amz-* into the presigned URL; a client that also
  * sends the same header must not make it count twice. */
-Test(sigv2_botocore, query_and_header_amz)
+LTest(sigv2_botocore, query_and_header_amz)
 {
 	static const hdr_t h[] = {
 		{ "x-amz-security-token", "TOKEN/+=x" },
@@ -299,7 +301,7 @@ Test(sigv2_botocore, query_and_header_amz)
 }
 
 /* Changing anything signed breaks the signature. */
-Test(sigv2_verify, tampering)
+LTest(sigv2_verify, tampering)
 {
 	static const struct {
 		const char *target;
@@ -362,7 +364,7 @@ Test(sigv2_verify, tampering)
 	}
 }
 
-Test(sigv2_verify, query_parameters)
+LTest(sigv2_verify, query_parameters)
 {
 	static const struct {
 		const char *target;

@@ -5,6 +5,8 @@
  * bc_sigv4_sign and bc_s3_auth_verify, and hostile Authorization input.
  */
 #include <criterion/criterion.h>
+
+#include "../bc_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,7 +501,7 @@ signed_headers_of(const char *creq)
 	return strndup(start, (size_t)(end - start));
 }
 
-Test(sigv4_suite, vectors)
+LTest(sigv4_suite, vectors)
 {
 	uint8_t key[32];
 
@@ -541,7 +543,7 @@ Test(sigv4_suite, vectors)
 	}
 }
 
-Test(sigv4_suite, signing_key)
+LTest(sigv4_suite, signing_key)
 {
 	/* the documented derivation example (IAM, 20120215) */
 	uint8_t key[32];
@@ -556,7 +558,7 @@ Test(sigv4_suite, signing_key)
 
 /* ---- building blocks ---------------------------------------------------- */
 
-Test(sigv4_parts, uri_encode)
+LTest(sigv4_parts, uri_encode)
 {
 	static const struct {
 		const char *in;
@@ -584,7 +586,7 @@ Test(sigv4_parts, uri_encode)
 	}
 }
 
-Test(sigv4_parts, canonical_query)
+LTest(sigv4_parts, canonical_query)
 {
 	bc_kvlist_t q = BC_KVLIST_INIT;
 	bc_buf_t b = BC_BUF_INIT;
@@ -610,7 +612,7 @@ Test(sigv4_parts, canonical_query)
 
 /* Header values: trimmed, inner runs of blanks folded ("Trimall"),
  * repeated headers joined with ',' in arrival order. */
-Test(sigv4_parts, header_values)
+LTest(sigv4_parts, header_values)
 {
 	static const struct {
 		const char *v1, *v2;   /* v2: NULL for a single header */
@@ -648,7 +650,7 @@ Test(sigv4_parts, header_values)
 	}
 }
 
-Test(sigv4_parts, canonical_request_errors)
+LTest(sigv4_parts, canonical_request_errors)
 {
 	static const char *const bad[] = { "", ";", "host;", ";host",
 	    "host;;x-amz-date", "host;missing", "missing" };
@@ -669,7 +671,7 @@ Test(sigv4_parts, canonical_request_errors)
 	bc_kv_fini(&h);
 }
 
-Test(sigv4_parts, dates)
+LTest(sigv4_parts, dates)
 {
 	static const struct {
 		const char *s;
@@ -785,7 +787,7 @@ static const struct {
 	    SIG_LIST },
 };
 
-Test(sigv4_s3doc, verify_examples)
+LTest(sigv4_s3doc, verify_examples)
 {
 	for (size_t i = 0; i < sizeof(s3doc) / sizeof(*s3doc); i++) {
 		bc_s3_req_t r;
@@ -807,7 +809,7 @@ Test(sigv4_s3doc, verify_examples)
 	}
 }
 
-Test(sigv4_s3doc, canonical_request_get_object)
+LTest(sigv4_s3doc, canonical_request_get_object)
 {
 	bc_s3_req_t r;
 	bc_buf_t b = BC_BUF_INIT;
@@ -835,7 +837,7 @@ Test(sigv4_s3doc, canonical_request_get_object)
 
 /* bc_sigv4_sign signs host, content-*, x-amz-*: exactly the documented
  * header set of the lifecycle and list examples. */
-Test(sigv4_s3doc, sign_reproduces_examples)
+LTest(sigv4_s3doc, sign_reproduces_examples)
 {
 	static const struct {
 		const char *target;
@@ -882,7 +884,7 @@ Test(sigv4_s3doc, sign_reproduces_examples)
 #define PRESIGN_SIG \
 	"aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
 
-Test(sigv4_s3doc, presigned)
+LTest(sigv4_s3doc, presigned)
 {
 	static const struct {
 		const char *target;
@@ -968,7 +970,7 @@ Test(sigv4_s3doc, presigned)
 }
 
 /* Seed request of "Transfer Payload in Multiple Chunks". */
-Test(sigv4_s3doc, streaming_seed)
+LTest(sigv4_s3doc, streaming_seed)
 {
 	static const hdr_t h[] = {
 		{ "Host", "s3.amazonaws.com" },
@@ -1029,7 +1031,7 @@ verify_get_object(const char *authz, const char *hname, const char *hvalue,
 	return e;
 }
 
-Test(sigv4_verify, skew_and_keys)
+LTest(sigv4_verify, skew_and_keys)
 {
 	bc_s3_auth_t a;
 
@@ -1062,7 +1064,7 @@ Test(sigv4_verify, skew_and_keys)
 	    NULL, NULL, T_S3DOC, &a), BC_S3E_SignatureDoesNotMatch);
 }
 
-Test(sigv4_verify, request_changes)
+LTest(sigv4_verify, request_changes)
 {
 	bc_s3_auth_t a;
 
@@ -1082,7 +1084,7 @@ Test(sigv4_verify, request_changes)
 	    GET_OBJECT_AUTHZ, T_S3DOC, &a), BC_S3E_InvalidArgument);
 }
 
-Test(sigv4_verify, date_and_payload_headers)
+LTest(sigv4_verify, date_and_payload_headers)
 {
 	static const struct {
 		hdr_t       h[5];
@@ -1127,7 +1129,7 @@ Test(sigv4_verify, date_and_payload_headers)
 	}
 }
 
-Test(sigv4_verify, date_header_fallback)
+LTest(sigv4_verify, date_header_fallback)
 {
 	/* signed by us with the Date header as the only date */
 	static const hdr_t h[] = {
@@ -1167,7 +1169,7 @@ Test(sigv4_verify, date_header_fallback)
 	bc_s3_req_fini(&r);
 }
 
-Test(sigv4_verify, malformed_table)
+LTest(sigv4_verify, malformed_table)
 {
 	static const struct {
 		const char *authz;
@@ -1256,7 +1258,7 @@ Test(sigv4_verify, malformed_table)
 
 /* Every truncation and every one-byte change of a valid header fails;
  * none crashes (run under ASan/UBSan too). */
-Test(sigv4_verify, fuzz_authorization)
+LTest(sigv4_verify, fuzz_authorization)
 {
 	static const char *const good[] = {
 		GET_OBJECT_AUTHZ,
@@ -1300,7 +1302,7 @@ Test(sigv4_verify, fuzz_authorization)
 	}
 }
 
-Test(sigv4_verify, mechanisms)
+LTest(sigv4_verify, mechanisms)
 {
 	hdr_t h[] = { { "Host", "h" }, { NULL, NULL } };
 	bc_s3_req_t r;
@@ -1413,7 +1415,7 @@ round_trip(const char *target, const char *region, change_t change,
 	return e;
 }
 
-Test(sigv4_roundtrip, sign_then_verify)
+LTest(sigv4_roundtrip, sign_then_verify)
 {
 	static const char *const targets[] = {
 		"/bucket/key",
@@ -1455,7 +1457,7 @@ Test(sigv4_roundtrip, sign_then_verify)
 	}
 }
 
-Test(sigv4_roundtrip, signer_contract)
+LTest(sigv4_roundtrip, signer_contract)
 {
 	const bc_sigv4_creds_t creds = { "gateway", "gateway-secret", "",
 	    "us-east-1", "s3" };
@@ -1494,7 +1496,7 @@ Test(sigv4_roundtrip, signer_contract)
 /* curl 7.88 --aws-sigv4 "aws:amz:us-east-1:s3" signs the path and query
  * exactly as sent (no re-encoding, no sorting) and sends no
  * x-amz-content-sha256 for a GET. */
-Test(sigv4_clients, curl_7_88)
+LTest(sigv4_clients, curl_7_88)
 {
 	static const struct {
 		const char *target;
@@ -1545,7 +1547,7 @@ xorshift(uint32_t *s)
 
 /* Authorization values and presigned queries assembled from random
  * pieces of valid ones: errors only, never a crash. */
-Test(sigv4_verify, fuzz_tokens)
+LTest(sigv4_verify, fuzz_tokens)
 {
 	static const char *const pieces[] = {
 		"AWS4-HMAC-SHA256 ", "AWS ", "Credential=", "SignedHeaders=",

@@ -14,35 +14,12 @@
 
 #include <criterion/criterion.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define BC_HAVE_LSAN 1
-#endif
+#include "../bc_test.h"
 
 #include "stats/stats.h"
 #include "util/util_error.h"
 
-/* Under ASan, a leak fails the test: LeakSanitizer's own report at the
- * exit of Criterion's worker process does not change the result. */
-static void
-check_leaks(void)
-{
-#ifdef BC_HAVE_LSAN
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
-	    "memory leaked (see LeakSanitizer's report above)");
-#endif
-}
-
 /* Test() whose body is followed by check_leaks(). */
-#define LTest(suite, name)                                              \
-	static void suite##_##name##_body(void);                        \
-	Test(suite, name)                                               \
-	{                                                               \
-		suite##_##name##_body();                                \
-		check_leaks();                                          \
-	}                                                               \
-	static void suite##_##name##_body(void)
-
 #define PYTHON "/usr/bin/python3"
 
 /* Feeds doc to python -c script; returns its exit status (0: passed).
@@ -436,4 +413,41 @@ LTest(stats, uptime_counts_from_start)
 	bc_stats_start();
 	bc_stats_snapshot(&s);
 	cr_assert_lt(s.uptime_seconds, 2);
+}
+
+LTest(stats, per_bucket_counters_and_overflow)
+{
+	bc_buf_t b = BC_BUF_INIT;
+	char name[32];
+
+	bc_stats_reset();
+	bc_stats_bucket_add("alpha", BC_BSTAT_cache_hits, 3);
+	bc_stats_bucket_add("alpha", BC_BSTAT_cache_hits, 2);
+	bc_stats_bucket_add("beta", BC_BSTAT_cache_bytes_memory, 100);
+	cr_expect_eq(bc_stats_bucket_get("alpha", BC_BSTAT_cache_hits), 5);
+	cr_expect_eq(bc_stats_bucket_get("beta", BC_BSTAT_cache_hits), 0);
+	cr_expect_eq(bc_stats_bucket_get("beta", BC_BSTAT_cache_bytes_memory),
+	    100);
+	/* the table holds BC_STATS_MAX_BUCKETS names; the rest share _other */
+	for (int i = 0; i < BC_STATS_MAX_BUCKETS + 10; i++) {
+		snprintf(name, sizeof(name), "bucket-%03d", i);
+		bc_stats_bucket_add(name, BC_BSTAT_requests, 1);
+	}
+	cr_expect_eq(bc_stats_bucket_get("alpha", BC_BSTAT_cache_hits), 5);
+	cr_expect_eq(bc_stats_bucket_get("bucket-000", BC_BSTAT_requests), 1);
+	cr_expect_eq(bc_stats_bucket_get("bucket-999", BC_BSTAT_requests),
+	    bc_stats_bucket_get("_other-anything", BC_BSTAT_requests));
+	cr_expect_geq(bc_stats_bucket_get("bucket-999", BC_BSTAT_requests), 10);
+
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_expect_eq(python_check(bc_buf_str(&b),
+	    "import json,sys; d=json.load(sys.stdin)[\"buckets\"]; "
+	    "assert d[\"alpha\"][\"cache_hits\"] == 5, d; "
+	    "assert d[\"beta\"][\"cache_bytes_memory\"] == 100; "
+	    "assert d[\"_other\"][\"requests\"] >= 10"), 0);
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	cr_expect_not_null(strstr(bc_buf_str(&b),
+	    "bucketcache_bucket_cache_hits_total{bucket=\"alpha\"} 5\n"));
+	bc_buf_fini(&b);
 }

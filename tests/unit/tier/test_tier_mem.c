@@ -19,10 +19,7 @@
 
 #include <criterion/criterion.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define BC_HAVE_LSAN 1
-#endif
+#include "../bc_test.h"
 
 #include "cache/cache_chunk.h"
 #include "tier/tier.h"
@@ -31,24 +28,6 @@
 /* Under ASan, a leak fails the test (see tests/unit/config/test_config.c:
  * LeakSanitizer's report at the worker's exit does not change the
  * result), so every test body ends with a recoverable leak check. */
-static void
-check_leaks(void)
-{
-#ifdef BC_HAVE_LSAN
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
-	    "memory leaked (see LeakSanitizer's report above)");
-#endif
-}
-
-#define LTest(suite, name, ...)                                         \
-	static void suite##_##name##_body(void);                        \
-	Test(suite, name, ##__VA_ARGS__)                                \
-	{                                                               \
-		suite##_##name##_body();                                \
-		check_leaks();                                          \
-	}                                                               \
-	static void suite##_##name##_body(void)
-
 #define KiB 1024u
 #define MiB (1024u * 1024u)
 
@@ -347,7 +326,7 @@ LTest(chunk, refs_and_on_free)
 
 /* The count is forced to zero without freeing, so the abort is the
  * refcount check's and not ASan's. */
-Test(chunk, unref_below_zero_aborts, .signal = SIGABRT)
+LTest(chunk, unref_below_zero_aborts, .signal = SIGABRT)
 {
 	bc_chunk_t *c = mkc("b", "k", "\"e\"", 0, 16);
 
@@ -355,7 +334,7 @@ Test(chunk, unref_below_zero_aborts, .signal = SIGABRT)
 	bc_chunk_unref(c);
 }
 
-Test(chunk, ref_of_dead_chunk_aborts, .signal = SIGABRT)
+LTest(chunk, ref_of_dead_chunk_aborts, .signal = SIGABRT)
 {
 	bc_chunk_t *c = mkc("b", "k", "\"e\"", 0, 16);
 
@@ -366,7 +345,7 @@ Test(chunk, ref_of_dead_chunk_aborts, .signal = SIGABRT)
 /* The same check through the tier: the count is zeroed under the
  * tier's reference (as if someone dropped one they did not own), so the
  * tier's unref at close aborts. */
-Test(chunk, tier_unref_below_zero_aborts, .signal = SIGABRT)
+LTest(chunk, tier_unref_below_zero_aborts, .signal = SIGABRT)
 {
 	bc_tier_t  *t = opn(1 * MiB, NULL, NULL);
 	bc_chunk_t *c = mkc("b", "k", "\"e\"", 0, 16);

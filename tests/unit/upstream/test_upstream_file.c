@@ -13,6 +13,8 @@
 
 #include <criterion/criterion.h>
 
+#include "../bc_test.h"
+
 #include "s3/s3_request.h"
 #include "upstream/upstream_file.h"
 
@@ -23,7 +25,7 @@ typedef struct {
 	bc_s3err_t  want;
 } key_case_t;
 
-Test(upstream_file, key_check)
+LTest(upstream_file, key_check)
 {
 	static const key_case_t kc[] = {
 		{ "a", BC_S3E_NONE },
@@ -84,7 +86,7 @@ typedef struct {
 	bool        strict, legacy;
 } bucket_case_t;
 
-Test(upstream_file, bucket_names)
+LTest(upstream_file, bucket_names)
 {
 	static const bucket_case_t bc[] = {
 		{ "abc", true, true },
@@ -142,7 +144,7 @@ Test(upstream_file, bucket_names)
 
 /* ---- tokens and XML ---------------------------------------------------- */
 
-Test(upstream_file, tokens)
+LTest(upstream_file, tokens)
 {
 	char out[64];
 	char *back;
@@ -164,7 +166,7 @@ Test(upstream_file, tokens)
 	cr_expect_null(bc_file_token_decode("zz"));
 }
 
-Test(upstream_file, xml_text)
+LTest(upstream_file, xml_text)
 {
 	static const struct {
 		const char *in, *out;
@@ -219,7 +221,7 @@ free_keys(char **keys, size_t n)
 	free(keys);
 }
 
-Test(upstream_file, parse_delete)
+LTest(upstream_file, parse_delete)
 {
 	char **keys;
 	size_t n;
@@ -290,7 +292,7 @@ parse_complete(const char *xml, bc_file_part_t **p, size_t *n)
 	return bc_file_parse_complete(xml, strlen(xml), p, n);
 }
 
-Test(upstream_file, parse_complete)
+LTest(upstream_file, parse_complete)
 {
 	bc_file_part_t *p;
 	size_t n;
@@ -563,7 +565,7 @@ check_listing(int fd, const char *prefix, const char *delim,
 	model_fini(&m);
 }
 
-Test(upstream_file, list_matches_model, .fini = rm_tree_sh)
+LTest(upstream_file, list_matches_model, .fini = rm_tree_sh)
 {
 	static const char *const prefixes[] = { "", "a", "a/", "a/b",
 	    "a/b/", "b", "d/e/", "d/e/f/g/", "zz", "\xc3\xa9", "deep/1/2/",
@@ -592,7 +594,7 @@ Test(upstream_file, list_matches_model, .fini = rm_tree_sh)
 	close(fd);
 }
 
-Test(upstream_file, list_basics, .fini = rm_tree_sh)
+LTest(upstream_file, list_basics, .fini = rm_tree_sh)
 {
 	bc_file_list_opts_t o = { NULL, NULL, NULL, 1000 };
 	bc_file_list_t l;
@@ -649,7 +651,7 @@ Test(upstream_file, list_basics, .fini = rm_tree_sh)
 }
 
 /* A directory far larger than one page is read in bounded passes. */
-Test(upstream_file, list_big_directory, .fini = rm_tree_sh)
+LTest(upstream_file, list_big_directory, .fini = rm_tree_sh)
 {
 	const int nfiles = 2500;
 	bc_file_list_opts_t o = { "f/", NULL, NULL, 7 };
@@ -692,7 +694,7 @@ Test(upstream_file, list_big_directory, .fini = rm_tree_sh)
 }
 
 /* Stored metadata is used only while it describes the file. */
-Test(upstream_file, list_etag_from_xattr, .fini = rm_tree_sh)
+LTest(upstream_file, list_etag_from_xattr, .fini = rm_tree_sh)
 {
 	bc_file_list_opts_t o = { "k", NULL, NULL, 10 };
 	bc_file_list_t l;
@@ -755,7 +757,7 @@ Test(upstream_file, list_etag_from_xattr, .fini = rm_tree_sh)
 
 /* A prefix naming a directory is walked from there, but never above the
  * bucket, into hidden areas or through links. */
-Test(upstream_file, list_prefix_stays_inside, .fini = rm_tree_sh)
+LTest(upstream_file, list_prefix_stays_inside, .fini = rm_tree_sh)
 {
 	static const char *const bad[] = { "../", "../secret", "../bkt/",
 	    "./", "a/../", "a/./", "a//", "/", "/a", ".bucketcache-tmp/",

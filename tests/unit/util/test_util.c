@@ -10,10 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define BC_HAVE_LSAN 1
-#endif
+#include "../bc_test.h"
 
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
@@ -21,27 +18,7 @@
 #include "util/util_kv.h"
 #include "util/util_log.h"
 
-/* Under ASan, a leak fails the test: LeakSanitizer's own report at the
- * exit of Criterion's worker process does not change the result. */
-static void
-check_leaks(void)
-{
-#ifdef BC_HAVE_LSAN
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
-	    "memory leaked (see LeakSanitizer's report above)");
-#endif
-}
-
 /* Test() whose body is followed by check_leaks(). */
-#define LTest(suite, name)                                              \
-	static void suite##_##name##_body(void);                        \
-	Test(suite, name)                                               \
-	{                                                               \
-		suite##_##name##_body();                                \
-		check_leaks();                                          \
-	}                                                               \
-	static void suite##_##name##_body(void)
-
 /* ---- bc_buf ------------------------------------------------------------- */
 
 LTest(buf, empty_is_empty_string)
