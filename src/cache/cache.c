@@ -520,19 +520,32 @@ fill_unlink(bc_object_t *o, fill_t *f)
 		o->meta_fill = NULL;
 }
 
-/* Parses "bytes a-b/total" (or "bytes * /total"); returns total or
- * UINT64_MAX. */
+/* A whole decimal number, or UINT64_MAX. */
 static uint64_t
-content_range_total(const char *v)
+parse_u64(const char *v)
 {
-	const char *slash = v != NULL ? strrchr(v, '/') : NULL;
 	char *end;
 	unsigned long long n;
 
-	if (slash == NULL || slash[1] < '0' || slash[1] > '9')
+	if (v == NULL || *v < '0' || *v > '9')
 		return UINT64_MAX;
-	n = strtoull(slash + 1, &end, 10);
+	n = strtoull(v, &end, 10);
 	return *end == '\0' ? (uint64_t)n : UINT64_MAX;
+}
+
+/* Parses "bytes first-last/total"; returns total, or UINT64_MAX when
+ * malformed or when it does not start at first. */
+static uint64_t
+content_range_total(const char *v, uint64_t first)
+{
+	const char *slash = v != NULL ? strrchr(v, '/') : NULL;
+	char *end;
+
+	if (slash == NULL || strncmp(v, "bytes ", 6) != 0 ||
+	    v[6] < '0' || v[6] > '9' || strtoull(v + 6, &end, 10) != first ||
+	    *end != '-')
+		return UINT64_MAX;
+	return parse_u64(slash + 1);
 }
 
 /* Sets o's metadata from a 200/206 response's headers. size: the object
@@ -608,8 +621,11 @@ fill_done(bc_xfer_t *x, void *arg)
 	uint64_t size;
 	bc_chunk_t *chunk = NULL;
 	const char *etag;
+	bool recheck = false;
 
 	rv = bc_xfer_headers(x, &status, &h);
+	if (rv == 0)   /* headers came; did the whole body? */
+		rv = bc_xfer_error(x);
 	pthread_mutex_lock(&c->mu);
 	fill_unlink(o, f);
 	if (rv < 0) {
@@ -626,10 +642,9 @@ fill_done(bc_xfer_t *x, void *arg)
 		    etag != NULL && strcmp(etag, f->etag) == 0) {
 			o->meta_at_ns = mono_ns();   /* ignored If-None-Match */
 		} else if (status == 200 && f->kind == FILL_HEAD) {
-			const char *cl = bc_kv_get(h, "Content-Length");
-
-			size = cl != NULL ? strtoull(cl, NULL, 10) : 0;
-			if (meta_from_headers(c, o, h, size) < 0) {
+			size = parse_u64(bc_kv_get(h, "Content-Length"));
+			if (size == UINT64_MAX ||
+			    meta_from_headers(c, o, h, size) < 0) {
 				fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0,
 				    NULL, 0);
 				goto out;
@@ -674,7 +689,11 @@ fill_done(bc_xfer_t *x, void *arg)
 			goto out;
 		}
 		size = status == 206 ? content_range_total(bc_kv_get(h,
-		    "Content-Range")) : len;
+		    "Content-Range"), bc_chunk_start(f->index, c->cs)) : len;
+		if (size != UINT64_MAX && size / c->cs >= UINT32_MAX) {
+			fill_fail(o, f, BC_WAIT_FAILED, BC_E2BIG, 0, NULL, 0);
+			goto out;   /* more chunks than an index can count */
+		}
 		if (size == UINT64_MAX || (status == 200 && len > c->cs) ||
 		    meta_from_headers(c, o, h, size) < 0) {
 			fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
@@ -683,6 +702,13 @@ fill_done(bc_xfer_t *x, void *arg)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
 		waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
 		    NULL, 0);
+		if (status == 200 && f->index != 0) {
+			/* the upstream ignored Range: the body is the whole
+			 * (one-chunk) object; keep it as chunk 0 and let the
+			 * waiters look again (their range may be past it) */
+			f->index = 0;
+			recheck = true;
+		}
 		break;
 	case FILL_CHUNK:
 		if (status == 412 || ((status == 200 || status == 206) &&
@@ -723,7 +749,8 @@ fill_done(bc_xfer_t *x, void *arg)
 		chunk->fetch_us = bc_xfer_elapsed_us(x);
 		if (o->listed && len > 0)
 			bc_tier_mem.put(c->mem, chunk);   /* may not admit */
-		waiters_end(&f->waiters, BC_WAIT_CHUNK, chunk, 0, 0, NULL, 0);
+		waiters_end(&f->waiters, recheck ? BC_WAIT_RECHECK :
+		    BC_WAIT_CHUNK, chunk, 0, 0, NULL, 0);
 		bc_chunk_unref(chunk);
 	}
 out:

@@ -889,9 +889,19 @@ fail:
 	return rv;
 }
 
+/* Chunk sizes the cache accepts, 4K to 1G: with 32-bit chunk indexes a
+ * 4 KiB chunk still covers 16 TiB (S3's largest object is 5 TiB); above
+ * 1 GiB one fill would hold too much memory. */
+#define CHUNK_SIZE_MAX ((uint64_t)1 << 30)
+
 static int
 check_misc(const bc_config_t *c, char *err, size_t errlen)
 {
+	if (c->chunk_size < 4096 || c->chunk_size > CHUNK_SIZE_MAX) {
+		seterr(err, errlen, "--chunk-size: %llu is not between 4K and "
+		    "1G", (unsigned long long)c->chunk_size);
+		return BC_EINVAL;
+	}
 	if (strcmp(c->upstream_addressing, "path") != 0 &&
 	    strcmp(c->upstream_addressing, "virtual") != 0) {
 		seterr(err, errlen, "--upstream-addressing: '" SHOW "' is not "

@@ -49,7 +49,8 @@ typedef struct objreq_s {
 	uint32_t         hint;
 	int              restarts;
 	bool             have_meta;
-	bool             meta_cached;
+	bool             meta_cached;  /* no upstream request was needed */
+	bool             meta_waited;
 	bc_objmeta_t     meta;
 	bc_range_t       range;      /* resolved; empty object: unused */
 	uint32_t         c0, c1;
@@ -479,6 +480,7 @@ obj_finish(bc_http_req_t *r)
 			break;
 		if (rv == BC_EAGAIN) {
 			q->waiting = true;
+			q->meta_waited = true;
 			bc_http_wait(r);
 			return BC_S3E_NONE;
 		}
@@ -491,6 +493,8 @@ obj_finish(bc_http_req_t *r)
 		return BC_S3E_BadGateway;
 	}
 	q->have_meta = true;
+	if (q->meta_waited)
+		q->meta_cached = false;
 	return respond(r, q);
 }
 

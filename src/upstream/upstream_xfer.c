@@ -713,6 +713,17 @@ bc_xfer_take_body(bc_xfer_t *x, size_t *len)
 	return p;
 }
 
+int
+bc_xfer_error(bc_xfer_t *x)
+{
+	int rv;
+
+	pthread_mutex_lock(&x->mu);
+	rv = x->body_done ? x->err : BC_EAGAIN;
+	pthread_mutex_unlock(&x->mu);
+	return rv;
+}
+
 uint64_t
 bc_xfer_elapsed_us(const bc_xfer_t *x)
 {

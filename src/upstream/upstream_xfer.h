@@ -89,6 +89,9 @@ ssize_t bc_xfer_read(bc_xfer_t *x, void *buf, size_t max);
 /* Collect mode, after on_done: hands over the body (malloc'd, *len bytes;
  * free() it) and leaves the xfer without one. NULL when there is none. */
 uint8_t *bc_xfer_take_body(bc_xfer_t *x, size_t *len);
+/* How the exchange ended: 0 (the whole body arrived), a negative BC_E*
+ * (failed, possibly after the headers), or BC_EAGAIN while running. */
+int      bc_xfer_error(bc_xfer_t *x);
 /* Microseconds from the last attempt's start to its end (fetch cost). */
 uint64_t bc_xfer_elapsed_us(const bc_xfer_t *x);
 

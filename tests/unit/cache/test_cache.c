@@ -1,0 +1,2224 @@
+/*
+ * test_cache.c — the cache core (cache.h) through the real upstream path:
+ * single-flight fills, failures without negative caching, object changes
+ * between chunk fetches, invalidation during a fill, the metadata TTL and
+ * revalidation, empty objects, chunk references across eviction, and
+ * waiter life.
+ *
+ * Each test starts a tiny S3-like HTTP server in the process
+ * (libmicrohttpd, a thread per connection, on 127.0.0.1 with a port the
+ * kernel picks), a real upstream loop (libuv + libcurl) and a cache in
+ * front of it, and drives the cache the way http_object.c does:
+ * bc_cache_object, bc_cache_meta with a waiter, bc_cache_chunk. The
+ * server keeps a log of every request it saw and has knobs: fail the next
+ * N requests with a status (or by closing the connection), hold requests
+ * at a gate until released (to create concurrency deterministically),
+ * change an object, ignore Range or If-Match, cut a body short.
+ *
+ * Ordering is made with the gate and condition variables only; timeouts
+ * are failure guards (and the TTL tests wait for the TTL to pass).
+ * Every test checks for leaks at its end (LTest, bc_test.h) after tearing
+ * everything down.
+ * Threads: wake functions run on the upstream loop thread with the cache
+ * lock held, so they only signal. Assertions run on the test's thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <microhttpd.h>
+
+#include <criterion/criterion.h>
+
+#include "../bc_test.h"
+
+#include "cache/cache.h"
+#include "cache/cache_math.h"
+#include "config/config.h"
+#include "s3/s3_cond.h"
+#include "stats/stats.h"
+#include "upstream/upstream_loop.h"
+#include "upstream/upstream_xfer.h"
+#include "util/util_error.h"
+
+#define GUARD_MS     15000      /* a wait this long means a hang */
+#define CS           1024       /* chunk size of most tests */
+#define BUCKET       "bkt"
+#define KEY          "obj"
+#define LAST_MOD     "Wed, 21 Oct 2015 07:28:00 GMT"
+#define LAST_MOD_T   1445412480
+
+/* ---- the fake S3 server ------------------------------------------------ */
+
+#define SRV_MAX_OBJS 8
+#define SRV_MAX_LOG  256
+
+typedef struct sobj_s {
+	char     path[128];      /* "/bucket/key"; "" when the slot is free */
+	uint8_t *data;
+	size_t   size;
+	char     etag[64];
+} sobj_t;
+
+typedef struct sreq_s {
+	char method[8];
+	char path[128];
+	char range[64];          /* "" when absent */
+	char if_match[80];
+	char if_none_match[80];
+} sreq_t;
+
+typedef struct srv_s {
+	struct MHD_Daemon *d;
+	uint16_t           port;
+	pthread_mutex_t    mu;
+	pthread_cond_t     cv;
+	sobj_t             objs[SRV_MAX_OBJS];
+	sreq_t             log[SRV_MAX_LOG];
+	unsigned           nlog;
+	/* knobs */
+	unsigned           fail_n;       /* fail the next fail_n requests */
+	unsigned           fail_status;  /* with this; 0: close, no answer */
+	bool               gate;         /* hold requests while set */
+	unsigned           held;         /* requests held right now */
+	bool               ignore_range;
+	bool               ignore_if_match;
+	bool               short_body;   /* send a 206 one byte short */
+	bool               no_etag;
+	size_t             cut_body;     /* >0: close after this many body
+					    bytes (Content-Length says all) */
+	bool               head_no_length;  /* HEAD without Content-Length */
+	bool               stopping;
+} srv_t;
+
+static void
+abs_deadline(struct timespec *ts, unsigned ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void
+cond_init_mono(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static void
+copy_hdr(struct MHD_Connection *conn, const char *name, char *out,
+    size_t len)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    name);
+
+	snprintf(out, len, "%s", v != NULL ? v : "");
+}
+
+static struct MHD_Response *
+xml_response(const char *code)
+{
+	char body[256];
+	int n = snprintf(body, sizeof(body), "<?xml version=\"1.0\" "
+	    "encoding=\"UTF-8\"?>\n<Error><Code>%s</Code></Error>", code);
+	struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n,
+	    body, MHD_RESPMEM_MUST_COPY);
+
+	MHD_add_response_header(r, "Content-Type", "application/xml");
+	return r;
+}
+
+/* Parses "bytes=a-b" or "bytes=a-"; false for anything else. */
+static bool
+parse_range(const char *v, uint64_t *a, uint64_t *b)
+{
+	char *end;
+
+	if (strncmp(v, "bytes=", 6) != 0 || v[6] < '0' || v[6] > '9')
+		return false;
+	*a = strtoull(v + 6, &end, 10);
+	if (*end != '-')
+		return false;
+	if (end[1] == '\0') {
+		*b = UINT64_MAX;
+		return true;
+	}
+	*b = strtoull(end + 1, &end, 10);
+	return *end == '\0' && *b >= *a;
+}
+
+typedef struct cut_s {
+	uint8_t *data;
+	size_t   len, cut;
+} cut_t;
+
+static ssize_t
+cut_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	cut_t *c = cls;
+	size_t n;
+
+	if (pos >= c->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = c->cut - (size_t)pos;
+	if (n > max)
+		n = max;
+	memcpy(buf, c->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void
+cut_free(void *cls)
+{
+	cut_t *c = cls;
+
+	free(c->data);
+	free(c);
+}
+
+static ssize_t
+empty_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/* A 200/206 body of len bytes at p, cut after cut bytes when cut > 0. */
+static struct MHD_Response *
+body_response(const uint8_t *p, size_t len, size_t cut)
+{
+	cut_t *c;
+
+	if (cut == 0 || cut >= len)
+		return MHD_create_response_from_buffer(len, (void *)p,
+		    MHD_RESPMEM_MUST_COPY);
+	c = calloc(1, sizeof(*c));
+	c->data = malloc(len);
+	memcpy(c->data, p, len);
+	c->len = len;
+	c->cut = cut;
+	return MHD_create_response_from_callback(len, 4096, cut_reader, c,
+	    cut_free);
+}
+
+static enum MHD_Result
+srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	srv_t *s = cls;
+	sreq_t q;
+	sobj_t *o = NULL;
+	uint8_t *data = NULL;
+	size_t size = 0;
+	char etag[64] = "";
+	bool head = strcmp(method, "HEAD") == 0, ignore_range, ignore_im;
+	bool short_body, no_etag, head_no_length;
+	size_t cut;
+	unsigned fail = 0;
+	struct MHD_Response *r = NULL;
+	unsigned status;
+	enum MHD_Result ret;
+	uint64_t a, b;
+	char cr[96];
+
+	if (*upload_data_size != 0) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	memset(&q, 0, sizeof(q));
+	snprintf(q.method, sizeof(q.method), "%s", method);
+	snprintf(q.path, sizeof(q.path), "%s", url);
+	copy_hdr(conn, "Range", q.range, sizeof(q.range));
+	copy_hdr(conn, "If-Match", q.if_match, sizeof(q.if_match));
+	copy_hdr(conn, "If-None-Match", q.if_none_match,
+	    sizeof(q.if_none_match));
+
+	pthread_mutex_lock(&s->mu);
+	if (s->nlog < SRV_MAX_LOG)
+		s->log[s->nlog++] = q;
+	s->held++;
+	pthread_cond_broadcast(&s->cv);
+	while (s->gate && !s->stopping)
+		pthread_cond_wait(&s->cv, &s->mu);
+	s->held--;
+	if (s->fail_n > 0) {
+		s->fail_n--;
+		fail = s->fail_status != 0 ? s->fail_status : 1;
+	}
+	for (int i = 0; i < SRV_MAX_OBJS; i++)
+		if (strcmp(s->objs[i].path, url) == 0)
+			o = &s->objs[i];
+	if (o != NULL) {
+		size = o->size;
+		data = malloc(size + 1);
+		if (size > 0)
+			memcpy(data, o->data, size);
+		snprintf(etag, sizeof(etag), "%s", o->etag);
+	}
+	ignore_range = s->ignore_range;
+	ignore_im = s->ignore_if_match;
+	short_body = s->short_body;
+	no_etag = s->no_etag;
+	cut = s->cut_body;
+	head_no_length = s->head_no_length;
+	pthread_mutex_unlock(&s->mu);
+
+	if (fail == 1) {            /* a transport failure: no answer */
+		free(data);
+		return MHD_NO;
+	}
+	if (fail != 0) {
+		status = fail;
+		r = xml_response(fail == 503 ? "SlowDown" : fail == 404 ?
+		    "NoSuchKey" : "InternalError");
+	} else if (o == NULL) {
+		status = 404;
+		r = xml_response("NoSuchKey");
+	} else if (head) {
+		if (q.if_none_match[0] != '\0' &&
+		    strcmp(q.if_none_match, etag) == 0) {
+			status = 304;
+			r = MHD_create_response_from_buffer(0, (void *)"",
+			    MHD_RESPMEM_PERSISTENT);
+		} else if (head_no_length) {
+			status = 200;   /* chunked: no Content-Length */
+			r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+			    1024, empty_reader, NULL, NULL);
+		} else {
+			status = 200;
+			/* MHD sends no body for HEAD, but its length */
+			r = MHD_create_response_from_buffer(size, data,
+			    MHD_RESPMEM_MUST_COPY);
+		}
+	} else if (q.if_match[0] != '\0' && !ignore_im &&
+	    strcmp(q.if_match, etag) != 0) {
+		status = 412;
+		r = xml_response("PreconditionFailed");
+	} else if (!ignore_range && parse_range(q.range, &a, &b)) {
+		if (a >= size) {
+			status = 416;
+			r = xml_response("InvalidRange");
+			snprintf(cr, sizeof(cr), "bytes */%zu", size);
+			MHD_add_response_header(r, "Content-Range", cr);
+		} else {
+			if (b >= size)
+				b = size - 1;
+			status = 206;
+			r = body_response(data + a, (size_t)(b - a + 1 -
+			    (short_body ? 1 : 0)), cut);
+			snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64
+			    "/%zu", a, b, size);
+			MHD_add_response_header(r, "Content-Range", cr);
+		}
+	} else {
+		status = 200;
+		r = body_response(data, size, cut);
+	}
+	free(data);
+	if (r == NULL)
+		return MHD_NO;
+	if (o != NULL && fail == 0) {
+		if (!no_etag)
+			MHD_add_response_header(r, "ETag", etag);
+		if (status != 412 && status != 416) {
+			MHD_add_response_header(r, "Last-Modified", LAST_MOD);
+			if (status != 304) {
+				MHD_add_response_header(r, "Content-Type",
+				    "application/x-test");
+				MHD_add_response_header(r, "x-amz-meta-color",
+				    "blue");
+			}
+		}
+	}
+	MHD_add_response_header(r, "x-amz-request-id", "REQ0123");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void
+srv_start(srv_t *s)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	cond_init_mono(&s->cv);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = 0;
+	s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
+	    srv_handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	    MHD_OPTION_END);
+	cr_assert_not_null(s->d, "cannot start the test S3 server");
+	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	cr_assert_not_null(di);
+	s->port = di->port;
+	cr_assert_neq(s->port, 0);
+}
+
+static void
+srv_stop(srv_t *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->d != NULL)
+		MHD_stop_daemon(s->d);
+	s->d = NULL;
+	for (int i = 0; i < SRV_MAX_OBJS; i++)
+		free(s->objs[i].data);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+}
+
+/* Creates or replaces the object at "/bucket/key" (data copied). */
+static void
+srv_put(srv_t *s, const char *bucket, const char *key, const uint8_t *data,
+    size_t size, const char *etag)
+{
+	char path[128];
+	sobj_t *o = NULL;
+
+	snprintf(path, sizeof(path), "/%s/%s", bucket, key);
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < SRV_MAX_OBJS && o == NULL; i++)
+		if (strcmp(s->objs[i].path, path) == 0)
+			o = &s->objs[i];
+	for (int i = 0; i < SRV_MAX_OBJS && o == NULL; i++)
+		if (s->objs[i].path[0] == '\0')
+			o = &s->objs[i];
+	cr_assert_not_null(o);
+	free(o->data);
+	o->data = malloc(size + 1);
+	cr_assert_not_null(o->data);
+	if (size > 0)
+		memcpy(o->data, data, size);
+	o->size = size;
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+srv_fail(srv_t *s, unsigned n, unsigned status)
+{
+	pthread_mutex_lock(&s->mu);
+	s->fail_n = n;
+	s->fail_status = status;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+srv_gate(srv_t *s, bool closed)
+{
+	pthread_mutex_lock(&s->mu);
+	s->gate = closed;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+srv_knob(srv_t *s, bool *knob, bool v)
+{
+	pthread_mutex_lock(&s->mu);
+	*knob = v;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits until n requests are held at the gate; false after GUARD_MS. */
+static bool
+srv_wait_held(srv_t *s, unsigned n)
+{
+	struct timespec dl;
+	bool ok;
+
+	abs_deadline(&dl, GUARD_MS);
+	pthread_mutex_lock(&s->mu);
+	while (s->held < n) {
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT)
+			break;
+	}
+	ok = s->held >= n;
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+/* Requests seen with method (NULL: any) and Range (NULL: any, "": none). */
+static unsigned
+srv_count(srv_t *s, const char *method, const char *range)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 0; i < s->nlog; i++) {
+		if (method != NULL && strcmp(s->log[i].method, method) != 0)
+			continue;
+		if (range != NULL && strcmp(s->log[i].range, range) != 0)
+			continue;
+		n++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* A copy of the last request seen. */
+static sreq_t
+srv_last(srv_t *s)
+{
+	sreq_t q;
+
+	pthread_mutex_lock(&s->mu);
+	cr_assert_gt(s->nlog, 0);
+	q = s->log[s->nlog - 1];
+	pthread_mutex_unlock(&s->mu);
+	return q;
+}
+
+/* ---- the cache under test ----------------------------------------------- */
+
+typedef struct env_opts_s {
+	uint64_t chunk_size;
+	uint64_t mem_size;
+	uint64_t meta_ttl;          /* ms */
+	unsigned retries;
+	uint64_t upstream_timeout;  /* ms */
+	uint16_t port;              /* 0: the test server's */
+} env_opts_t;
+
+typedef struct env_s {
+	srv_t             srv;
+	bc_config_t       cfg;
+	bc_sigv4_creds_t  creds;
+	bc_loop_t        *loop;
+	bc_cache_t       *c;
+	char              scheme_host[64];
+	char              host[64];
+} env_t;
+
+static env_t E;
+
+static uint8_t obj_a[3000];      /* 3 chunks: 1024 + 1024 + 952 */
+static uint8_t obj_b[3000];      /* the same size, other bytes */
+
+static void
+fill_pattern(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
+}
+
+static void
+suite_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	fill_pattern(obj_a, sizeof(obj_a), 1);
+	fill_pattern(obj_b, sizeof(obj_b), 2);
+}
+
+static void
+suite_fini(void)
+{
+	curl_global_cleanup();
+}
+
+TestSuite(cache, .init = suite_init, .fini = suite_fini, .timeout = 90);
+
+static void
+env_start_opts(const env_opts_t *o)
+{
+	bc_cache_opts_t co;
+	uint16_t port;
+
+	memset(&E, 0, sizeof(E));
+	srv_start(&E.srv);
+	port = o->port != 0 ? o->port : E.srv.port;
+	snprintf(E.scheme_host, sizeof(E.scheme_host), "http://127.0.0.1:%u",
+	    (unsigned)port);
+	snprintf(E.host, sizeof(E.host), "127.0.0.1:%u", (unsigned)port);
+	cr_assert_eq(bc_config_init(&E.cfg), 0);
+	E.cfg.chunk_size = o->chunk_size != 0 ? o->chunk_size : CS;
+	E.cfg.mem_size = o->mem_size != 0 ? o->mem_size : 16 * 1024 * 1024;
+	E.cfg.meta_ttl = o->meta_ttl;
+	E.cfg.retries = o->retries;
+	E.cfg.connect_timeout = 5000;
+	E.cfg.upstream_timeout = o->upstream_timeout != 0 ?
+	    o->upstream_timeout : 30000;
+	free(E.cfg.upstream_addressing);
+	E.cfg.upstream_addressing = strdup("path");
+	free(E.cfg.upstream);
+	E.cfg.upstream = strdup(E.scheme_host);
+	cr_assert(E.cfg.upstream_addressing != NULL && E.cfg.upstream != NULL);
+	E.creds.access_key = "AKIDTESTTESTTEST";
+	E.creds.secret_key = "not-a-secret";
+	E.creds.session_token = NULL;
+	E.creds.region = "us-east-1";
+	E.creds.service = "s3";
+	E.loop = bc_xfer_loop_new();
+	cr_assert_not_null(E.loop);
+	cr_assert_eq(bc_loop_start(E.loop), 0);
+	memset(&co, 0, sizeof(co));
+	co.cfg = &E.cfg;
+	co.loop = E.loop;
+	co.creds = &E.creds;
+	co.up_scheme_host = E.scheme_host;
+	co.up_host = E.host;
+	cr_assert_eq(bc_cache_new(&co, &E.c), 0);
+	srv_put(&E.srv, BUCKET, KEY, obj_a, sizeof(obj_a), "\"etag-a\"");
+}
+
+static void
+env_start(void)
+{
+	env_opts_t o;
+
+	memset(&o, 0, sizeof(o));
+	env_start_opts(&o);
+}
+
+static void
+env_stop(void)
+{
+	srv_gate(&E.srv, false);
+	bc_loop_stop(E.loop, bc_xfer_cancel_all, NULL);
+	bc_cache_free(E.c);
+	bc_loop_free(E.loop);
+	bc_config_fini(&E.cfg);
+	srv_stop(&E.srv);
+	memset(&E, 0, sizeof(E));
+}
+
+/* ---- waiters ------------------------------------------------------------- */
+
+typedef struct tw_s {
+	bc_waiter_t     w;
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	unsigned        wakes;    /* wake() calls */
+	unsigned        seen;     /* wakes taken by tw_wait */
+} tw_t;
+
+static void
+tw_wake(void *arg)
+{
+	tw_t *t = arg;
+
+	pthread_mutex_lock(&t->mu);
+	t->wakes++;
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void
+tw_init(tw_t *t)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->mu, NULL);
+	cond_init_mono(&t->cv);
+	bc_waiter_init(&t->w, tw_wake, t);
+}
+
+static void
+tw_fini(tw_t *t)
+{
+	bc_waiter_fini(E.c, &t->w);
+	pthread_cond_destroy(&t->cv);
+	pthread_mutex_destroy(&t->mu);
+}
+
+static unsigned
+tw_wakes(tw_t *t)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&t->mu);
+	n = t->wakes;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
+/* Waits for the next wake (false after GUARD_MS, no assertion: may run
+ * on any thread). */
+static bool
+tw_wait_nocheck(tw_t *t)
+{
+	struct timespec dl;
+	bool ok;
+
+	abs_deadline(&dl, GUARD_MS);
+	pthread_mutex_lock(&t->mu);
+	while (t->wakes == t->seen) {
+		if (pthread_cond_timedwait(&t->cv, &t->mu, &dl) == ETIMEDOUT)
+			break;
+	}
+	ok = t->wakes > t->seen;
+	if (ok)
+		t->seen++;
+	pthread_mutex_unlock(&t->mu);
+	return ok;
+}
+
+/* Waits for the next wake and returns the outcome. */
+static bc_wait_result_t
+tw_wait(tw_t *t)
+{
+	bc_wait_result_t r;
+
+	cr_assert(tw_wait_nocheck(t), "a waiter was never woken");
+	r = bc_waiter_result(E.c, &t->w);
+	cr_assert_neq(r, BC_WAIT_PENDING, "woken, yet still pending");
+	return r;
+}
+
+static const char *
+res_name(bc_wait_result_t r)
+{
+	static const char *const n[] = { "PENDING", "CHUNK", "RECHECK",
+	    "RESTART", "UPSTREAM", "FAILED" };
+
+	return (unsigned)r < 6 ? n[r] : "?";
+}
+
+/* ---- driving the cache like http_object.c ------------------------------ */
+
+static uint64_t
+st_get(bc_stat_t id)
+{
+	return bc_stats_get(id);
+}
+
+/* Asserts that ch is chunk i of data (size bytes). */
+static void
+check_chunk(const bc_chunk_t *ch, uint32_t i, const uint8_t *data,
+    size_t size, uint64_t cs)
+{
+	uint64_t want = bc_chunk_len(i, size, cs);
+
+	cr_assert_not_null(ch);
+	cr_assert_eq(ch->index, i, "chunk %u delivered for %u", ch->index, i);
+	cr_assert_eq(ch->len, want, "chunk %u: %zu bytes, want %" PRIu64, i,
+	    ch->len, want);
+	cr_assert(memcmp(ch->data, data + bc_chunk_start(i, cs), ch->len) ==
+	    0, "chunk %u: wrong bytes", i);
+}
+
+/*
+ * Gets o's metadata as obj_finish() does: asks, waits on EAGAIN, asks
+ * again on RECHECK. A chunk delivered with it goes to *first (when not
+ * NULL; dropped otherwise). Returns the last bc_cache_meta() code, or the
+ * terminal wait result (as a positive value) when the wait ended with
+ * UPSTREAM, FAILED or RESTART; *w keeps that outcome.
+ */
+static int
+get_meta(bc_object_t *o, uint32_t hint, tw_t *t, bc_objmeta_t *meta,
+    bool *cached, bc_chunk_t **first)
+{
+	for (int round = 0; round < 10; round++) {
+		int rv = bc_cache_meta(E.c, o, hint, &t->w, meta, cached);
+		bc_wait_result_t r;
+
+		if (rv != BC_EAGAIN)
+			return rv;
+		r = tw_wait(t);
+		if (r == BC_WAIT_CHUNK) {
+			if (first != NULL && *first == NULL)
+				*first = t->w.chunk;
+			else
+				bc_chunk_unref(t->w.chunk);
+			t->w.chunk = NULL;
+		} else if (r != BC_WAIT_RECHECK) {
+			return (int)r;
+		}
+		bc_waiter_reset(&t->w);
+	}
+	cr_assert_fail("bc_cache_meta never settled");
+	return BC_EIO;
+}
+
+/* Gets chunk i (hit or fetched). Returns 0 with *out, or the terminal
+ * wait result (positive) or a negative bc_cache_chunk() code. */
+static int
+get_chunk(bc_object_t *o, const char *etag, uint32_t i, tw_t *t,
+    bc_chunk_t **out)
+{
+	int rv = bc_cache_chunk(E.c, o, etag, i, true, &t->w, out);
+	bc_wait_result_t r;
+
+	if (rv != BC_EAGAIN)
+		return rv;
+	r = tw_wait(t);
+	if (r != BC_WAIT_CHUNK)
+		return (int)r;
+	*out = t->w.chunk;
+	t->w.chunk = NULL;
+	bc_waiter_reset(&t->w);
+	return 0;
+}
+
+/* Metadata of (BUCKET, KEY) with chunk 0 fetched and released. */
+static bc_object_t *
+warm_object(bc_objmeta_t *meta)
+{
+	bc_object_t *o = bc_cache_object(E.c, BUCKET, KEY);
+	bc_chunk_t *first = NULL;
+	bool cached = true;
+	tw_t t;
+
+	cr_assert_not_null(o);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(first);
+	tw_fini(&t);
+	return o;
+}
+
+/* ---- single-flight --------------------------------------------------------- */
+
+#define NWAITERS 10
+
+typedef struct worker_s {
+	pthread_t         th;
+	bool              meta;      /* bc_cache_meta; else bc_cache_chunk */
+	uint32_t          index;
+	const char       *etag;
+	tw_t              t;
+	bc_object_t      *o;
+	int               rv;        /* of the first call */
+	bool              woken;
+	bc_wait_result_t  res;
+	bc_chunk_t       *chunk;
+	/* registration handshake */
+	pthread_mutex_t  *mu;
+	pthread_cond_t   *cv;
+	unsigned         *registered;
+} worker_t;
+
+static void *
+worker_main(void *arg)
+{
+	worker_t *k = arg;
+	bc_objmeta_t meta;
+	bool cached;
+
+	k->o = bc_cache_object(E.c, BUCKET, KEY);
+	if (k->o == NULL) {
+		k->rv = BC_ENOMEM;
+	} else if (k->meta) {
+		k->rv = bc_cache_meta(E.c, k->o, k->index, &k->t.w, &meta,
+		    &cached);
+		if (k->rv == 0)
+			bc_objmeta_fini(&meta);
+	} else {
+		k->rv = bc_cache_chunk(E.c, k->o, k->etag, k->index, true,
+		    &k->t.w, &k->chunk);
+	}
+	pthread_mutex_lock(k->mu);
+	(*k->registered)++;
+	pthread_cond_broadcast(k->cv);
+	pthread_mutex_unlock(k->mu);
+	if (k->rv != BC_EAGAIN)
+		return NULL;
+	k->woken = tw_wait_nocheck(&k->t);
+	if (k->woken) {
+		k->res = bc_waiter_result(E.c, &k->t.w);
+		k->chunk = k->t.w.chunk;
+		k->t.w.chunk = NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Runs NWAITERS threads that ask at once for chunk index (through
+ * bc_cache_meta when meta, else bc_cache_chunk) while the server holds
+ * the one request; releases it once every thread has registered, and
+ * checks every thread got chunk index with the same bytes.
+ */
+static void
+run_coalesced(bool meta, uint32_t index, const char *etag)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv;
+	unsigned registered = 0;
+	worker_t w[NWAITERS];
+	struct timespec dl;
+	uint64_t coalesced0 = st_get(BC_STAT_cache_coalesced_waits);
+	uint64_t fills0 = st_get(BC_STAT_cache_fills);
+	unsigned gets0 = srv_count(&E.srv, "GET", NULL);
+	char range[64];
+
+	cond_init_mono(&cv);
+	srv_gate(&E.srv, true);
+	for (int i = 0; i < NWAITERS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].meta = meta;
+		w[i].index = index;
+		w[i].etag = etag;
+		w[i].mu = &mu;
+		w[i].cv = &cv;
+		w[i].registered = &registered;
+		tw_init(&w[i].t);
+		cr_assert_eq(pthread_create(&w[i].th, NULL, worker_main, &w[i]),
+		    0);
+	}
+	abs_deadline(&dl, GUARD_MS);
+	pthread_mutex_lock(&mu);
+	while (registered < NWAITERS &&
+	    pthread_cond_timedwait(&cv, &mu, &dl) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&mu);
+	cr_assert_eq(registered, NWAITERS, "not every thread registered");
+	cr_assert(srv_wait_held(&E.srv, 1), "the fill never reached the "
+	    "server");
+	/* everyone is waiting on the one held request */
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), gets0 + 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills0 + 1);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < NWAITERS; i++)
+		pthread_join(w[i].th, NULL);
+
+	snprintf(range, sizeof(range), "bytes=%u-%u", index * CS,
+	    index * CS + CS - 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), gets0 + 1,
+	    "%u GETs for one chunk", srv_count(&E.srv, "GET", NULL) - gets0);
+	cr_assert_eq(srv_count(&E.srv, "GET", range), 1);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 0);
+	for (int i = 0; i < NWAITERS; i++) {
+		cr_assert_eq(w[i].rv, BC_EAGAIN, "thread %d: %s", i,
+		    bc_strerror(w[i].rv));
+		cr_assert(w[i].woken, "thread %d never woken", i);
+		cr_assert_eq(w[i].res, BC_WAIT_CHUNK, "thread %d: %s", i,
+		    res_name(w[i].res));
+		check_chunk(w[i].chunk, index, obj_a, sizeof(obj_a), CS);
+		cr_assert_eq(w[i].chunk, w[0].chunk, "one chunk for all");
+		cr_assert_eq(tw_wakes(&w[i].t), 1, "thread %d woken %u times",
+		    i, tw_wakes(&w[i].t));
+	}
+	cr_assert_eq(st_get(BC_STAT_cache_coalesced_waits) - coalesced0,
+	    NWAITERS - 1, "coalesced waits: %" PRIu64,
+	    st_get(BC_STAT_cache_coalesced_waits) - coalesced0);
+	cr_assert_eq(bc_stats_bucket_get(BUCKET,
+	    BC_BSTAT_cache_coalesced_waits), NWAITERS - 1);
+	for (int i = 0; i < NWAITERS; i++) {
+		bc_chunk_unref(w[i].chunk);
+		tw_fini(&w[i].t);
+		bc_object_unref(E.c, w[i].o);
+	}
+	pthread_cond_destroy(&cv);
+}
+
+/* Ten requests for the first chunk of a cold object: one ranged GET. */
+LTest(cache, coalesced_first_fill)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached = false;
+	tw_t t;
+
+	env_start();
+	run_coalesced(true, 1, NULL);
+	/* the metadata came with it */
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &t.w, &meta, &cached), 0);
+	cr_assert(cached);
+	cr_assert_eq(meta.size, sizeof(obj_a));
+	cr_assert_str_eq(meta.etag, "\"etag-a\"");
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	env_stop();
+}
+
+/* Ten requests for a missing chunk of a known object: one ranged GET. */
+LTest(cache, coalesced_chunk_fill)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+
+	env_start();
+	o = warm_object(&meta);
+	run_coalesced(false, 2, meta.etag);
+	{
+		sreq_t q = srv_last(&E.srv);
+
+		cr_assert_str_eq(q.if_match, "\"etag-a\"",
+		    "a chunk fill must be conditional on the known version");
+		cr_assert_str_eq(q.path, "/" BUCKET "/" KEY);
+	}
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- cold object, hint, hit path ----------------------------------------- */
+
+/* bc_cache_meta with hint k: one GET of chunk k, the right metadata, and
+ * the waiter gets chunk k, which is then stored. */
+LTest(cache, cold_object_hint_chunk)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached = true;
+	time_t lm;
+	tw_t t;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_not_null(o);
+	tw_init(&t);
+	cr_assert_eq(bc_cache_meta(E.c, o, 2, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_CHUNK, "%s",
+	    res_name(bc_waiter_result(E.c, &t.w)));
+	first = t.w.chunk;
+	t.w.chunk = NULL;
+	check_chunk(first, 2, obj_a, sizeof(obj_a), CS);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=2048-3071"), 1);
+	cr_assert_str_eq(srv_last(&E.srv).if_match, "",
+	    "the first fill cannot know the ETag");
+
+	cr_assert_eq(bc_cache_meta(E.c, o, 2, &t.w, &meta, &cached), 0);
+	cr_assert(cached);
+	cr_assert_eq(meta.size, 3000);
+	cr_assert_str_eq(meta.etag, "\"etag-a\"");
+	cr_assert_eq(meta.last_modified, (time_t)LAST_MOD_T);
+	cr_assert_str_eq(bc_kv_get(&meta.headers, "ETag"), "\"etag-a\"");
+	cr_assert_str_eq(bc_kv_get(&meta.headers, "Content-Type"),
+	    "application/x-test");
+	cr_assert_str_eq(bc_kv_get(&meta.headers, "x-amz-meta-color"), "blue");
+	cr_assert_not_null(bc_kv_get(&meta.headers, "Last-Modified"));
+	cr_assert_eq(bc_http_date_parse(bc_kv_get(&meta.headers,
+	    "Last-Modified"), &lm), 0);
+	cr_assert_null(bc_kv_get(&meta.headers, "Content-Range"),
+	    "per-response headers are not replayed");
+	cr_assert_null(bc_kv_get(&meta.headers, "Content-Length"));
+	cr_assert_null(bc_kv_get(&meta.headers, "x-amz-request-id"));
+	bc_objmeta_fini(&meta);
+
+	/* chunk 2 was stored: a hit, no request */
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 2, false, NULL, &ch),
+	    0);
+	cr_assert_eq(ch, first, "the stored chunk is the delivered one");
+	bc_chunk_unref(ch);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	bc_chunk_unref(first);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A fetched chunk is a hit: bc_cache_chunk returns 0 with a reference
+ * and nothing goes upstream; a miss without fetch starts nothing. */
+LTest(cache, hit_makes_no_request)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *a = NULL, *b = NULL;
+	uint64_t fills;
+	unsigned n, w0;
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);
+	tw_init(&t);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &a), 0);
+	check_chunk(a, 1, obj_a, sizeof(obj_a), CS);
+	n = srv_count(&E.srv, NULL, NULL);
+	cr_assert_eq(n, 2);
+	fills = st_get(BC_STAT_cache_fills);
+
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t.w, &b), 0);
+	cr_assert_eq(b, a);
+	cr_assert_geq(atomic_load(&b->refs), 3, "tier + two holders");
+	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	b = NULL;
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &b), 0);
+	check_chunk(b, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	b = NULL;
+	w0 = tw_wakes(&t);
+	cr_assert_eq(bc_waiter_result(E.c, &t.w), BC_WAIT_PENDING);
+	cr_assert_null(t.w.list, "a hit registers no waiter");
+
+	/* a miss without fetch: EAGAIN, no fill, nothing registered */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 2, false, &t.w, &b),
+	    BC_EAGAIN);
+	cr_assert_null(b);
+	cr_assert_null(t.w.list);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), n);
+	cr_assert_eq(tw_wakes(&t), w0, "a hit or a miss without fetch woke");
+
+	/* a readahead (fetch, no waiter) fills it once; the next request
+	 * joins that fill */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 2, true, NULL, &b),
+	    BC_EAGAIN);
+	cr_assert_eq(get_chunk(o, meta.etag, 2, &t, &b), 0);
+	check_chunk(b, 2, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=2048-3071"), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 1);
+
+	bc_chunk_unref(a);
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A chunk asked for with an ETag that is not the object's is never a
+ * fetch of another version: BC_ECANCELED, no request. */
+LTest(cache, chunk_with_stale_etag_is_canceled)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	unsigned n;
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);
+	n = srv_count(&E.srv, NULL, NULL);
+	tw_init(&t);
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"other\"", 1, true, &t.w, &ch),
+	    BC_ECANCELED);
+	cr_assert_null(ch);
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"other\"", 0, true, &t.w, &ch),
+	    BC_ECANCELED, "chunk 0 of another version is not a hit");
+	cr_assert_null(t.w.list);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), n);
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* HEAD's hint: one HEAD, no GET; size from Content-Length. */
+LTest(cache, meta_only_uses_head)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached = true;
+	tw_t t;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, BC_CACHE_META_ONLY, &t, &meta, &cached,
+	    &first), 0);
+	cr_assert_null(first);
+	cr_assert_eq(meta.size, 3000);
+	cr_assert_str_eq(meta.etag, "\"etag-a\"");
+	cr_assert_str_eq(bc_kv_get(&meta.headers, "x-amz-meta-color"), "blue");
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 0);
+	cr_assert_str_eq(srv_last(&E.srv).if_none_match, "");
+	/* chunks come later, each with If-Match */
+	cr_assert_eq(get_chunk(o, meta.etag, 0, &t, &ch), 0);
+	check_chunk(ch, 0, obj_a, sizeof(obj_a), CS);
+	cr_assert_str_eq(srv_last(&E.srv).if_match, "\"etag-a\"");
+	bc_chunk_unref(ch);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+/* A 500 (retries 0) ends every waiter — the fill's, a joiner's and a
+ * metadata waiter with another hint — with UPSTREAM 500 and the body;
+ * nothing is remembered: the next request fetches and succeeds. */
+LTest(cache, upstream_500_ends_all_then_retry_succeeds)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t[3];
+	uint64_t failures0 = st_get(BC_STAT_cache_fill_failures);
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	srv_fail(&E.srv, 1, 500);
+	srv_gate(&E.srv, true);
+	for (int i = 0; i < 3; i++)
+		tw_init(&t[i]);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[1].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &t[2].w, &meta, &cached),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < 3; i++) {
+		bc_wait_result_t r = tw_wait(&t[i]);
+
+		cr_assert_eq(r, BC_WAIT_UPSTREAM, "waiter %d: %s", i,
+		    res_name(r));
+		cr_assert_eq(t[i].w.up_status, 500);
+		cr_assert_null(t[i].w.chunk);
+		cr_assert_not_null(strstr(bc_buf_str(&t[i].w.up_body),
+		    "<Code>InternalError</Code>"), "waiter %d: body '%s'", i,
+		    bc_buf_str(&t[i].w.up_body));
+		cr_assert_eq(tw_wakes(&t[i]), 1);
+	}
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fill_failures), failures0 + 1);
+
+	/* no negative caching */
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(get_meta(o, 0, &t[0], &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(meta.size, 3000);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=0-1023"), 2);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	for (int i = 0; i < 3; i++)
+		tw_fini(&t[i]);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* The same for a chunk fill of a known object (503, two waiters). */
+LTest(cache, upstream_503_on_chunk_then_retry_succeeds)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	tw_t t[2];
+
+	env_start();
+	o = warm_object(&meta);
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	srv_fail(&E.srv, 1, 503);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t[0].w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t[1].w, &ch),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tw_wait(&t[i]), BC_WAIT_UPSTREAM);
+		cr_assert_eq(t[i].w.up_status, 503);
+		cr_assert_not_null(strstr(bc_buf_str(&t[i].w.up_body),
+		    "SlowDown"));
+	}
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=1024-2047"), 1);
+	/* the object is still good: the next read fetches chunk 1 again */
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t[0], &ch), 0);
+	check_chunk(ch, 1, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=1024-2047"), 2);
+	bc_chunk_unref(ch);
+	tw_fini(&t[0]);
+	tw_fini(&t[1]);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* With retries 1, a 503 is retried inside the fill: the waiter never
+ * sees it. */
+LTest(cache, retry_hides_one_503)
+{
+	env_opts_t eo = { .retries = 1 };
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	srv_fail(&E.srv, 1, 503);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=0-1023"), 2);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A connection closed without an answer (retries 0): every waiter ends
+ * FAILED with BC_EIO; the next request succeeds. */
+LTest(cache, transport_failure_then_recovers)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t[2];
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	srv_fail(&E.srv, 1, 0);      /* the first request: a fresh socket */
+	srv_gate(&E.srv, true);
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[1].w, &meta, &cached),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < 2; i++) {
+		bc_wait_result_t r = tw_wait(&t[i]);
+
+		cr_assert_eq(r, BC_WAIT_FAILED, "waiter %d: %s", i,
+		    res_name(r));
+		cr_assert_eq(t[i].w.err, BC_EIO, "waiter %d: %s", i,
+		    bc_strerror(t[i].w.err));
+		cr_assert_null(t[i].w.chunk);
+	}
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(get_meta(o, 0, &t[0], &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t[0]);
+	tw_fini(&t[1]);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An upstream nobody listens on: FAILED each time, and each request
+ * tries again (a new fill), never a remembered failure. */
+LTest(cache, closed_port_fails_every_time)
+{
+	env_opts_t eo = { 0 };
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	uint64_t fills0;
+	tw_t t;
+
+	/* a port that was free a moment ago and has no listener */
+	cr_assert_geq(fd, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	eo.port = ntohs(sa.sin_port);
+	close(fd);
+
+	env_start_opts(&eo);
+	fills0 = st_get(BC_STAT_cache_fills);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+		    BC_EAGAIN, "round %d", round);
+		cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
+		cr_assert_eq(t.w.err, BC_EIO, "%s", bc_strerror(t.w.err));
+		bc_waiter_reset(&t.w);
+	}
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills0 + 2);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 0);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A stalled upstream: FAILED with BC_ETIMEDOUT after upstream_timeout. */
+LTest(cache, stalled_upstream_times_out)
+{
+	env_opts_t eo = { .upstream_timeout = 1000 };
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	srv_gate(&E.srv, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
+	cr_assert_eq(t.w.err, BC_ETIMEDOUT, "%s", bc_strerror(t.w.err));
+	srv_gate(&E.srv, false);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* 404 on a cold object: UPSTREAM 404 with S3's body, for GET and HEAD;
+ * a joiner gets its own copy of the body. */
+LTest(cache, not_found_passes_404_and_body)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	tw_t t[2];
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, "missing");
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[1].w, &meta, &cached),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tw_wait(&t[i]), BC_WAIT_UPSTREAM);
+		cr_assert_eq(t[i].w.up_status, 404);
+		cr_assert_not_null(strstr(bc_buf_str(&t[i].w.up_body),
+		    "<Code>NoSuchKey</Code>"), "body '%s'",
+		    bc_buf_str(&t[i].w.up_body));
+	}
+	cr_assert_neq(t[0].w.up_body.data, t[1].w.up_body.data);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 1);
+
+	/* HEAD: 404 without a body */
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(bc_cache_meta(E.c, o, BC_CACHE_META_ONLY, &t[0].w, &meta,
+	    &cached), BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t[0]), BC_WAIT_UPSTREAM);
+	cr_assert_eq(t[0].w.up_status, 404);
+	cr_assert_eq(t[0].w.up_body.len, 0);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	/* and the object appears: found at once */
+	srv_put(&E.srv, BUCKET, "missing", obj_b, 100, "\"etag-m\"");
+	bc_waiter_reset(&t[0].w);
+	{
+		bc_chunk_t *first = NULL;
+
+		cr_assert_eq(get_meta(o, 0, &t[0], &meta, &cached, &first), 0);
+		check_chunk(first, 0, obj_b, 100, CS);
+		bc_chunk_unref(first);
+		cr_assert_eq(meta.size, 100);
+		bc_objmeta_fini(&meta);
+	}
+	tw_fini(&t[0]);
+	tw_fini(&t[1]);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A 206 shorter than the chunk it claims: FAILED (BC_EPROTO), nothing
+ * stored. */
+LTest(cache, short_chunk_fails)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);
+	tw_init(&t);
+	srv_knob(&E.srv, &E.srv.short_body, true);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &ch), BC_WAIT_FAILED);
+	cr_assert_eq(t.w.err, BC_EPROTO);
+	cr_assert_null(t.w.chunk);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_EAGAIN, "a short chunk was stored");
+	srv_knob(&E.srv, &E.srv.short_body, false);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &ch), 0);
+	check_chunk(ch, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(ch);
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A first answer without an ETag cannot be cached: FAILED (BC_EPROTO). */
+LTest(cache, missing_etag_fails)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	srv_knob(&E.srv, &E.srv.no_etag, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
+	cr_assert_eq(t.w.err, BC_EPROTO);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An upstream that ignores Range and answers 200 for an object that fits
+ * one chunk: that answer is the whole object. */
+LTest(cache, ignored_range_small_object)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	srv_put(&E.srv, BUCKET, "small", obj_b, 700, "\"etag-s\"");
+	srv_knob(&E.srv, &E.srv.ignore_range, true);
+	o = bc_cache_object(E.c, BUCKET, "small");
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_b, 700, CS);
+	cr_assert_eq(meta.size, 700);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An upstream that ignores Range and answers 200 with more than a chunk:
+ * the fill must fail, never take the cut-off body for the object. */
+LTest(cache, ignored_range_large_object_fails)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	int rv;
+	tw_t t;
+
+	env_start();
+	srv_knob(&E.srv, &E.srv.ignore_range, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	rv = get_meta(o, 0, &t, &meta, &cached, &first);
+	if (rv == 0) {
+		cr_log_error("meta size %" PRIu64 ", chunk 0 of %zu bytes",
+		    meta.size, first != NULL ? first->len : 0);
+		bc_objmeta_fini(&meta);
+	}
+	bc_chunk_unref(first);
+	cr_assert_eq(rv, BC_WAIT_FAILED, "a 3000-byte object answered with "
+	    "200 was cached cut off at the chunk size (get_meta: %d)", rv);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A 206 whose connection dies midway: FAILED, nothing stored. */
+LTest(cache, truncated_206_fails)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	pthread_mutex_lock(&E.srv.mu);
+	E.srv.cut_body = 300;
+	pthread_mutex_unlock(&E.srv.mu);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+	    BC_WAIT_FAILED);
+	cr_assert_null(t.w.chunk);
+	tw_fini(&t);
+	/* not stored: a miss (or, metadata unknown, a restart) */
+	cr_assert_neq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL,
+	    &ch), 0, "a cut-off chunk was stored");
+	cr_assert_null(ch);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An upstream that ignores Range answers 200 for a 700-byte object and
+ * the connection dies after 300 bytes: the fill must fail, never cache
+ * 300 bytes as the whole object. */
+LTest(cache, truncated_200_fails)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	int rv;
+	tw_t t;
+
+	env_start();
+	srv_put(&E.srv, BUCKET, "small", obj_b, 700, "\"etag-s\"");
+	srv_knob(&E.srv, &E.srv.ignore_range, true);
+	pthread_mutex_lock(&E.srv.mu);
+	E.srv.cut_body = 300;
+	pthread_mutex_unlock(&E.srv.mu);
+	o = bc_cache_object(E.c, BUCKET, "small");
+	tw_init(&t);
+	rv = get_meta(o, 0, &t, &meta, &cached, &first);
+	if (rv == 0) {
+		cr_log_error("meta size %" PRIu64 ", chunk 0 of %zu bytes",
+		    meta.size, first != NULL ? first->len : 0);
+		bc_objmeta_fini(&meta);
+	}
+	bc_chunk_unref(first);
+	cr_assert_eq(rv, BC_WAIT_FAILED, "a 700-byte answer cut at 300 bytes "
+	    "was cached as the object (get_meta: %d)", rv);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A HEAD answer without Content-Length does not say the size: the fill
+ * must fail rather than take the object for empty. */
+LTest(cache, head_without_length_fails)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	int rv;
+	tw_t t;
+
+	env_start();
+	srv_knob(&E.srv, &E.srv.head_no_length, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	rv = get_meta(o, BC_CACHE_META_ONLY, &t, &meta, &cached, NULL);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	if (rv == 0) {
+		cr_log_error("meta size %" PRIu64, meta.size);
+		bc_objmeta_fini(&meta);
+	}
+	cr_assert_eq(rv, BC_WAIT_FAILED, "a 3000-byte object whose HEAD "
+	    "had no Content-Length was taken for empty (get_meta: %d)", rv);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- the object changes -------------------------------------------------- */
+
+/* Changed between chunk fetches: the If-Match fill of chunk 1 gets 412;
+ * its waiters (and a joiner) end RESTART with no chunk, the object is
+ * unlisted with its chunks, and a new lookup learns the new version. */
+static void
+changed_between_chunks(bool server_ignores_if_match)
+{
+	bc_objmeta_t meta, meta2;
+	bc_object_t *o, *o2;
+	bc_chunk_t *ch = NULL, *first = NULL;
+	bool cached;
+	tw_t t[2];
+
+	env_start();
+	o = warm_object(&meta);
+	srv_put(&E.srv, BUCKET, KEY, obj_b, sizeof(obj_b), "\"etag-b\"");
+	srv_knob(&E.srv, &E.srv.ignore_if_match, server_ignores_if_match);
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t[0].w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t[1].w, &ch),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	for (int i = 0; i < 2; i++) {
+		bc_wait_result_t r = tw_wait(&t[i]);
+
+		cr_assert_eq(r, BC_WAIT_RESTART, "waiter %d: %s", i,
+		    res_name(r));
+		cr_assert_null(t[i].w.chunk, "a chunk of the new version "
+		    "under the old ETag");
+	}
+	cr_assert_str_eq(srv_last(&E.srv).if_match, "\"etag-a\"");
+	/* the old object is gone, chunk 0 with it */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta2, &cached),
+	    BC_ECANCELED);
+	o2 = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_neq(o2, o, "the changed object is still listed");
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(get_meta(o2, 1, &t[0], &meta2, &cached, &first), 0);
+	cr_assert_str_eq(meta2.etag, "\"etag-b\"");
+	check_chunk(first, 1, obj_b, sizeof(obj_b), CS);
+	bc_chunk_unref(first);
+	cr_assert_eq(bc_cache_chunk(E.c, o2, meta.etag, 0, false, NULL, &ch),
+	    BC_ECANCELED, "the old version's chunk 0 still served");
+	bc_objmeta_fini(&meta2);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t[0]);
+	tw_fini(&t[1]);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+LTest(cache, etag_change_between_chunks_412)
+{
+	changed_between_chunks(false);
+}
+
+/* An upstream that ignores If-Match answers 206 with the new ETag: the
+ * same RESTART, never the new bytes. */
+LTest(cache, etag_change_between_chunks_if_match_ignored)
+{
+	changed_between_chunks(true);
+}
+
+/* ---- invalidation ---------------------------------------------------------- */
+
+/* Invalidated while a chunk fill is held: its waiter still gets the
+ * chunk, but the chunk is not stored, and the object's other chunks are
+ * dropped too. */
+LTest(cache, invalidate_during_chunk_fill)
+{
+	bc_objmeta_t meta, meta2;
+	bc_object_t *o, *o2;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	uint64_t inv0 = st_get(BC_STAT_cache_invalidations);
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);
+	tw_init(&t);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t.w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_invalidations), inv0 + 1);
+	cr_assert_eq(tw_wakes(&t), 0, "a chunk waiter is not restarted");
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_CHUNK);
+	check_chunk(t.w.chunk, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(t.w.chunk);
+	t.w.chunk = NULL;
+	bc_waiter_reset(&t.w);
+
+	/* the old object is unlisted */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_null(ch);
+	/* a new one learns the same version by HEAD, and finds neither
+	 * chunk 0 (dropped) nor chunk 1 (never stored) */
+	o2 = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_neq(o2, o);
+	cr_assert_eq(get_meta(o2, BC_CACHE_META_ONLY, &t, &meta2, &cached,
+	    NULL), 0);
+	cr_assert_str_eq(meta2.etag, meta.etag);
+	cr_assert_eq(bc_cache_chunk(E.c, o2, meta2.etag, 1, false, NULL, &ch),
+	    BC_EAGAIN, "the invalidated fill's chunk was stored");
+	cr_assert_eq(bc_cache_chunk(E.c, o2, meta2.etag, 0, false, NULL, &ch),
+	    BC_EAGAIN, "chunk 0 survived the invalidation");
+	bc_objmeta_fini(&meta2);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Invalidated during the first fill: a metadata waiter with another hint
+ * restarts at once; the fill's own waiter still gets its chunk, which is
+ * not stored. */
+LTest(cache, invalidate_during_first_fill)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o, *o2;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	tw_t t[2];
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 2, &t[1].w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 1);
+	cr_assert_eq(tw_wait(&t[1]), BC_WAIT_RESTART);
+	cr_assert_eq(tw_wakes(&t[0]), 0);
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&t[0]), BC_WAIT_CHUNK);
+	check_chunk(t[0].w.chunk, 0, obj_a, sizeof(obj_a), CS);
+	bc_waiter_reset(&t[1].w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[1].w, &meta, &cached),
+	    BC_ECANCELED);
+	o2 = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_neq(o2, o);
+	bc_waiter_reset(&t[1].w);
+	cr_assert_eq(get_meta(o2, BC_CACHE_META_ONLY, &t[1], &meta, &cached,
+	    NULL), 0);
+	cr_assert_eq(bc_cache_chunk(E.c, o2, meta.etag, 0, false, NULL, &ch),
+	    BC_EAGAIN, "an unlisted object's fill was stored");
+	bc_objmeta_fini(&meta);
+	tw_fini(&t[0]);     /* drops the chunk it still holds */
+	tw_fini(&t[1]);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A prefix invalidation drops the keys under it and nothing else. */
+LTest(cache, invalidate_prefix)
+{
+	bc_object_t *a, *b;
+	bc_objmeta_t ma, mb;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	srv_put(&E.srv, BUCKET, "dir/a", obj_a, 500, "\"etag-da\"");
+	srv_put(&E.srv, BUCKET, "other", obj_b, 500, "\"etag-o\"");
+	tw_init(&t);
+	a = bc_cache_object(E.c, BUCKET, "dir/a");
+	b = bc_cache_object(E.c, BUCKET, "other");
+	cr_assert_eq(get_meta(a, 0, &t, &ma, &cached, &first), 0);
+	bc_chunk_unref(first);
+	first = NULL;
+	cr_assert_eq(get_meta(b, 0, &t, &mb, &cached, &first), 0);
+	bc_chunk_unref(first);
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, NULL, "dir/"), 1);
+	cr_assert_eq(bc_cache_chunk(E.c, a, ma.etag, 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_eq(bc_cache_chunk(E.c, b, mb.etag, 0, false, NULL, &ch), 0);
+	check_chunk(ch, 0, obj_b, 500, CS);
+	bc_chunk_unref(ch);
+	bc_objmeta_fini(&ma);
+	bc_objmeta_fini(&mb);
+	tw_fini(&t);
+	bc_object_unref(E.c, a);
+	bc_object_unref(E.c, b);
+	env_stop();
+}
+
+/* ---- metadata TTL ---------------------------------------------------------- */
+
+#define TTL_MS 300
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* After meta_ttl, bc_cache_meta revalidates with one HEAD If-None-Match
+ * (a second asker joins it); 304 makes the metadata fresh again and the
+ * chunks stay. */
+LTest(cache, meta_ttl_revalidates_304)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS };
+	bc_objmeta_t meta, m2;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *first = NULL;
+	bool cached = false;
+	uint64_t reval0 = st_get(BC_STAT_cache_revalidations);
+	tw_t t[2];
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t[0]);
+	tw_init(&t[1]);
+	cr_assert_eq(get_meta(o, 0, &t[0], &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached), 0,
+	    "fresh within the TTL");
+	cr_assert(cached);
+	bc_objmeta_fini(&meta);
+
+	sleep_ms(TTL_MS + 50);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &meta, &cached),
+	    BC_EAGAIN, "stale metadata served");
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &t[1].w, &meta, &cached),
+	    BC_EAGAIN);
+	{
+		sreq_t q = srv_last(&E.srv);
+
+		cr_assert_str_eq(q.method, "HEAD");
+		cr_assert_str_eq(q.if_none_match, "\"etag-a\"");
+	}
+	/* the chunks stay usable while it runs */
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL, &ch),
+	    0);
+	bc_chunk_unref(ch);
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&t[0]), BC_WAIT_RECHECK);
+	cr_assert_eq(tw_wait(&t[1]), BC_WAIT_RECHECK);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_revalidations), reval0 + 1);
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t[0].w, &m2, &cached), 0);
+	cr_assert(cached);
+	cr_assert_eq(m2.size, 3000);
+	cr_assert_str_eq(m2.etag, "\"etag-a\"");
+	bc_objmeta_fini(&m2);
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL, &ch),
+	    0);
+	bc_chunk_unref(ch);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 1);
+	tw_fini(&t[0]);
+	tw_fini(&t[1]);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* After meta_ttl the object changed: the revalidation's 200 with another
+ * ETag restarts the waiter; the object is dropped with its chunks and a
+ * new lookup learns the new version. */
+LTest(cache, meta_ttl_revalidation_sees_change)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS };
+	bc_objmeta_t meta;
+	bc_object_t *o, *o2;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	first = NULL;
+	bc_objmeta_fini(&meta);
+	srv_put(&E.srv, BUCKET, KEY, obj_b, 2000, "\"etag-b\"");
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_RESTART);
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	o2 = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_neq(o2, o);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_meta(o2, 0, &t, &meta, &cached, &first), 0);
+	cr_assert_str_eq(meta.etag, "\"etag-b\"");
+	cr_assert_eq(meta.size, 2000);
+	check_chunk(first, 0, obj_b, 2000, CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* After meta_ttl the object is gone: RESTART, then a 404. */
+LTest(cache, meta_ttl_revalidation_sees_delete)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS };
+	bc_objmeta_t meta;
+	bc_object_t *o, *o2;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	srv_put(&E.srv, BUCKET, "gone", obj_a, 10, "\"etag-g\"");
+	o = bc_cache_object(E.c, BUCKET, "gone");
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	pthread_mutex_lock(&E.srv.mu);
+	for (int i = 0; i < SRV_MAX_OBJS; i++)
+		if (strcmp(E.srv.objs[i].path, "/" BUCKET "/gone") == 0)
+			snprintf(E.srv.objs[i].path, sizeof(E.srv.objs[i].path),
+			    "/deleted");
+	pthread_mutex_unlock(&E.srv.mu);
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+	    BC_WAIT_RESTART);
+	o2 = bc_cache_object(E.c, BUCKET, "gone");
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_meta(o2, 0, &t, &meta, &cached, NULL),
+	    BC_WAIT_UPSTREAM);
+	cr_assert_eq(t.w.up_status, 404);
+	tw_fini(&t);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- empty objects and ranges past the end ------------------------------- */
+
+/* Size 0: the first fill's ranged GET gets 416, a HEAD follows, and the
+ * metadata says size 0 (no chunk). */
+LTest(cache, empty_object_416_then_head)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached = true;
+	tw_t t;
+
+	env_start();
+	srv_put(&E.srv, BUCKET, "empty", NULL, 0, "\"etag-e\"");
+	o = bc_cache_object(E.c, BUCKET, "empty");
+	tw_init(&t);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_RECHECK);
+	cr_assert_null(t.w.chunk);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	cr_assert_null(first);
+	cr_assert(cached);
+	cr_assert_eq(meta.size, 0);
+	cr_assert_str_eq(meta.etag, "\"etag-e\"");
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=0-1023"), 1);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 2);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A hint past the end of a non-empty object (bytes=5000- of 3000): 416,
+ * then a HEAD that learns the size; no chunk is made up. */
+LTest(cache, hint_past_end_learns_size)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 4, &t, &meta, &cached, &first), 0);
+	cr_assert_null(first);
+	cr_assert_eq(meta.size, 3000);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=4096-5119"), 1);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- references and waiters ---------------------------------------------- */
+
+/*
+ * Chunk references under memory pressure (mem_size holds about two
+ * chunks). The memory tier never evicts a chunk someone holds (that frees
+ * nothing); it evicts others instead. A held chunk the tier drops anyway
+ * (invalidation) stays readable until its last holder lets go. Once
+ * released, an idle chunk is evicted like any other.
+ */
+LTest(cache, held_chunk_survives_pressure_and_drop)
+{
+	env_opts_t eo = { .mem_size = 4096 };
+	static uint8_t big[8 * CS];
+	bc_object_t *o, *o2;
+	bc_objmeta_t meta, m2;
+	bc_chunk_t *held = NULL, *ch = NULL;
+	uint64_t ev;
+	bool cached;
+	tw_t t;
+
+	fill_pattern(big, sizeof(big), 3);
+	env_start_opts(&eo);
+	srv_put(&E.srv, BUCKET, "big", big, sizeof(big), "\"etag-big\"");
+	o = bc_cache_object(E.c, BUCKET, "big");
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &held), 0);
+	check_chunk(held, 0, big, sizeof(big), CS);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &ch), 0,
+	    "chunk 0 was not stored (mem_size too small for the test?)");
+	bc_chunk_unref(ch);
+
+	/* pressure: chunks 1..7 pass through; held chunk 0 is skipped */
+	for (uint32_t i = 1; i < 8; i++) {
+		cr_assert_eq(get_chunk(o, meta.etag, i, &t, &ch), 0);
+		check_chunk(ch, i, big, sizeof(big), CS);
+		bc_chunk_unref(ch);
+	}
+	ev = bc_cache_evictions(E.c);
+	cr_assert_geq(ev, 5, "evictions %" PRIu64, ev);
+	cr_assert_leq(bc_cache_bytes_held(E.c), 4096, "held %" PRIu64,
+	    bc_cache_bytes_held(E.c));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &ch), 0,
+	    "a held chunk was evicted");
+	cr_assert_eq(ch, held);
+	bc_chunk_unref(ch);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_EAGAIN, "chunk 1 should have been evicted");
+
+	/* dropped from the tier while held: still ours, intact (ASan sees a
+	 * use after free), and the last reference */
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, "big", NULL), 1);
+	check_chunk(held, 0, big, sizeof(big), CS);
+	cr_assert_eq(atomic_load(&held->refs), 1);
+	o2 = bc_cache_object(E.c, BUCKET, "big");
+	cr_assert_eq(get_meta(o2, 2, &t, &m2, &cached, NULL), 0);
+	cr_assert_eq(bc_cache_chunk(E.c, o2, m2.etag, 0, false, NULL, &ch),
+	    BC_EAGAIN, "an invalidated chunk is still served");
+	check_chunk(held, 0, big, sizeof(big), CS);
+	bc_chunk_unref(held);
+	held = NULL;
+
+	/* released chunks are evicted: chunk 0 fetched, let go, pushed out */
+	cr_assert_eq(get_chunk(o2, m2.etag, 0, &t, &ch), 0);
+	bc_chunk_unref(ch);
+	ev = bc_cache_evictions(E.c);
+	for (uint32_t i = 3; i < 6; i++) {
+		cr_assert_eq(get_chunk(o2, m2.etag, i, &t, &ch), 0);
+		bc_chunk_unref(ch);
+	}
+	cr_assert_gt(bc_cache_evictions(E.c), ev);
+	cr_assert_eq(bc_cache_chunk(E.c, o2, m2.etag, 0, false, NULL, &ch),
+	    BC_EAGAIN, "the least recent idle chunk was not evicted");
+	bc_objmeta_fini(&m2);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* bc_waiter_fini on a registered waiter unregisters it: the fill's end
+ * wakes the others but never it. Both lists: a fill's and the
+ * object's metadata waiters. */
+LTest(cache, waiter_fini_unregisters)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	tw_t a, b, c, d;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&a);
+	tw_init(&b);
+	tw_init(&c);
+	tw_init(&d);
+	srv_gate(&E.srv, true);
+	/* a starts the first fill; b joins it; c waits for metadata */
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &a.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &b.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &c.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_not_null(a.w.list);
+	bc_waiter_fini(E.c, &a.w);     /* the fill's first waiter */
+	bc_waiter_fini(E.c, &c.w);     /* a metadata waiter */
+	cr_assert_null(a.w.list);
+	cr_assert_null(c.w.list);
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&b), BC_WAIT_CHUNK);
+	/* waiters_end ran under the cache lock: it is over once we hold
+	 * it (bc_waiter_result takes it) */
+	(void)bc_waiter_result(E.c, &b.w);
+	cr_assert_eq(tw_wakes(&a), 0, "a finished waiter was woken");
+	cr_assert_eq(tw_wakes(&c), 0, "a finished waiter was woken");
+	cr_assert_null(a.w.chunk);
+
+	/* a chunk fill: d registers, is finished, the fill ends unseen */
+	srv_gate(&E.srv, true);
+	bc_chunk_unref(b.w.chunk);
+	b.w.chunk = NULL;
+	bc_waiter_reset(&b.w);
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 1, true, &d.w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 1, true, &b.w, &ch),
+	    BC_EAGAIN);
+	bc_waiter_fini(E.c, &d.w);
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&b), BC_WAIT_CHUNK);
+	(void)bc_waiter_result(E.c, &b.w);
+	cr_assert_eq(tw_wakes(&d), 0);
+
+	/* fini of a woken waiter that still holds its chunk drops it
+	 * (LeakSanitizer checks) */
+	pthread_cond_destroy(&a.cv);
+	pthread_mutex_destroy(&a.mu);
+	pthread_cond_destroy(&c.cv);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&d.cv);
+	pthread_mutex_destroy(&d.mu);
+	tw_fini(&b);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Stopping the loop with a fill held upstream ends its waiters (FAILED,
+ * canceled) and frees everything. */
+LTest(cache, stop_with_fill_in_flight)
+{
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	tw_t t;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	bc_loop_stop(E.loop, bc_xfer_cancel_all, NULL);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
+	cr_assert_eq(t.w.err, BC_ECANCELED, "%s", bc_strerror(t.w.err));
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
