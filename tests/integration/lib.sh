@@ -12,8 +12,28 @@
 # default 170) bounds a whole test.
 #
 # Exit codes: 0 pass, 1 fail, 77 skip (a tool is missing).
+#
+# Failing is not optional (the suite once passed a script whose last checks
+# never ran):
+#   * errexit reaches everywhere: set -eEuo pipefail, inherit_errexit (a
+#     failing command inside $( ) fails the assignment, hence the script),
+#     and an ERR trap that names the failed command and line;
+#   * assertions (bc_pass/bc_fail and every bc_assert_*/bc_expect built on
+#     them) run in the main shell only: one reached from a subshell or a
+#     command substitution (whose count or exit would be lost) kills the
+#     whole test; and the script is linted at start-up for assertions whose
+#     arguments contain a command substitution (read values into a variable
+#     first: `v=$(bc_stats_get x)` fails the script if the read fails,
+#     `bc_assert_eq 0 "$(bc_stats_get x)"` would not);
+#   * every script ends with `bc_done N`: exactly N checks ran. A script
+#     that exits 0 without reaching bc_done, or with another count, fails;
+#   * Python check blocks run through bc_py (fixture/itlib.py: ok(),
+#     done()) and report how many checks they ran; their boto3 clients make
+#     exactly one attempt (botocore's retries={"max_attempts": 1} is one
+#     RETRY, which once hid a failed request).
 
-set -euo pipefail
+set -eEuo pipefail
+shopt -s inherit_errexit
 
 BC_IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BC_SRCDIR=${BC_SRCDIR:-$(cd "$BC_IT_DIR/../.." && pwd)}
@@ -23,6 +43,8 @@ BC_PY=/usr/bin/python3
 BC_AWS_BIN=/usr/bin/aws
 BC_NAME=$(basename "$0" .sh)
 BC_CHECKS=0
+BC_DONE=0
+BC_MAIN_PID=$$
 BC_PIDS=()
 BC_LOGS=()
 
@@ -54,8 +76,16 @@ bc_log() { printf '# %s\n' "$*" >&2; }
 
 bc__cleanup() {
 	local rc=$? pid i
-	trap - EXIT INT TERM
+	trap - EXIT INT TERM ERR
 	set +e
+	if [ -s "$BC_TMP/.failed" ]; then
+		cat "$BC_TMP/.failed" >&2
+		[ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] || rc=1
+	fi
+	if [ "$rc" -eq 0 ] && [ "$BC_DONE" != 1 ]; then
+		echo "FAIL: $BC_NAME: the script ended before bc_done (after $BC_CHECKS checks)" >&2
+		rc=1
+	fi
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 		for i in "${BC_LOGS[@]}"; do
 			[ -s "$i" ] || continue
@@ -89,7 +119,16 @@ bc__cleanup() {
 	exit "$rc"
 }
 trap bc__cleanup EXIT
-trap 'bc_log "interrupted"; exit 1' INT TERM HUP PIPE
+trap 'bc_log "interrupted (or an assertion failed in a subshell)"; exit 1' INT TERM HUP PIPE
+
+# A command that fails where errexit applies: name it, then exit 1 (from a
+# command substitution, the assignment then fails the script in turn).
+bc__on_err() {
+	local rc=$1 line=$2 cmd=$3
+	echo "FAIL: $BC_NAME: command exited $rc at $line: $cmd" >&2
+	exit 1
+}
+trap 'bc__on_err $? "${BASH_SOURCE[0]##*/}:$LINENO" "$BASH_COMMAND"' ERR
 
 # The whole test is bounded: a hung daemon must not hang make check. The
 # watchdog kills its own sleep when it is stopped, so nothing outlives us.
@@ -105,12 +144,83 @@ BC_PIDS+=($!)
 
 # ---- assertions ------------------------------------------------------------
 
-bc_fail() {
-	echo "FAIL: $BC_NAME: $*" >&2
+# Outside the main shell (a subshell, a command substitution, a pipeline
+# stage) an exit or a count would be lost: record why, stop the main shell
+# (its TERM trap exits 1) and exit.
+bc__abort() {
+	if [ "$BASHPID" != "$BC_MAIN_PID" ]; then
+		printf 'FAIL: %s: %s\n' "$BC_NAME" "$*" >>"$BC_TMP/.failed"
+		kill -TERM "$BC_MAIN_PID" 2>/dev/null || true
+	fi
 	exit 1
 }
 
-bc_pass() { BC_CHECKS=$((BC_CHECKS + 1)); echo "ok $BC_CHECKS - $*"; }
+bc_fail() {
+	echo "FAIL: $BC_NAME: $*" >&2
+	bc__abort "$*"
+}
+
+bc_pass() {
+	if [ "$BASHPID" != "$BC_MAIN_PID" ]; then
+		echo "FAIL: $BC_NAME: check [$*] ran in a subshell (its count would be lost)" >&2
+		bc__abort "check [$*] ran in a subshell"
+	fi
+	BC_CHECKS=$((BC_CHECKS + 1))
+	echo "ok $BC_CHECKS - $*"
+}
+
+# bc_add_checks N: N checks that a helper program (a Python block printing
+# "ok N - ...") ran and passed.
+bc_add_checks() {
+	[[ $1 =~ ^[0-9]+$ ]] || bc_fail "bc_add_checks: not a count: [$1]"
+	[ "$BASHPID" = "$BC_MAIN_PID" ] || bc_fail "bc_add_checks in a subshell"
+	BC_CHECKS=$((BC_CHECKS + $1))
+}
+
+# bc_py ARGS... <<'EOF' ... EOF: runs a Python check block (stdin) with
+# fixture/ on its path (import itlib: ok(), done()). It must exit 0 and
+# end with itlib.done(); its checks are added to BC_CHECKS.
+bc_py() {
+	local cf=$BC_TMP/py.checks n
+	rm -f "$cf"
+	BC_PY_CHECKS=$cf PYTHONPATH=$BC_IT_DIR/fixture "$BC_PY" - "$@" ||
+		bc_fail "Python check block failed"
+	[ -s "$cf" ] || bc_fail "Python check block ended without itlib.done()"
+	n=$(cat "$cf")
+	bc_add_checks "$n"
+}
+
+# bc_done N: the last line of every test. Exactly N checks must have run;
+# cleanup fails a script that exits 0 without getting here.
+bc_done() {
+	[ "$BASHPID" = "$BC_MAIN_PID" ] || bc_fail "bc_done in a subshell"
+	if [ "$BC_CHECKS" != "$1" ]; then
+		bc_fail "$BC_CHECKS checks ran, the script plans $1"
+	fi
+	BC_DONE=1
+	echo "# all $1 checks ran"
+}
+
+# Lint of the test script: an assertion whose arguments hold a command
+# substitution hides the substitution's failure (bc_assert_eq 0 "$(x)"
+# passes when x dies printing nothing). Continuation lines are joined.
+bc__lint() {
+	local bad
+	bad=$(awk '
+		{ line = (cont ? line " " : "") $0; if (!cont) start = NR }
+		/\\$/ { cont = 1; sub(/\\$/, "", line); next }
+		{ cont = 0 }
+		line ~ /^[ \t]*#/ { next }
+		line ~ /(^|[ \t;&|({])bc_(assert_[a-z_]+|pass)[ \t][^#]*\$\([^(]/ { print FILENAME ":" start ": " line }
+		line ~ /\$\([ \t]*bc_(assert_[a-z_]+|pass|fail|expect|done|add_checks)([ \t]|\))/ { print FILENAME ":" start ": " line }
+	' "$0")
+	if [ -n "$bad" ]; then
+		printf '%s\n' "$bad" >&2
+		echo "FAIL: $BC_NAME: assertions must not take or sit in command substitutions (see above)" >&2
+		exit 1
+	fi
+}
+bc__lint
 
 # bc_assert_eq EXPECTED ACTUAL MSG
 bc_assert_eq() {
@@ -138,7 +248,7 @@ bc_assert_ge() {
 
 # bc_assert_match REGEX STRING MSG (grep -E)
 bc_assert_match() {
-	if ! printf '%s' "$2" | grep -Eq -- "$1"; then
+	if ! grep -Eq -- "$1" <<<"$2"; then
 		bc_fail "$3: [$2] does not match /$1/"
 	fi
 	bc_pass "$3"
@@ -262,7 +372,9 @@ bc_start_fixture() {
 }
 
 # bc_start_gateway ARGS...: starts the daemon on a free port with ARGS
-# (--upstream etc.; --listen is added), waits for /_bucketcache/health = 200.
+# (--upstream etc.; --listen is added: on BC_GW_HOST, default 127.0.0.1,
+# 0.0.0.0 for tests that need a non-loopback client), waits for
+# /_bucketcache/health = 200 on 127.0.0.1.
 # Upstream credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.
 # Sets BC_GW_PORT, BC_GW_URL, BC_GW_PID, BC_GW_LOG. On failure prints the log.
 bc_start_gateway() {
@@ -271,7 +383,7 @@ bc_start_gateway() {
 	log=$BC_TMP/gateway.$BC_GW_N.log
 	for try in 1 2 3; do
 		BC_GW_PORT=$(bc_free_port)
-		"$BC_BIN" --listen "127.0.0.1:$BC_GW_PORT" "$@" >>"$log" 2>&1 &
+		"$BC_BIN" --listen "${BC_GW_HOST:-127.0.0.1}:$BC_GW_PORT" "$@" >>"$log" 2>&1 &
 		pid=$!
 		if BC_WANT_200=1 bc__wait_http "http://127.0.0.1:$BC_GW_PORT/_bucketcache/health" "$pid" 15; then
 			BC_PIDS+=("$pid")
@@ -432,7 +544,7 @@ EOF
 bc_assert_s3_error() {
 	local name=$1 code=$3 msg=$4 got
 	got=$(bc_s3_code "$BC_TMP/$name.body")
-	if ! printf '%s' "$got" | grep -Eqx -- "$code"; then
+	if ! grep -Eqx -- "$code" <<<"$got"; then
 		echo "--- response headers:" >&2; cat "$BC_TMP/$name.hdr" >&2 || true
 		echo "--- response body:" >&2
 		head -c 2000 "$BC_TMP/$name.body" 2>/dev/null | LC_ALL=C tr -c '[:print:]\n' '.' >&2 || true
@@ -449,7 +561,7 @@ bc_expect() {
 	shift 4
 	got=$(bc_req "$name" "$@")
 	echo "$got" >"$BC_TMP/$name.status"
-	if ! printf '%s' "$got" | grep -Eqx -- "$status"; then
+	if ! grep -Eqx -- "$status" <<<"$got"; then
 		echo "--- curl $*" >&2
 		echo "--- response headers:" >&2; cat "$BC_TMP/$name.hdr" >&2 2>/dev/null || true
 		echo "--- response body:" >&2

@@ -4,8 +4,12 @@
 # forwarded upstream (the fixture must not see them): wrong secret, unknown
 # key, skewed clock, malformed Authorization, unsigned without --anonymous
 # (and accepted with it), expired/tampered presigned URLs, a client key
-# restricted to a bucket or prefix, and unsatisfiable Ranges (file backend,
+# restricted to a bucket or prefix, keys with "." or ".." segments (400
+# InvalidArgument, by decision), and unsatisfiable Ranges (file backend,
 # since s3rver answers ranges wrongly).
+# By decision, a client may sign with any region in its credential scope
+# (S3 itself is stricter): such requests pass, and the gateway still signs
+# upstream with its own region, which the fixture checks.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -70,8 +74,8 @@ neg wrongsecret-put 403 SignatureDoesNotMatch "wrong secret on a PUT" \
 	--data-binary "@$OBJ" "$GW/neg-a/evil.txt"
 neg unknownkey 403 InvalidAccessKeyId "unknown access key" \
 	--aws-sigv4 "aws:amz:us-east-1:s3" --user NOBODY:whatever "${UNS[@]}" "$GW/neg-a/obj.txt"
-neg wrongregion 4[0-9][0-9] 'SignatureDoesNotMatch|AuthorizationHeaderMalformed' "wrong region in the scope" \
-	--aws-sigv4 "aws:amz:eu-west-1:s3" --user S3RVER:S3RVER "${UNS[@]}" "$GW/neg-a/obj.txt"
+neg wrongsecret-region 403 SignatureDoesNotMatch "wrong secret, signed for another region" \
+	--aws-sigv4 "aws:amz:eu-west-1:s3" --user S3RVER:wrong "${UNS[@]}" "$GW/neg-a/obj.txt"
 neg unsigned 403 AccessDenied "unsigned request without --anonymous" "$GW/neg-a/obj.txt"
 neg unsigned-put 403 AccessDenied "unsigned PUT without --anonymous" -X PUT \
 	--data-binary "@$OBJ" "$GW/neg-a/evil.txt"
@@ -88,7 +92,8 @@ for a in "AWS4-HMAC-SHA256" \
 	bc_expect malformed 4[0-9][0-9] '[A-Za-z]+' "malformed Authorization [${a:0:60}]" \
 		-H "Authorization: $a" -H "x-amz-date: $(date -u +%Y%m%dT%H%M%SZ)" "${UNS[@]}" \
 		"$GW/neg-a/obj.txt"
-	bc_assert_match '^4' "$(cat "$BC_TMP/malformed.status")" "malformed Authorization is a 4xx"
+	v=$(cat "$BC_TMP/malformed.status")
+	bc_assert_match '^4' "$v" "malformed Authorization is a 4xx"
 done
 neg v2bad 403 SignatureDoesNotMatch "SigV2 header with a wrong signature" \
 	-H "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT')" \
@@ -111,9 +116,10 @@ url=$("${S3REQ[@]}" --presign 700000 --print-url "$GW/neg-a/obj.txt")
 bc_expect toolong 400 AuthorizationQueryParametersError "presigned URL valid for more than 7 days" "$url"
 
 # what must never have happened
-bc_assert_eq "$fx0" "$(bc_fixture_stats requests)" "none of the refused requests reached the upstream"
-bc_assert_ge "$(bc_stats_delta "$BC_TMP/s0.json" auth_failures)" "$nneg" \
-	"stats: auth_failures counted every refused signature/key/clock/presign ($nneg)"
+v=$(bc_fixture_stats requests)
+bc_assert_eq "$fx0" "$v" "none of the refused requests reached the upstream"
+v=$(bc_stats_delta "$BC_TMP/s0.json" auth_failures)
+bc_assert_ge "$v" "$nneg" "stats: auth_failures counted every refused signature/key/clock/presign ($nneg)"
 bc_expect evil-absent 404 NoSuchKey "the refused PUTs stored nothing" "${SIG[@]}" "${UNS[@]}" \
 	"$GW/neg-a/evil.txt"
 
@@ -122,6 +128,45 @@ s3r_expect skew-ok 200 - "clock 10 min ahead is within 15 min" --date-offset 600
 url=$("${S3REQ[@]}" --presign 3600 --date-offset -1800 --print-url "$GW/neg-a/obj.txt")
 bc_expect presign-ok 200 - "presigned URL signed 30 min ago, valid 1 h" "$url"
 bc_assert_same_file "$OBJ" "$BC_TMP/presign-ok.body" "presigned GET bytes"
+
+# ---- any region in the client's credential scope (decision) ----------------
+bc_stats_save "$BC_TMP/s0r.json"
+fx0=$(bc_fixture_stats requests)
+EU=(--aws-sigv4 "aws:amz:eu-west-1:s3" --user S3RVER:S3RVER "${UNS[@]}")
+bc_expect region-put 200 - "PUT signed for another region (eu-west-1)" "${EU[@]}" -X PUT \
+	--data-binary "@$OBJ" "$GW/neg-a/region.txt"
+bc_expect region-get 200 - "GET signed for another region" "${EU[@]}" "$GW/neg-a/region.txt"
+bc_assert_same_file "$OBJ" "$BC_TMP/region-get.body" "bytes of the other-region round trip"
+bc_expect region-get2 200 - "GET of an uncached object signed for ap-southeast-2" \
+	--aws-sigv4 "aws:amz:ap-southeast-2:s3" --user S3RVER:S3RVER "${UNS[@]}" "$GW/neg-a2/obj.txt"
+bc_assert_same_file "$OBJ" "$BC_TMP/region-get2.body" "bytes (ap-southeast-2)"
+url=$("${S3REQ[@]}" --presign 300 --region eu-central-1 --print-url "$GW/neg-b/obj.txt")
+bc_expect region-presign 200 - "presigned URL for another region (eu-central-1)" "$url"
+bc_assert_same_file "$OBJ" "$BC_TMP/region-presign.body" "presigned other-region GET bytes"
+s3r_expect region-s3req 200 - "hand-signed GET for another region (us-west-2)" --region us-west-2 \
+	"$GW/neg-b/allowed/x.txt"
+v=$(bc_stats_delta "$BC_TMP/s0r.json" auth_failures)
+bc_assert_eq 0 "$v" "stats: other regions are no auth failures"
+v=$(bc_fixture_stats requests)
+bc_assert_ge "$v" $((fx0 + 3)) "the other-region requests went upstream (PUT and the cold GETs)"
+bc_assert_fixture_clean "the gateway signs upstream with its own region, whatever the client's"
+
+# ---- "." and ".." key segments: 400 InvalidArgument (decision) ---------------
+fx0=$(bc_fixture_stats requests)
+bc_expect dots1 400 InvalidArgument "GET a/../obj.txt" "${SIG[@]}" "${UNS[@]}" --path-as-is \
+	"$GW/neg-a/a/../obj.txt"
+bc_expect dots2 400 InvalidArgument "GET ./obj.txt" "${SIG[@]}" "${UNS[@]}" --path-as-is \
+	"$GW/neg-a/./obj.txt"
+bc_expect dots3 400 InvalidArgument "GET %2e%2e/obj.txt (encoded)" "${SIG[@]}" "${UNS[@]}" --path-as-is \
+	"$GW/neg-a/x/%2e%2e/obj.txt"
+bc_expect dots4 400 InvalidArgument "PUT a/./b" "${SIG[@]}" "${UNS[@]}" --path-as-is -X PUT \
+	--data-binary "@$OBJ" "$GW/neg-a/a/./b"
+bc_expect dots5 400 InvalidArgument "GET a key that ends in /.." "${SIG[@]}" "${UNS[@]}" --path-as-is \
+	"$GW/neg-a/a/.."
+v=$(bc_fixture_stats requests)
+bc_assert_eq "$fx0" "$v" "keys with dot segments never reached the upstream"
+bc_expect dots-ok 404 NoSuchKey "dots inside a segment are fine (a..b/.c)" "${SIG[@]}" "${UNS[@]}" \
+	"$GW/neg-a/a..b/.c"
 bc_stop_gateway
 
 # ---- --anonymous ----------------------------------------------------------
@@ -132,7 +177,8 @@ bc_assert_same_file "$OBJ" "$BC_TMP/anon-get.body" "anonymous GET bytes"
 bc_expect anon-head 200 - "unsigned HEAD with --anonymous" -I "$BC_GW_URL/neg-a/obj.txt"
 bc_expect anon-wrong 403 SignatureDoesNotMatch "--anonymous still refuses a wrong signature" \
 	--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:wrong "${UNS[@]}" "$BC_GW_URL/neg-a/obj.txt"
-bc_assert_eq 1 "$(bc_stats_delta "$BC_TMP/s1.json" auth_failures)" "stats: one auth failure under --anonymous"
+v=$(bc_stats_delta "$BC_TMP/s1.json" auth_failures)
+bc_assert_eq 1 "$v" "stats: one auth failure under --anonymous"
 bc_assert_fixture_clean "anonymous clients are re-signed upstream"
 bc_stop_gateway
 
@@ -160,13 +206,16 @@ bc_expect ro-other-del 403 AccessDenied "RO key deletes in another bucket" "${RO
 bc_expect pfx-out 403 AccessDenied "PFX key outside its prefix" "${PFX[@]}" "$BC_GW_URL/neg-b/obj.txt"
 bc_expect pfx-near 403 AccessDenied "PFX key on a sibling of its prefix" "${PFX[@]}" \
 	"$BC_GW_URL/neg-b/allowed-not/x.txt"
-bc_expect pfx-dots 4[0-9][0-9] '[A-Za-z]+' "PFX key escaping its prefix with .." "${PFX[@]}" \
+bc_expect pfx-dots 400 InvalidArgument "PFX key escaping its prefix with .." "${PFX[@]}" \
 	--path-as-is "$BC_GW_URL/neg-b/allowed/../obj.txt"
+bc_expect pfx-dots2 400 InvalidArgument "PFX key escaping its prefix with %2e%2e" "${PFX[@]}" \
+	--path-as-is "$BC_GW_URL/neg-b/allowed/%2e%2e/obj.txt"
 bc_expect pfx-bucket 403 AccessDenied "PFX key on another bucket" "${PFX[@]}" "$BC_GW_URL/neg-a/obj.txt"
 bc_expect upstream-pair 403 InvalidAccessKeyId "the upstream key is not a client key when --client-key is set" \
 	"${SIG[@]}" "${UNS[@]}" "$BC_GW_URL/neg-a/obj.txt"
-bc_assert_eq "$fx1" "$(bc_fixture_stats requests)" "refused restricted requests never reached the upstream"
-bc_assert_ge "$(bc_fixture_stats requests)" $((fx0 + 1)) "allowed restricted requests did reach it"
+v=$(bc_fixture_stats requests)
+bc_assert_eq "$fx1" "$v" "refused restricted requests never reached the upstream"
+bc_assert_ge "$v" $((fx0 + 1)) "allowed restricted requests did reach it"
 bc_stop_gateway
 bc_expect b-intact 200 - "the object RO tried to delete is still there" "${SIG[@]}" "${UNS[@]}" \
 	"$BC_FIXTURE_URL/neg-b/obj.txt"
@@ -179,10 +228,12 @@ cp "$OBJ" "$BC_TMP/data/rng/obj.txt"
 bc_start_gateway --upstream "file://$BC_TMP/data" --anonymous --log-level debug
 bc_expect r416a 416 InvalidRange "Range starting past the end" -H "Range: bytes=5000-6000" \
 	"$BC_GW_URL/rng/obj.txt"
-bc_assert_eq "bytes */1000" "$(bc_hdr r416a Content-Range)" "416 Content-Range bytes */size"
+v=$(bc_hdr r416a Content-Range)
+bc_assert_eq "bytes */1000" "$v" "416 Content-Range bytes */size"
 bc_expect r416b 416 InvalidRange "Range starting at the size" -H "Range: bytes=1000-" \
 	"$BC_GW_URL/rng/obj.txt"
-bc_assert_eq "bytes */1000" "$(bc_hdr r416b Content-Range)" "416 Content-Range (start = size)"
+v=$(bc_hdr r416b Content-Range)
+bc_assert_eq "bytes */1000" "$v" "416 Content-Range (start = size)"
 bc_expect rsuffix0 416 InvalidRange "suffix Range of 0 bytes" -H "Range: bytes=-0" \
 	"$BC_GW_URL/rng/obj.txt"
 bc_expect rbad 200 - "syntactically invalid Range is ignored" -H "Range: bytes=abc" \
@@ -190,5 +241,7 @@ bc_expect rbad 200 - "syntactically invalid Range is ignored" -H "Range: bytes=a
 bc_assert_same_file "$OBJ" "$BC_TMP/rbad.body" "invalid Range: whole object"
 bc_expect rok 206 - "Range inside the object still works" -H "Range: bytes=990-2000" \
 	"$BC_GW_URL/rng/obj.txt"
-bc_assert_eq "bytes 990-999/1000" "$(bc_hdr rok Content-Range)" "clipped Content-Range"
+v=$(bc_hdr rok Content-Range)
+bc_assert_eq "bytes 990-999/1000" "$v" "clipped Content-Range"
 bc_stop_gateway
+bc_done 154

@@ -36,7 +36,7 @@ def client(url, **cfg):
         "s3", endpoint_url=url, region_name="us-east-1",
         aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
         config=Config(s3={"addressing_style": "path"},
-                      retries={"max_attempts": 1}, connect_timeout=5,
+                      retries={"total_max_attempts": 1}, connect_timeout=5,
                       read_timeout=30, **cfg))
 
 def curl(url, out):
@@ -214,14 +214,21 @@ for k in direct:
 with open(os.path.join(tmp, "boto3.checks"), "w") as f:
     f.write(str(n))
 EOF
-BC_CHECKS=$((BC_CHECKS + $(cat "$BC_TMP/boto3.checks")))
+n=$(cat "$BC_TMP/boto3.checks")
+bc_add_checks "$n"
 
 bc_assert_fixture_clean "boto3 through the gateway"
-bc_assert_ge "$(bc_stats_delta "$BC_TMP/stats0.json" requests)" 40 "stats: requests counted"
-bc_assert_eq 1 "$(bc_stats_delta "$BC_TMP/stats0.json" auth_failures)" \
-	"stats: only the tampered presigned URL failed auth"
-bc_assert_ge "$(bc_stats_get requests_by_op.PutObject.2xx)" 10 "stats: PutObject 2xx"
-bc_assert_ge "$(bc_stats_get requests_by_op.GetObject.2xx)" 10 "stats: GetObject 2xx"
-bc_assert_ge "$(bc_stats_get requests_by_op.ListObjectsV2.2xx)" 3 "stats: ListObjectsV2 2xx"
-bc_assert_ge "$(bc_stats_get requests_by_op.DeleteObject.2xx)" 6 "stats: DeleteObject 2xx"
+v=$(bc_stats_delta "$BC_TMP/stats0.json" requests)
+bc_assert_ge "$v" 40 "stats: requests counted"
+v=$(bc_stats_delta "$BC_TMP/stats0.json" auth_failures)
+bc_assert_eq 1 "$v" "stats: only the tampered presigned URL failed auth"
+v=$(bc_stats_get requests_by_op.PutObject.2xx)
+bc_assert_ge "$v" 10 "stats: PutObject 2xx"
+v=$(bc_stats_get requests_by_op.GetObject.2xx)
+bc_assert_ge "$v" 10 "stats: GetObject 2xx"
+v=$(bc_stats_get requests_by_op.ListObjectsV2.2xx)
+bc_assert_ge "$v" 3 "stats: ListObjectsV2 2xx"
+v=$(bc_stats_get requests_by_op.DeleteObject.2xx)
+bc_assert_ge "$v" 6 "stats: DeleteObject 2xx"
 bc_stop_gateway
+bc_done 94
