@@ -86,22 +86,6 @@ static const struct {
 	[OPT_LIST]  = { "VALUE", parse_list },
 };
 
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static void *
 field(bc_config_t *c, const struct opt *o)
 {
@@ -167,7 +151,7 @@ parse_str(void *dst, const char *v, char *why, size_t whylen)
 	char **slot = dst, *p = strdup(v);
 
 	if (p == NULL) {
-		seterr(why, whylen, "out of memory");
+		bc_errf(why, whylen, "out of memory");
 		return BC_ENOMEM;
 	}
 	free(*slot);
@@ -192,7 +176,7 @@ parse_bool(void *dst, const char *v, char *why, size_t whylen)
 			return 0;
 		}
 	}
-	seterr(why, whylen, "'" SHOW "' is not yes or no", v);
+	bc_errf(why, whylen, "'" SHOW "' is not yes or no", v);
 	return BC_EINVAL;
 }
 
@@ -231,10 +215,10 @@ parse_uint(void *dst, const char *v, char *why, size_t whylen)
 	if (rv == 0 && (n > UINT32_MAX || n > UINT_MAX))
 		rv = BC_ERANGE;
 	if (rv == BC_ERANGE)
-		seterr(why, whylen, "'" SHOW "' is too large (max %u)", v,
+		bc_errf(why, whylen, "'" SHOW "' is too large (max %u)", v,
 		    (unsigned)UINT32_MAX);
 	else if (rv < 0)
-		seterr(why, whylen, "'" SHOW "' is not a number", v);
+		bc_errf(why, whylen, "'" SHOW "' is not a number", v);
 	else
 		*(unsigned *)dst = (unsigned)n;
 	return rv;
@@ -278,9 +262,9 @@ parse_size(void *dst, const char *v, char *why, size_t whylen)
 	if (rv == 0)
 		rv = mul_u64(n, mult, dst);
 	if (rv == BC_ERANGE)
-		seterr(why, whylen, "'" SHOW "' is too large", v);
+		bc_errf(why, whylen, "'" SHOW "' is too large", v);
 	else if (rv < 0)
-		seterr(why, whylen, "'" SHOW "' is not a size (like 512, "
+		bc_errf(why, whylen, "'" SHOW "' is not a size (like 512, "
 		    "64K, 8M, 2G, 1T)", v);
 	return rv;
 }
@@ -306,9 +290,9 @@ parse_ms(void *dst, const char *v, char *why, size_t whylen)
 	if (rv == 0)
 		rv = mul_u64(n, mult, dst);
 	if (rv == BC_ERANGE)
-		seterr(why, whylen, "'" SHOW "' is too large", v);
+		bc_errf(why, whylen, "'" SHOW "' is too large", v);
 	else if (rv < 0)
-		seterr(why, whylen, "'" SHOW "' is not a duration (like "
+		bc_errf(why, whylen, "'" SHOW "' is not a duration (like "
 		    "250ms, 5s, 2m; a bare number is seconds)", v);
 	return rv;
 }
@@ -319,7 +303,7 @@ parse_level(void *dst, const char *v, char *why, size_t whylen)
 	int l = bc_log_level_parse(v);
 
 	if (l < 0) {
-		seterr(why, whylen, "'" SHOW "' is not error, warn, info or "
+		bc_errf(why, whylen, "'" SHOW "' is not error, warn, info or "
 		    "debug", v);
 		return BC_EINVAL;
 	}
@@ -347,7 +331,7 @@ parse_list(void *dst, const char *v, char *why, size_t whylen)
 	nv = p == NULL ? NULL : realloc(l->v, (l->n + 1) * sizeof(*nv));
 	if (nv == NULL) {
 		free(p);
-		seterr(why, whylen, "out of memory");
+		bc_errf(why, whylen, "out of memory");
 		return BC_ENOMEM;
 	}
 	l->v = nv;
@@ -375,7 +359,7 @@ opt_set(bc_config_t *c, const struct opt *o, const char *v, enum opt_src src,
 	why[0] = '\0';
 	rv = types[o->type].parse(field(c, o), v, why, sizeof(why));
 	if (rv < 0)
-		seterr(err, errlen, "%s: %s", where, why);
+		bc_errf(err, errlen, "%s: %s", where, why);
 	return rv;
 }
 
@@ -458,7 +442,7 @@ load_file(bc_config_t *c, const char *path, const char *where,
 	fp = fopen(path, "r");
 	if (fp == NULL) {
 		rv = -errno;
-		seterr(err, errlen, "%s: %s: %s", where, path,
+		bc_errf(err, errlen, "%s: %s: %s", where, path,
 		    bc_strerror(rv));
 		goto fail;
 	}
@@ -472,7 +456,7 @@ load_file(bc_config_t *c, const char *path, const char *where,
 		lineno++;
 		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s:%u: line longer than %d bytes",
+			bc_errf(err, errlen, "%s:%u: line longer than %d bytes",
 			    path, lineno, MAX_LINE);
 			goto fail;
 		}
@@ -488,13 +472,13 @@ load_file(bc_config_t *c, const char *path, const char *where,
 		o = opt_find(s, nlen);
 		if (o == NULL) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s:%u: unknown option '%.*s'",
+			bc_errf(err, errlen, "%s:%u: unknown option '%.*s'",
 			    path, lineno, (int)(nlen > 64 ? 64 : nlen), s);
 			goto fail;
 		}
 		if (strcmp(o->name, "config") == 0) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s:%u: 'config' cannot be set in "
+			bc_errf(err, errlen, "%s:%u: 'config' cannot be set in "
 			    "a config file", path, lineno);
 			goto fail;
 		}
@@ -503,7 +487,7 @@ load_file(bc_config_t *c, const char *path, const char *where,
 
 			if (vlen < 2 || v[vlen - 1] != '"') {
 				rv = BC_EINVAL;
-				seterr(err, errlen, "%s:%u: %s: unterminated "
+				bc_errf(err, errlen, "%s:%u: %s: unterminated "
 				    "quote", path, lineno, o->name);
 				goto fail;
 			}
@@ -515,7 +499,7 @@ load_file(bc_config_t *c, const char *path, const char *where,
 		if (*v == '\0' && !quoted) {
 			if (o->type != OPT_BOOL) {
 				rv = BC_EINVAL;
-				seterr(err, errlen, "%s:%u: %s: missing value",
+				bc_errf(err, errlen, "%s:%u: %s: missing value",
 				    path, lineno, o->name);
 				goto fail;
 			}
@@ -528,7 +512,7 @@ load_file(bc_config_t *c, const char *path, const char *where,
 	}
 	if (ferror(fp)) {
 		rv = BC_EIO;
-		seterr(err, errlen, "%s: read error", path);
+		bc_errf(err, errlen, "%s: read error", path);
 	}
 fail:
 	if (fp != NULL)
@@ -571,7 +555,7 @@ load_env(bc_config_t *c, char **env, unsigned char *srcs, char *err,
 			one = strndup(v, n);
 			if (one == NULL) {
 				rv = BC_ENOMEM;
-				seterr(err, errlen, "%s: out of memory", name);
+				bc_errf(err, errlen, "%s: out of memory", name);
 				goto fail;
 			}
 			rv = opt_set(c, o, one, SRC_ENV, srcs, name, err,
@@ -617,10 +601,10 @@ walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
 				continue;
 			rv = BC_EINVAL;
 			if (a[0] == '-' && a[1] != '\0' && a[1] != '-')
-				seterr(err, errlen, "unknown option '" SHOW
+				bc_errf(err, errlen, "unknown option '" SHOW
 				    "'", a);
 			else
-				seterr(err, errlen, "unexpected argument '"
+				bc_errf(err, errlen, "unexpected argument '"
 				    SHOW "'", a);
 			goto fail;
 		}
@@ -639,7 +623,7 @@ walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
 			if (!apply)
 				continue;
 			rv = BC_EINVAL;
-			seterr(err, errlen, "unknown option '--%.*s'",
+			bc_errf(err, errlen, "unknown option '--%.*s'",
 			    (int)(n > 64 ? 64 : n), name);
 			goto fail;
 		}
@@ -656,7 +640,7 @@ walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
 			if (!apply)
 				continue;
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s: missing value", where);
+			bc_errf(err, errlen, "%s: missing value", where);
 			goto fail;
 		}
 		if (!apply) {
@@ -699,7 +683,7 @@ bc_config_load(bc_config_t *c, int argc, char **argv, char **env,
 		copy = strdup(path);
 		if (copy == NULL) {
 			rv = BC_ENOMEM;
-			seterr(err, errlen, "out of memory");
+			bc_errf(err, errlen, "out of memory");
 			goto fail;
 		}
 		rv = load_file(c, copy, where, srcs, err, errlen);
@@ -742,30 +726,30 @@ check_hostport(const char *s, size_t n, bool need_port, char *why,
 		struct in6_addr a6;
 
 		if (rb == NULL || (size_t)(rb - s - 1) >= sizeof(addr)) {
-			seterr(why, whylen, "bad IPv6 address");
+			bc_errf(why, whylen, "bad IPv6 address");
 			return BC_EINVAL;
 		}
 		memcpy(addr, s + 1, (size_t)(rb - s - 1));
 		addr[rb - s - 1] = '\0';
 		if (inet_pton(AF_INET6, addr, &a6) != 1) {
-			seterr(why, whylen, "bad IPv6 address");
+			bc_errf(why, whylen, "bad IPv6 address");
 			return BC_EINVAL;
 		}
 		hlen = (size_t)(rb - s) + 1;
 		if (hlen < n && s[hlen] != ':') {
-			seterr(why, whylen, "junk after ']'");
+			bc_errf(why, whylen, "junk after ']'");
 			return BC_EINVAL;
 		}
 	} else {
 		colon = memchr(s, ':', n);
 		hlen = colon != NULL ? (size_t)(colon - s) : n;
 		if (hlen == 0) {
-			seterr(why, whylen, "no host");
+			bc_errf(why, whylen, "no host");
 			return BC_EINVAL;
 		}
 		for (size_t i = 0; i < hlen; i++) {
 			if (!host_char_ok(host[i])) {
-				seterr(why, whylen, "bad character in host "
+				bc_errf(why, whylen, "bad character in host "
 				    "(IPv6 addresses go in [brackets])");
 				return BC_EINVAL;
 			}
@@ -777,7 +761,7 @@ check_hostport(const char *s, size_t n, bool need_port, char *why,
 	}
 	if (port == NULL) {
 		if (need_port) {
-			seterr(why, whylen, "no port (want HOST:PORT)");
+			bc_errf(why, whylen, "no port (want HOST:PORT)");
 			return BC_EINVAL;
 		}
 		return 0;
@@ -790,7 +774,7 @@ check_hostport(const char *s, size_t n, bool need_port, char *why,
 		pn = pn * 10 + (unsigned long)(port[i] - '0');
 	}
 	if (plen == 0 || pn < 1 || pn > 65535) {
-		seterr(why, whylen, "port must be 1-65535");
+		bc_errf(why, whylen, "port must be 1-65535");
 		return BC_EINVAL;
 	}
 	return 0;
@@ -805,7 +789,7 @@ check_listen(const bc_config_t *c, char *err, size_t errlen)
 	rv = check_hostport(c->listen, strlen(c->listen), true, why,
 	    sizeof(why));
 	if (rv < 0)
-		seterr(err, errlen, "--listen: '" SHOW "': %s", c->listen, why);
+		bc_errf(err, errlen, "--listen: '" SHOW "': %s", c->listen, why);
 	return rv;
 }
 
@@ -821,7 +805,7 @@ check_upstream(bc_config_t *c, char *err, size_t errlen)
 	for (const char *p = u; *p != '\0'; p++) {
 		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "--upstream: '" SHOW "': contains "
+			bc_errf(err, errlen, "--upstream: '" SHOW "': contains "
 			    "a blank or control character", u);
 			goto fail;
 		}
@@ -829,20 +813,20 @@ check_upstream(bc_config_t *c, char *err, size_t errlen)
 	if (strncasecmp(u, "file://", 7) == 0) {
 		if (u[7] == '\0') {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "--upstream: '%s': no directory",
+			bc_errf(err, errlen, "--upstream: '%s': no directory",
 			    u);
 			goto fail;
 		}
 		c->upstream_dir = realpath(u + 7, NULL);
 		if (c->upstream_dir == NULL) {
 			rv = -errno;
-			seterr(err, errlen, "--upstream: %s: %s", u,
+			bc_errf(err, errlen, "--upstream: %s: %s", u,
 			    bc_strerror(rv));
 			goto fail;
 		}
 		if (stat(c->upstream_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "--upstream: %s: %s", u,
+			bc_errf(err, errlen, "--upstream: %s: %s", u,
 			    bc_strerror(-ENOTDIR));
 			goto fail;
 		}
@@ -855,31 +839,31 @@ check_upstream(bc_config_t *c, char *err, size_t errlen)
 		auth = u + 8;
 	else {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--upstream: '" SHOW "' must start with "
+		bc_errf(err, errlen, "--upstream: '" SHOW "' must start with "
 		    "http://, https:// or file://", u);
 		goto fail;
 	}
 	if (strpbrk(u, "?#") != NULL) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--upstream: '" SHOW "': no query or "
+		bc_errf(err, errlen, "--upstream: '" SHOW "': no query or "
 		    "fragment allowed", u);
 		goto fail;
 	}
 	alen = strcspn(auth, "/");
 	if (memchr(auth, '@', alen) != NULL) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--upstream: no user:password@ in the URL "
+		bc_errf(err, errlen, "--upstream: no user:password@ in the URL "
 		    "(credentials come from the environment or a profile)");
 		goto fail;
 	}
 	if (alen == 0) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--upstream: '" SHOW "' has no host", u);
+		bc_errf(err, errlen, "--upstream: '" SHOW "' has no host", u);
 		goto fail;
 	}
 	rv = check_hostport(auth, alen, false, why, sizeof(why));
 	if (rv < 0) {
-		seterr(err, errlen, "--upstream: '" SHOW "': %s", u, why);
+		bc_errf(err, errlen, "--upstream: '" SHOW "': %s", u, why);
 		goto fail;
 	}
 	n = strlen(u);
@@ -898,32 +882,32 @@ static int
 check_misc(const bc_config_t *c, char *err, size_t errlen)
 {
 	if (c->chunk_size < 4096 || c->chunk_size > CHUNK_SIZE_MAX) {
-		seterr(err, errlen, "--chunk-size: %llu is not between 4K and "
+		bc_errf(err, errlen, "--chunk-size: %llu is not between 4K and "
 		    "1G", (unsigned long long)c->chunk_size);
 		return BC_EINVAL;
 	}
 	if (strcmp(c->upstream_addressing, "path") != 0 &&
 	    strcmp(c->upstream_addressing, "virtual") != 0) {
-		seterr(err, errlen, "--upstream-addressing: '" SHOW "' is not "
+		bc_errf(err, errlen, "--upstream-addressing: '" SHOW "' is not "
 		    "path or virtual", c->upstream_addressing);
 		return BC_EINVAL;
 	}
 	if (c->region[0] == '\0' ||
 	    strspn(c->region, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(c->region)) {
-		seterr(err, errlen, "--region: '" SHOW "' is not a region name",
+		bc_errf(err, errlen, "--region: '" SHOW "' is not a region name",
 		    c->region);
 		return BC_EINVAL;
 	}
 	for (const char *p = c->domain; *p != '\0'; p++) {
 		if (!host_char_ok(*p)) {
-			seterr(err, errlen, "--domain: '" SHOW "' is not a "
+			bc_errf(err, errlen, "--domain: '" SHOW "' is not a "
 			    "host name", c->domain);
 			return BC_EINVAL;
 		}
 	}
 	if (c->max_connections == 0) {
-		seterr(err, errlen, "--max-connections: must be at least 1");
+		bc_errf(err, errlen, "--max-connections: must be at least 1");
 		return BC_EINVAL;
 	}
 	return 0;
@@ -960,7 +944,7 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 	if (c->profile[0] == '\0' && (nonempty(ak) || nonempty(sk))) {
 		if (!nonempty(ak) || !nonempty(sk)) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s is set but %s is not",
+			bc_errf(err, errlen, "%s is set but %s is not",
 			    nonempty(ak) ? "AWS_ACCESS_KEY_ID" :
 			    "AWS_SECRET_ACCESS_KEY",
 			    nonempty(ak) ? "AWS_SECRET_ACCESS_KEY" :
@@ -1000,7 +984,7 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 	if (path == NULL) {
 		if (named) {
 			rv = BC_ENOENT;
-			seterr(err, errlen, "profile '" SHOW "': no "
+			bc_errf(err, errlen, "profile '" SHOW "': no "
 			    "credentials file (HOME is not set)", profile);
 		}
 		goto fail;
@@ -1011,7 +995,7 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 		goto fail;
 	}
 	if (rv < 0) {
-		seterr(err, errlen, "upstream credentials: %s", msg);
+		bc_errf(err, errlen, "upstream credentials: %s", msg);
 		goto fail;
 	}
 	c->access_key = cr.access_key;
@@ -1020,7 +1004,7 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 	cr.access_key = cr.secret_key = cr.session_token = NULL;
 fail:
 	if (rv == BC_ENOMEM)
-		seterr(err, errlen, "out of memory");
+		bc_errf(err, errlen, "out of memory");
 	bc_creds_fini(&cr);
 	free(path);
 	return rv;
@@ -1060,14 +1044,14 @@ parse_key(const char *s, bc_client_key_t *k, char *err, size_t errlen)
 	alen = c1 != NULL ? (size_t)(c1 - s) : strlen(s);
 	if (!access_key_ok(s, alen)) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--client-key: access key '%.*s' must be "
+		bc_errf(err, errlen, "--client-key: access key '%.*s' must be "
 		    "1-%d of A-Z a-z 0-9 _ -", (int)(alen > 64 ? 64 : alen), s,
 		    MAX_ACCESS);
 		goto fail;
 	}
 	if (c1 == NULL) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--client-key: key '%.*s': want "
+		bc_errf(err, errlen, "--client-key: key '%.*s': want "
 		    "ACCESS:SECRET[:BUCKET[/PREFIX],...]", (int)alen, s);
 		goto fail;
 	}
@@ -1075,7 +1059,7 @@ parse_key(const char *s, bc_client_key_t *k, char *err, size_t errlen)
 	slen = c2 != NULL ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
 	if (slen == 0 || slen > MAX_SECRET || !printable(c1 + 1, slen)) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--client-key: key '%.*s': the secret must "
+		bc_errf(err, errlen, "--client-key: key '%.*s': the secret must "
 		    "be 1-%d bytes without blanks or control characters",
 		    (int)alen, s, MAX_SECRET);
 		goto fail;
@@ -1096,7 +1080,7 @@ parse_key(const char *s, bc_client_key_t *k, char *err, size_t errlen)
 			ok = host_char_ok(p[i]);
 		if (!ok) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "--client-key: key '%.*s': allow "
+			bc_errf(err, errlen, "--client-key: key '%.*s': allow "
 			    "list entries are BUCKET or BUCKET/PREFIX, "
 			    "comma-separated, without blanks", (int)alen, s);
 			goto fail;
@@ -1119,7 +1103,7 @@ parse_key(const char *s, bc_client_key_t *k, char *err, size_t errlen)
 	}
 fail:
 	if (rv == BC_ENOMEM)
-		seterr(err, errlen, "out of memory");
+		bc_errf(err, errlen, "out of memory");
 	return rv;
 }
 
@@ -1136,7 +1120,7 @@ load_keys(bc_config_t *c, char *err, size_t errlen)
 	c->keys = calloc(n > 0 ? n : 1, sizeof(*c->keys));
 	if (c->keys == NULL) {
 		rv = BC_ENOMEM;
-		seterr(err, errlen, "out of memory");
+		bc_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (n == 0) {
@@ -1146,7 +1130,7 @@ load_keys(bc_config_t *c, char *err, size_t errlen)
 		if (c->keys[0].access_key == NULL ||
 		    c->keys[0].secret_key == NULL) {
 			rv = BC_ENOMEM;
-			seterr(err, errlen, "out of memory");
+			bc_errf(err, errlen, "out of memory");
 		}
 		goto fail;
 	}
@@ -1161,7 +1145,7 @@ load_keys(bc_config_t *c, char *err, size_t errlen)
 			if (strcmp(c->keys[j].access_key, k->access_key) ==
 			    0) {
 				rv = BC_EINVAL;
-				seterr(err, errlen, "--client-key: key '%s' "
+				bc_errf(err, errlen, "--client-key: key '%s' "
 				    "given twice", k->access_key);
 				goto fail;
 			}
@@ -1186,7 +1170,7 @@ bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen)
 		rv = load_creds(c, env, err, errlen);
 	if (rv == 0 && !c->upstream_is_file && c->access_key == NULL) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "--upstream: %s needs credentials: set "
+		bc_errf(err, errlen, "--upstream: %s needs credentials: set "
 		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile "
 		    "in ~/.aws/credentials (--profile)", c->upstream);
 	}

@@ -17,22 +17,6 @@
 #include "config/config_creds.h"
 #include "util/util_error.h"
 
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Trims blanks at both ends in place; returns the new start. */
 static char *
 trim(char *s)
@@ -89,7 +73,7 @@ bc_creds_load_file(const char *path, const char *profile, bc_creds_t *out,
 	fp = fopen(path, "r");
 	if (fp == NULL) {
 		rv = errno == ENOENT ? BC_ENOENT : -errno;
-		seterr(err, errlen, "%s: %s", path, bc_strerror(rv));
+		bc_errf(err, errlen, "%s: %s", path, bc_strerror(rv));
 		goto fail;
 	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
@@ -99,7 +83,7 @@ bc_creds_load_file(const char *path, const char *profile, bc_creds_t *out,
 		lineno++;
 		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s:%u: line longer than %d bytes",
+			bc_errf(err, errlen, "%s:%u: line longer than %d bytes",
 			    path, lineno, BC_CREDS_MAX_LINE);
 			goto fail;
 		}
@@ -114,7 +98,7 @@ bc_creds_load_file(const char *path, const char *profile, bc_creds_t *out,
 
 			if (end == NULL || trim(end + 1)[0] != '\0') {
 				rv = BC_EINVAL;
-				seterr(err, errlen, "%s:%u: malformed section "
+				bc_errf(err, errlen, "%s:%u: malformed section "
 				    "header", path, lineno);
 				goto fail;
 			}
@@ -128,7 +112,7 @@ bc_creds_load_file(const char *path, const char *profile, bc_creds_t *out,
 		delim = strpbrk(s, "=:");
 		if (delim == NULL) {
 			rv = BC_EINVAL;
-			seterr(err, errlen, "%s:%u: expected 'name = value'",
+			bc_errf(err, errlen, "%s:%u: expected 'name = value'",
 			    path, lineno);
 			goto fail;
 		}
@@ -145,23 +129,23 @@ bc_creds_load_file(const char *path, const char *profile, bc_creds_t *out,
 		else if (strcasecmp(name, "aws_session_token") == 0)
 			rv = set_dup(&got.session_token, value);
 		if (rv < 0) {
-			seterr(err, errlen, "%s: out of memory", path);
+			bc_errf(err, errlen, "%s: out of memory", path);
 			goto fail;
 		}
 	}
 	if (ferror(fp)) {
 		rv = BC_EIO;
-		seterr(err, errlen, "%s: read error", path);
+		bc_errf(err, errlen, "%s: read error", path);
 		goto fail;
 	}
 	if (!found) {
 		rv = BC_ENOENT;
-		seterr(err, errlen, "%s: no profile '%s'", path, profile);
+		bc_errf(err, errlen, "%s: no profile '%s'", path, profile);
 		goto fail;
 	}
 	if (got.access_key == NULL || got.secret_key == NULL) {
 		rv = BC_EINVAL;
-		seterr(err, errlen, "%s: profile '%s' has no %s", path, profile,
+		bc_errf(err, errlen, "%s: profile '%s' has no %s", path, profile,
 		    got.access_key == NULL ? "aws_access_key_id" :
 		    "aws_secret_access_key");
 		goto fail;

@@ -100,18 +100,6 @@ set_error(bc_awschunked_t *d, bc_s3err_t e, bc_s3err_t *err)
 	return -1;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Parses the complete line (ending in CRLF) into size and sig. */
 static bc_s3err_t
 parse_line(bc_awschunked_t *d)
@@ -123,8 +111,8 @@ parse_line(bc_awschunked_t *d)
 	if (n < 2 || l[n - 2] != '\r' || l[n - 1] != '\n')
 		return BC_S3E_InvalidArgument;
 	n -= 2;
-	while (i < n && hexval(l[i]) >= 0) {
-		size = size * 16 + (uint64_t)hexval(l[i]);
+	while (i < n && bc_hexval(l[i]) >= 0) {
+		size = size * 16 + (uint64_t)bc_hexval(l[i]);
 		i++;
 		if (i > MAX_HEX)
 			return BC_S3E_InvalidArgument;

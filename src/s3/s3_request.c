@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/util_crypto.h"
 #include "s3/s3_request.h"
 
 static const char *const op_names[] = {
@@ -70,18 +71,6 @@ bc_s3_req_fini(bc_s3_req_t *r)
 	r->raw_path = r->raw_query = r->path = r->bucket = r->key = NULL;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 char *
 bc_s3_pct_decode(const char *s, size_t n)
 {
@@ -98,8 +87,8 @@ bc_s3_pct_decode(const char *s, size_t n)
 				free(out);
 				return NULL;
 			}
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
+			hi = bc_hexval(s[i + 1]);
+			lo = bc_hexval(s[i + 2]);
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				free(out);
 				return NULL;

@@ -411,10 +411,10 @@ start_attempt(bc_xfer_t *x)
 	return 0;
 }
 
+/* Starts the next attempt, or ends x when cancelled or when it cannot. */
 static void
-on_retry(uv_timer_t *t)
+attempt_or_end(bc_xfer_t *x)
 {
-	bc_xfer_t *x = t->data;
 	int rv;
 
 	if (x->cancelled) {
@@ -424,6 +424,12 @@ on_retry(uv_timer_t *t)
 	rv = start_attempt(x);
 	if (rv < 0)
 		end(x, rv);
+}
+
+static void
+on_retry(uv_timer_t *t)
+{
+	attempt_or_end(t->data);
 }
 
 static bool
@@ -491,7 +497,6 @@ static void
 start_cb(bc_loop_t *loop, void *arg)
 {
 	bc_xfer_t *x = arg;   /* carries the loop's reference */
-	int rv;
 
 	uv_timer_init(bc_loop_uv(loop), &x->timer);
 	x->timer.data = x;
@@ -499,13 +504,7 @@ start_cb(bc_loop_t *loop, void *arg)
 	if (running != NULL)
 		running->prev = x;
 	running = x;
-	if (x->cancelled) {
-		end(x, BC_ECANCELED);
-		return;
-	}
-	rv = start_attempt(x);
-	if (rv < 0)
-		end(x, rv);
+	attempt_or_end(x);
 }
 
 static void

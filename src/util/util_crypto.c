@@ -138,6 +138,18 @@ bc_md5_free(bc_md5ctx_t *h)
 	free(h);
 }
 
+int
+bc_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 void
 bc_hex(const uint8_t *p, size_t n, char *out)
 {

@@ -37,6 +37,8 @@ void bc_md5_update(bc_md5ctx_t *h, const void *p, size_t n);
 void bc_md5_final(bc_md5ctx_t *h, uint8_t out[BC_MD5_LEN]);
 void bc_md5_free(bc_md5ctx_t *h);
 
+/* The value of hex digit c, or -1. */
+int  bc_hexval(char c);
 /* Writes 2n lowercase hex digits and a NUL to out. */
 void bc_hex(const uint8_t *p, size_t n, char *out);
 /* Base64 (standard alphabet, padded) of p into out; returns the length

@@ -9,6 +9,7 @@
 #define BC_UTIL_ERROR_H
 
 #include <errno.h>
+#include <stddef.h>
 
 #define BC_ENOMEM    (-ENOMEM)
 #define BC_EINVAL    (-EINVAL)
@@ -25,5 +26,10 @@
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);
+
+/* Formats a one-line error into the caller's buffer err (errlen bytes,
+ * redis anet.h style); err NULL or errlen 0: does nothing. */
+void bc_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif
