@@ -1,0 +1,90 @@
+/*
+ * config.h — bucketcache's configuration: one table of options
+ * (config_table.h) turned into a struct from defaults, a config file, the
+ * environment and command-line flags.
+ *
+ * Only config/ parses; every other module reads the finished, immutable
+ * bc_config_t. Errors go into a caller buffer as one line that names the
+ * option, file line or value at fault.
+ */
+#ifndef BC_CONFIG_H
+#define BC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bc_strlist_s {
+	char  **v;
+	size_t  n;
+} bc_strlist_t;
+
+/* A client key pair and the buckets/prefixes it may use. */
+typedef struct bc_client_key_s {
+	char   *access_key;
+	char   *secret_key;
+	char  **allow;      /* "bucket" or "bucket/prefix"; NULL: all */
+	size_t  nallow;
+} bc_client_key_t;
+
+#define BC_OPT_T_STR   char *
+#define BC_OPT_T_BOOL  bool
+#define BC_OPT_T_UINT  unsigned
+#define BC_OPT_T_SIZE  uint64_t
+#define BC_OPT_T_MS    uint64_t
+#define BC_OPT_T_LEVEL int
+#define BC_OPT_T_LIST  bc_strlist_t
+
+typedef struct bc_config_s {
+#define BC_OPT(field, name, type, def, help) BC_OPT_T_##type field;
+#include "config/config_table.h"
+#undef BC_OPT
+	/* derived by bc_config_finish() */
+	char            *access_key;     /* upstream credentials */
+	char            *secret_key;
+	char            *session_token;  /* NULL when none */
+	bc_client_key_t *keys;           /* parsed client_keys, or the
+					    upstream pair when none given */
+	size_t           nkeys;
+	bool             upstream_is_file;
+	char            *upstream_dir;   /* file:// root, absolute */
+	bool             help;           /* --help was given */
+	bool             version;        /* --version was given */
+} bc_config_t;
+
+/* Fills defaults. Returns 0 or BC_ENOMEM. */
+int  bc_config_init(bc_config_t *c);
+void bc_config_fini(bc_config_t *c);
+
+/*
+ * Loads, in order: the file named by --config (found in argv or env
+ * first), then BUCKETCACHE_* environment variables (env: NULL-terminated
+ * "NAME=value" array, usually environ), then argv flags (--name value,
+ * --name=value; a BOOL flag alone means yes). Returns 0, or -1 with one
+ * line in err naming the bad option, "FILE:LINE" or value.
+ */
+int  bc_config_load(bc_config_t *c, int argc, char **argv, char **env,
+    char *err, size_t errlen);
+
+/* Validates and derives: upstream URL form, addressing, client keys,
+ * upstream credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+ * AWS_SESSION_TOKEN from env, else the profile in
+ * AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials). An http(s) upstream
+ * without credentials is an error; file:// without credentials gets
+ * none, and then clients must be anonymous or use --client-key.
+ * Returns 0 or -1 with err set. */
+int  bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen);
+
+/* Writes --help, generated from the table, to fp. */
+void bc_config_usage(void *fp, const char *argv0);
+
+/* Secret for access_key from c->keys, or NULL (bc_s3_secret_fn shape). */
+const char *bc_config_secret(void *c, const char *access_key);
+/* The key entry for access_key, or NULL. */
+const bc_client_key_t *bc_config_key(const bc_config_t *c,
+    const char *access_key);
+/* true when key may use bucket/key (prefix match on its allow list). */
+bool bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
+    const char *key);
+
+#endif
