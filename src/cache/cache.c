@@ -50,8 +50,14 @@ typedef struct fill_s {
 	char           etag[132];   /* the version expected */
 	bc_waiter_t   *waiters;
 	bool           joined;      /* a waiter has registered before */
+	bool           accepted;    /* its headers named the chunk asked for */
+	bool           recheck;     /* stored as another chunk than asked */
+	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
+	size_t         woke_at;     /* bytes filled at the last progress wake */
 	bc_xfer_t     *x;
 } fill_t;
+
+#define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */
 
 struct bc_object_s {
 	bc_object_t  *hnext;                /* hash chain */
@@ -211,6 +217,28 @@ waiters_end(bc_waiter_t **head, bc_wait_result_t result, bc_chunk_t *chunk,
 		w->up_status = up_status;
 		if (up_body != NULL)
 			bc_buf_append(&w->up_body, up_body, up_len);
+		w->wake(w->arg);
+	}
+}
+
+/* c->mu held: hands ch (a reference each) to the waiters on *head that
+ * take filling chunks, and leaves the others registered. */
+static void
+waiters_give_partial(bc_waiter_t **head, bc_chunk_t *ch)
+{
+	bc_waiter_t **pp = head, *w;
+
+	while ((w = *pp) != NULL) {
+		if (!w->partial_ok) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->next = NULL;
+		w->list = NULL;
+		w->result = BC_WAIT_CHUNK;
+		bc_chunk_ref(ch);
+		w->chunk = ch;
 		w->wake(w->arg);
 	}
 }
@@ -424,6 +452,9 @@ fail:
 /* ---- fills ------------------------------------------------------------- */
 
 static void fill_done(bc_xfer_t *x, void *arg);
+static void fill_headers(bc_xfer_t *x, void *arg, int status,
+    const bc_kvlist_t *h);
+static void fill_data(void *arg, size_t total);
 
 /* c->mu held: starts a fill of kind for o; returns it, or NULL when the
  * exchange could not start. */
@@ -479,6 +510,8 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index)
 	 * object: anything beyond a chunk fails the fill */
 	xo.collect_max = c->cs > 0 ? (size_t)c->cs : 1;
 	xo.on_done = fill_done;
+	xo.on_headers = fill_headers;
+	xo.on_data = fill_data;
 	xo.done_arg = f;
 	o->refs++;
 	f->next = o->fills;
@@ -608,6 +641,131 @@ obj_changed(bc_cache_t *c, bc_object_t *o)
 	obj_unlist(c, o);
 }
 
+/*
+ * c->mu held: whether a 200/206 answer to the chunk or first fill f is the
+ * chunk asked for. Yes: returns 0 with *size the object's size, and (first
+ * fill) the object's metadata set. No: -1; fill_done() then says why.
+ */
+static int
+fill_accept(bc_cache_t *c, fill_t *f, int status, const bc_kvlist_t *h,
+    uint64_t *size)
+{
+	bc_object_t *o = f->o;
+	const char *etag = bc_kv_get(h, "ETag");
+
+	if (status != 200 && status != 206)
+		return -1;
+	if (f->kind == FILL_CHUNK && (etag == NULL ||
+	    strcmp(etag, f->etag) != 0))
+		return -1;   /* another version: never stitched */
+	*size = status == 206 ? content_range_total(bc_kv_get(h,
+	    "Content-Range"), bc_chunk_start(f->index, c->cs)) :
+	    parse_u64(bc_kv_get(h, "Content-Length"));
+	if (*size == UINT64_MAX || (status == 200 && *size > c->cs) ||
+	    *size / c->cs >= UINT32_MAX)
+		return -1;   /* unsized, whole and too big, or uncountable */
+	if (f->kind == FILL_CHUNK)
+		return o->meta_valid && *size == o->meta.size ? 0 : -1;
+	if (meta_from_headers(c, o, h, *size) < 0)
+		return -1;
+	memcpy(f->etag, o->meta.etag, sizeof(f->etag));
+	waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+	if (status == 200 && f->index != 0) {
+		/* the upstream ignored Range: the body is the whole
+		 * (one-chunk) object; keep it as chunk 0 and let the
+		 * waiters look again (their range may be past it) */
+		f->index = 0;
+		f->recheck = true;
+	}
+	return 0;
+}
+
+/* Loop thread: the upstream's headers for f are in. An accepted chunk
+ * starts filling in place, and waiters that take filling chunks get it
+ * now: their clients receive bytes as they arrive. */
+static void
+fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
+{
+	fill_t *f = arg;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+	uint64_t size, want;
+
+	if (f->kind != FILL_FIRST && f->kind != FILL_CHUNK)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (fill_accept(c, f, status, h, &size) < 0)
+		goto out;
+	f->accepted = true;
+	want = bc_chunk_len(f->index, size, c->cs);
+	if (want > 0) {
+		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
+		uint8_t *data = malloc((size_t)want);
+
+		f->chunk = data != NULL ? bc_chunk_new_filling(&k, data,
+		    (size_t)want) : NULL;   /* takes data even on failure */
+		if (f->chunk == NULL) {
+			f->accepted = false;    /* fill_done fails it */
+			goto out;
+		}
+		bc_xfer_set_sink(x, f->chunk->data, f->chunk->len);
+		if (!f->recheck)
+			waiters_give_partial(&f->waiters, f->chunk);
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Loop thread: total bytes of f's chunk are in. */
+static void
+fill_data(void *arg, size_t total)
+{
+	fill_t *f = arg;
+
+	if (f->chunk == NULL)
+		return;
+	bc_chunk_fill(f->chunk, total);
+	if (total - f->woke_at < PROGRESS_WAKE && total != f->chunk->len)
+		return;
+	f->woke_at = total;
+	pthread_mutex_lock(&f->c->mu);
+	waiters_end(&f->chunk->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+	    NULL, 0);
+	pthread_mutex_unlock(&f->c->mu);
+}
+
+/* c->mu held: ends an accepted fill: its chunk is complete (stored and
+ * handed out) or failed (readers are cut off). */
+static void
+fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
+{
+	bc_chunk_t *ch = f->chunk;
+
+	if (rv < 0 || (ch != NULL && bc_chunk_avail(ch) != ch->len)) {
+		if (ch != NULL) {
+			bc_chunk_end(ch, BC_CHUNK_FAILED);
+			waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL,
+			    0, 0, NULL, 0);
+		}
+		BC_WARN("%s/%s chunk %u: %s", o->bucket, o->key, f->index,
+		    rv < 0 ? bc_strerror(rv) : "short body");
+		fill_fail(o, f, BC_WAIT_FAILED, rv < 0 ? rv : BC_EPROTO, 0,
+		    NULL, 0);
+		return;
+	}
+	if (ch == NULL) {   /* an empty object: nothing to store */
+		waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+		return;
+	}
+	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
+	ch->fetch_us = bc_xfer_elapsed_us(f->x);
+	waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+	if (o->listed)
+		bc_tier_mem.put(c->mem, ch);   /* may not admit */
+	waiters_end(&f->waiters, f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
+	    ch, 0, 0, NULL, 0);
+}
+
 static void
 fill_done(bc_xfer_t *x, void *arg)
 {
@@ -618,16 +776,17 @@ fill_done(bc_xfer_t *x, void *arg)
 	int status = 0, rv;
 	size_t len = 0;
 	uint8_t *body = bc_xfer_take_body(x, &len);
-	uint64_t size;
-	bc_chunk_t *chunk = NULL;
 	const char *etag;
-	bool recheck = false;
 
 	rv = bc_xfer_headers(x, &status, &h);
 	if (rv == 0)   /* headers came; did the whole body? */
 		rv = bc_xfer_error(x);
 	pthread_mutex_lock(&c->mu);
 	fill_unlink(o, f);
+	if (f->accepted) {
+		fill_finish_accepted(c, o, f, rv);
+		goto out;
+	}
 	if (rv < 0) {
 		fill_fail(o, f, BC_WAIT_FAILED, rv, 0, NULL, 0);
 		goto out;
@@ -642,7 +801,9 @@ fill_done(bc_xfer_t *x, void *arg)
 		    etag != NULL && strcmp(etag, f->etag) == 0) {
 			o->meta_at_ns = mono_ns();   /* ignored If-None-Match */
 		} else if (status == 200 && f->kind == FILL_HEAD) {
-			size = parse_u64(bc_kv_get(h, "Content-Length"));
+			uint64_t size = parse_u64(bc_kv_get(h,
+			    "Content-Length"));
+
 			if (size == UINT64_MAX ||
 			    meta_from_headers(c, o, h, size) < 0) {
 				fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0,
@@ -683,32 +844,6 @@ fill_done(bc_xfer_t *x, void *arg)
 			f->waiters = NULL;
 			goto out;
 		}
-		if (status != 200 && status != 206) {
-			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
-			    len);
-			goto out;
-		}
-		size = status == 206 ? content_range_total(bc_kv_get(h,
-		    "Content-Range"), bc_chunk_start(f->index, c->cs)) : len;
-		if (size != UINT64_MAX && size / c->cs >= UINT32_MAX) {
-			fill_fail(o, f, BC_WAIT_FAILED, BC_E2BIG, 0, NULL, 0);
-			goto out;   /* more chunks than an index can count */
-		}
-		if (size == UINT64_MAX || (status == 200 && len > c->cs) ||
-		    meta_from_headers(c, o, h, size) < 0) {
-			fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
-			goto out;
-		}
-		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
-		waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
-		    NULL, 0);
-		if (status == 200 && f->index != 0) {
-			/* the upstream ignored Range: the body is the whole
-			 * (one-chunk) object; keep it as chunk 0 and let the
-			 * waiters look again (their range may be past it) */
-			f->index = 0;
-			recheck = true;
-		}
 		break;
 	case FILL_CHUNK:
 		if (status == 412 || ((status == 200 || status == 206) &&
@@ -720,44 +855,18 @@ fill_done(bc_xfer_t *x, void *arg)
 			fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
 			goto out;
 		}
-		if (status != 200 && status != 206) {
-			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
-			    len);
-			goto out;
-		}
 		break;
 	}
-
-	/* a chunk of version f->etag: check its length, store, deliver */
-	{
-		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
-		uint64_t want = bc_chunk_len(f->index, o->meta_valid ?
-		    o->meta.size : 0, c->cs);
-
-		if (len != want) {
-			BC_WARN("%s/%s chunk %u: %zu bytes, expected %" PRIu64,
-			    o->bucket, o->key, f->index, len, want);
-			fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
-			goto out;
-		}
-		chunk = bc_chunk_new(&k, body, len);
-		body = NULL;
-		if (chunk == NULL) {
-			fill_fail(o, f, BC_WAIT_FAILED, BC_ENOMEM, 0, NULL, 0);
-			goto out;
-		}
-		chunk->fetch_us = bc_xfer_elapsed_us(x);
-		if (o->listed && len > 0)
-			bc_tier_mem.put(c->mem, chunk);   /* may not admit */
-		waiters_end(&f->waiters, recheck ? BC_WAIT_RECHECK :
-		    BC_WAIT_CHUNK, chunk, 0, 0, NULL, 0);
-		bc_chunk_unref(chunk);
-	}
+	if (status == 200 || status == 206)   /* not the chunk asked for */
+		fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
+	else
+		fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body, len);
 out:
 	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
 	BC_STATS_SET(cache_evictions, bc_tier_mem.evictions(c->mem));
 	obj_unref_locked(c, o);
 	pthread_mutex_unlock(&c->mu);
+	bc_chunk_unref(f->chunk);
 	free(body);
 	bc_xfer_detach(x);
 	bc_xfer_unref(x);
@@ -836,20 +945,32 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		rv = BC_ECANCELED;   /* a newer version exists: restart */
 		goto out;
 	}
-	if (!fetch) {
-		rv = BC_EAGAIN;
-		goto out;
-	}
 	for (f = o->fills; f != NULL; f = f->next)
 		if ((f->kind == FILL_CHUNK || f->kind == FILL_FIRST) &&
 		    f->index == i && strcmp(f->etag, etag) == 0)
 			break;
+	if (!fetch) {
+		rv = f != NULL ? BC_EINPROGRESS : BC_EAGAIN;
+		goto out;
+	}
 	if (f == NULL) {
 		f = fill_start(c, o, FILL_CHUNK, i);
 		if (f == NULL) {
 			rv = BC_EIO;
 			goto out;
 		}
+	} else if (f->chunk != NULL && !f->recheck && w != NULL &&
+	    w->partial_ok) {
+		bc_chunk_ref(f->chunk);   /* join the fill as it streams */
+		*out = f->chunk;
+		if (f->joined) {
+			BC_STATS_INC(cache_coalesced_waits);
+			bc_stats_bucket_add(o->bucket,
+			    BC_BSTAT_cache_coalesced_waits, 1);
+		}
+		f->joined = true;
+		rv = 0;
+		goto out;
 	}
 	if (w != NULL) {   /* joining a readahead's fetch is no coalescing */
 		waiter_add(o, &f->waiters, w, f->joined);
@@ -857,6 +978,29 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 	}
 	rv = BC_EAGAIN;
 out:
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+ssize_t
+bc_cache_chunk_wait(bc_cache_t *c, bc_chunk_t *ch, size_t have,
+    bc_waiter_t *w)
+{
+	ssize_t rv;
+	size_t avail;
+
+	pthread_mutex_lock(&c->mu);
+	avail = bc_chunk_avail(ch);
+	if (avail > have)
+		rv = (ssize_t)avail;
+	else if (bc_chunk_state(ch) == BC_CHUNK_FAILED)
+		rv = BC_EIO;
+	else if (bc_chunk_state(ch) == BC_CHUNK_COMPLETE)
+		rv = (ssize_t)avail;
+	else {
+		waiter_add(NULL, &ch->fill_waiters, w, false);
+		rv = 0;
+	}
 	pthread_mutex_unlock(&c->mu);
 	return rv;
 }

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "cache/cache_chunk.h"
@@ -61,6 +62,9 @@ typedef struct bc_waiter_s {
 	int                 err;          /* BC_E*, for BC_WAIT_FAILED */
 	int                 up_status;    /* for BC_WAIT_UPSTREAM */
 	bc_buf_t            up_body;      /* owned by the waiter */
+	/* Set by the owner: take a chunk while it is still filling
+	 * (BC_WAIT_CHUNK as soon as the upstream's headers are in). */
+	bool                partial_ok;
 	/* cache-internal */
 	void               *list;         /* where it is registered */
 	bool                counted;      /* a coalesced wait was counted */
@@ -120,13 +124,23 @@ void bc_objmeta_fini(bc_objmeta_t *m);
 
 /*
  * Chunk i of o (metadata known, ETag etag). Returns 0 and a reference in
- * *out on a hit; BC_EAGAIN when it is not in memory: with fetch, a fetch
+ * *out on a hit (or, for a waiter with partial_ok, a chunk still being
+ * filled); without fetch, BC_EINPROGRESS when another request's fetch of
+ * it runs; BC_EAGAIN when it is not in memory: with fetch, a fetch
  * runs (one is started unless one already is) and w, when not NULL, is
  * registered on it; BC_ECANCELED when o is no longer the current version
  * (restart); or another negative code. *out is NULL unless 0 is returned.
  */
 int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool fetch, bc_waiter_t *w, bc_chunk_t **out);
+
+/*
+ * For a chunk that may still be filling: returns the bytes readable now
+ * when more than have, 0 after registering w (woken, BC_WAIT_RECHECK, when
+ * more arrive or the fill ends), or BC_EIO when the fill failed.
+ */
+ssize_t bc_cache_chunk_wait(bc_cache_t *c, bc_chunk_t *ch, size_t have,
+    bc_waiter_t *w);
 
 /* Drops (bucket, key), or with key NULL every key of bucket starting with
  * prefix. Returns the number of objects unlisted. */

@@ -7,7 +7,8 @@
  * bytes and the index (4 bytes, little-endian), finished with MurmurHash3's
  * 64-bit mixer so the low bits a power-of-two table uses are well spread.
  *
- * refs is the only field that changes after bc_chunk_new() besides the
+ * refs (and, while filling, filled/state) are the only fields that change
+ * after bc_chunk_new() besides the
  * owning tier's on_free/tier_data/pol_* (its lock held). ref/unref are
  * atomic; the thread that drops the last reference runs on_free and frees.
  * Touching a chunk whose count is already zero aborts.
@@ -92,6 +93,9 @@ bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len)
 	c->data = data;
 	c->len = len;
 	atomic_init(&c->refs, 1);
+	atomic_init(&c->filled, len);
+	atomic_init(&c->state, BC_CHUNK_COMPLETE);
+	c->fill_waiters = NULL;
 	return c;
 fail:
 	free(data);
@@ -141,4 +145,42 @@ bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
 		return 0;
 	p += strlen(p) + 1;
 	return strcmp(p, k->etag) == 0;
+}
+
+bc_chunk_t *
+bc_chunk_new_filling(const bc_chunk_key_t *k, uint8_t *data, size_t len)
+{
+	bc_chunk_t *c = bc_chunk_new(k, data, len);
+
+	if (c != NULL) {
+		atomic_store_explicit(&c->filled, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->state, BC_CHUNK_FILLING,
+		    memory_order_relaxed);
+	}
+	return c;
+}
+
+void
+bc_chunk_fill(bc_chunk_t *c, size_t n)
+{
+	atomic_store_explicit(&c->filled, n, memory_order_release);
+}
+
+void
+bc_chunk_end(bc_chunk_t *c, bc_chunk_state_t state)
+{
+	atomic_store_explicit(&c->state, state, memory_order_release);
+}
+
+size_t
+bc_chunk_avail(const bc_chunk_t *c)
+{
+	return atomic_load_explicit(&c->filled, memory_order_acquire);
+}
+
+bc_chunk_state_t
+bc_chunk_state(const bc_chunk_t *c)
+{
+	return (bc_chunk_state_t)atomic_load_explicit(&c->state,
+	    memory_order_acquire);
 }

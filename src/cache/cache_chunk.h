@@ -8,6 +8,12 @@
  * on_free hook first (tiers use it to account bytes actually freed).
  * A count going below zero aborts. data and len never change after
  * bc_chunk_new(), so any holder may read them without a lock.
+ *
+ * Filling: a chunk made by bc_chunk_new_filling() is handed out while its
+ * bytes still arrive. `filled` (release/acquire) says how many of data's
+ * first bytes are final; `state` ends COMPLETE or FAILED. Only complete
+ * chunks go into tiers; readers of a filling chunk read at most `filled`
+ * bytes and wait (cache.h, bc_cache_chunk_wait) for more.
  */
 #ifndef BC_CACHE_CHUNK_H
 #define BC_CACHE_CHUNK_H
@@ -24,6 +30,13 @@ typedef struct bc_chunk_key_s {
 } bc_chunk_key_t;
 
 typedef struct bc_chunk_s bc_chunk_t;
+struct bc_waiter_s;
+
+typedef enum bc_chunk_state_e {
+	BC_CHUNK_FILLING = 0,
+	BC_CHUNK_COMPLETE = 1,
+	BC_CHUNK_FAILED = -1,
+} bc_chunk_state_t;
 typedef void (*bc_chunk_free_fn)(bc_chunk_t *c);
 
 struct bc_chunk_s {
@@ -41,11 +54,26 @@ struct bc_chunk_s {
 	 * held); no one else touches them. */
 	bc_chunk_t      *pol_prev, *pol_next;
 	uint64_t         pol_word;
+	/* Filling (see above); fill_waiters is the cache's, under its lock. */
+	_Atomic size_t      filled;
+	_Atomic int         state;
+	struct bc_waiter_s *fill_waiters;
 };
 
 /* Creates a chunk for k that takes ownership of data (malloc'd, len
  * bytes). Returns NULL when out of memory (data is then freed). */
 bc_chunk_t *bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len);
+/* Like bc_chunk_new, but the chunk starts FILLING with nothing filled:
+ * its owner writes data and publishes progress with bc_chunk_fill(). */
+bc_chunk_t *bc_chunk_new_filling(const bc_chunk_key_t *k, uint8_t *data,
+    size_t len);
+/* Publishes that data's first n bytes are final. */
+void        bc_chunk_fill(bc_chunk_t *c, size_t n);
+/* Ends filling: COMPLETE (every byte filled) or FAILED. */
+void        bc_chunk_end(bc_chunk_t *c, bc_chunk_state_t state);
+/* Bytes readable now, and the state (acquire). */
+size_t      bc_chunk_avail(const bc_chunk_t *c);
+bc_chunk_state_t bc_chunk_state(const bc_chunk_t *c);
 void        bc_chunk_ref(bc_chunk_t *c);
 void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
 

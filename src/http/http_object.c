@@ -9,8 +9,10 @@
  *     response holding chunk references (x-bucketcache: hit);
  *   - otherwise a streaming response whose reader takes the chunks in
  *     order, waiting on single-flight fills for missing ones and reading
- *     `readahead` chunks ahead (x-bucketcache: miss or partial). It holds
- *     one chunk at a time, so memory per slow client stays bounded.
+ *     `readahead` chunks ahead (x-bucketcache: miss or partial). A chunk
+ *     being fetched is sent as its bytes arrive (the waiter takes filling
+ *     chunks), so the first byte does not wait for a whole chunk. It
+ *     holds one chunk at a time: memory per slow client stays bounded.
  * When the object changes between fetches, a request that has sent
  * nothing restarts (at most MAX_RESTARTS times); one that has sent bytes
  * is cut off, never stitched.
@@ -102,6 +104,7 @@ obj_start(bc_http_req_t *r)
 	r->hdata = q;
 	q->c = r->srv->cache;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
+	q->w.partial_ok = true;   /* stream chunks as they arrive */
 	q->head = strcmp(r->s3.method, "HEAD") == 0;
 	q->has_range = range != NULL && bc_range_parse_spec(range, &q->spec);
 	q->hint = q->head ? BC_CACHE_META_ONLY :
@@ -220,14 +223,14 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n;
 	int rv;
 
+	if (q->waiting) {   /* for a chunk, or for a filling chunk's bytes */
+		rv = take_wake(r, q, &e);
+		if (rv == 0)
+			return 0;
+		if (rv != 1)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 	if (q->cur == NULL || q->cur->index != i) {
-		if (q->waiting) {
-			rv = take_wake(r, q, &e);
-			if (rv == 0)
-				return 0;
-			if (rv != 1)
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
 		if (q->first != NULL && q->first->index == i) {
 			bc_chunk_unref(q->cur);
 			q->cur = q->first;
@@ -254,7 +257,25 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		read_ahead(q, r, i, q->c1);
 	}
 	in_chunk = off - bc_chunk_start(i, cs);
-	n = q->cur->len - in_chunk;
+	n = bc_chunk_avail(q->cur);
+	if (n <= in_chunk) {   /* a chunk still filling: wait for more */
+		ssize_t got = bc_cache_chunk_wait(q->c, q->cur, in_chunk,
+		    &q->w);
+
+		if (got == 0) {
+			q->waiting = true;
+			bc_http_wait(r);
+			return 0;
+		}
+		if (got < 0 || (size_t)got <= in_chunk) {
+			BC_WARN("%s/%s: chunk %u failed while streaming; "
+			    "cutting the response off", r->s3.bucket,
+			    r->s3.key, i);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		n = (size_t)got;
+	}
+	n -= in_chunk;
 	if (n > max)
 		n = max;
 	if (n > q->range.last - off + 1)
@@ -274,7 +295,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 /* Tries the zero-copy response: every chunk of the span in memory.
  * Returns the response, or NULL (nothing held) with *present counting
- * the chunks that were. */
+ * the chunks in memory or being fetched by another request (no fetch
+ * of this request's own: they make a hit, not a miss). */
 static struct MHD_Response *
 zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
 {
@@ -297,9 +319,14 @@ zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
 			bc_chunk_ref(ch);
 			h->v[h->n++] = ch;
 			continue;
-		} else if (bc_cache_chunk(q->c, q->o, q->meta.etag, i, false,
-		    NULL, &ch) < 0) {
-			continue;
+		} else {
+			int rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i,
+			    false, NULL, &ch);
+
+			if (rv == BC_EINPROGRESS)
+				(*present)++;   /* another request fetches it */
+			if (rv < 0)
+				continue;
 		}
 		h->v[h->n++] = ch;
 		(*present)++;
@@ -424,7 +451,8 @@ respond(bc_http_req_t *r, objreq_t *q)
 			bc_stats_bucket_add(r->s3.bucket,
 			    BC_BSTAT_cache_bytes_memory, len);
 		} else {
-			hit = present > 0 ? PARTIAL : MISS;
+			hit = present == q->c1 - q->c0 + 1 ? HIT :
+			    present > 0 ? PARTIAL : MISS;
 			resp = MHD_create_response_from_callback(len,
 			    READER_BLOCK, obj_reader, r, NULL);
 		}

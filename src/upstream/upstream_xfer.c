@@ -42,6 +42,10 @@ struct bc_xfer_s {
 	size_t           collect_max;
 	bc_xfer_done_fn  on_done;
 	void            *done_arg;
+	bc_xfer_headers_fn on_headers;
+	bc_xfer_data_fn  on_data;
+	uint8_t         *sink;           /* loop: sink mode buffer */
+	size_t           sink_cap, sink_len;
 
 	/* loop */
 	CURL            *easy;
@@ -197,6 +201,7 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 	bc_xfer_t *x = ud;
 	size_t len = size * n, nl;
 	const char *colon, *v, *end;
+	bool final = false;
 
 	x->header_bytes += len;
 	if (x->header_bytes > MAX_HEADER_BYTES)
@@ -217,6 +222,7 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 			} else {
 				x->status = x->cur_status;
 				x->hdrs_done = true;
+				final = true;
 				bc_stats_upstream_latency((uv_hrtime() -
 				    x->attempt_ns) / 1000);
 				do_wake(x);
@@ -241,6 +247,9 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 		}
 	}
 	pthread_mutex_unlock(&x->mu);
+	/* the headers no longer change: the callback reads them unlocked */
+	if (final && x->on_headers != NULL)
+		x->on_headers(x, x->done_arg, x->status, &x->hdrs);
 	return len;
 }
 
@@ -256,6 +265,20 @@ write_cb(char *p, size_t size, size_t n, void *ud)
 	if (x->cancelled) {
 		pthread_mutex_unlock(&x->mu);
 		return 0;
+	}
+	if (x->sink != NULL) {      /* bounded by the caller's buffer */
+		if (len > x->sink_cap - x->sink_len) {
+			x->err = BC_E2BIG;
+			pthread_mutex_unlock(&x->mu);
+			return 0;
+		}
+		memcpy(x->sink + x->sink_len, p, len);
+		x->sink_len += len;
+		pthread_mutex_unlock(&x->mu);
+		BC_STATS_ADD(upstream_bytes_in, len);
+		if (x->on_data != NULL)
+			x->on_data(x->done_arg, x->sink_len);
+		return len;
 	}
 	if (x->collect_max > 0) {   /* bounded by the buffer's limit */
 		int rv = bc_buf_append(&x->body, p, len);
@@ -611,6 +634,8 @@ bc_xfer_start(bc_loop_t *loop, const bc_xfer_opts_t *o,
 	x->collect_max = o->collect_max;
 	x->on_done = o->on_done;
 	x->done_arg = o->done_arg;
+	x->on_headers = o->on_headers;
+	x->on_data = o->on_data;
 	bc_buf_init(&x->body, o->collect_max);
 	if (x->url == NULL || x->slist == NULL ||
 	    bc_loop_call(loop, start_cb, x) < 0) {
@@ -710,6 +735,16 @@ bc_xfer_take_body(bc_xfer_t *x, size_t *len)
 	p = x->body.len > 0 ? (uint8_t *)bc_buf_steal(&x->body) : NULL;
 	pthread_mutex_unlock(&x->mu);
 	return p;
+}
+
+void
+bc_xfer_set_sink(bc_xfer_t *x, uint8_t *buf, size_t cap)
+{
+	pthread_mutex_lock(&x->mu);
+	x->sink = buf;
+	x->sink_cap = cap;
+	x->sink_len = 0;
+	pthread_mutex_unlock(&x->mu);
 }
 
 int

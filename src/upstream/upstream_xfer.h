@@ -40,6 +40,13 @@ typedef void (*bc_xfer_wake_fn)(void *arg);
  * (x's lock not held); read the outcome with bc_xfer_headers() and
  * bc_xfer_take_body(). */
 typedef void (*bc_xfer_done_fn)(bc_xfer_t *x, void *arg);
+/* Collect mode: called once on the loop thread when the final response
+ * headers are in, before any body byte; it may call bc_xfer_set_sink(). */
+typedef void (*bc_xfer_headers_fn)(bc_xfer_t *x, void *arg, int status,
+    const bc_kvlist_t *headers);
+/* Sink mode: called on the loop thread after body bytes were written into
+ * the sink; total is how many it holds now. */
+typedef void (*bc_xfer_data_fn)(void *arg, size_t total);
 
 typedef struct bc_xfer_opts_s {
 	const char *method;            /* "GET", "PUT", ... */
@@ -54,7 +61,9 @@ typedef struct bc_xfer_opts_s {
 	 * with BC_E2BIG) and on_done fires at the end; wake is not used. */
 	size_t          collect_max;
 	bc_xfer_done_fn on_done;
-	void           *done_arg;
+	void           *done_arg;       /* for on_done, on_headers, on_data */
+	bc_xfer_headers_fn on_headers;  /* may be NULL */
+	bc_xfer_data_fn    on_data;     /* may be NULL */
 } bc_xfer_opts_t;
 
 /* Must be called once before any xfer (sets the loop's done callback). */
@@ -86,6 +95,10 @@ int     bc_xfer_headers(bc_xfer_t *x, int *status,
  * transfer failed midway. */
 ssize_t bc_xfer_read(bc_xfer_t *x, void *buf, size_t max);
 
+/* Collect mode, from on_headers only: the body goes into buf (cap bytes,
+ * owned by the caller, which must keep it alive until on_done) instead of
+ * being gathered; more than cap bytes fails the exchange (BC_E2BIG). */
+void     bc_xfer_set_sink(bc_xfer_t *x, uint8_t *buf, size_t cap);
 /* Collect mode, after on_done: hands over the body (malloc'd, *len bytes;
  * free() it) and leaves the xfer without one. NULL when there is none. */
 uint8_t *bc_xfer_take_body(bc_xfer_t *x, size_t *len);

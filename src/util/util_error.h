@@ -23,6 +23,7 @@
 #define BC_ETIMEDOUT (-ETIMEDOUT)
 #define BC_EACCES    (-EACCES)
 #define BC_EPROTO    (-EPROTO)
+#define BC_EINPROGRESS (-EINPROGRESS)
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);
