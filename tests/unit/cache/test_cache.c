@@ -13,7 +13,8 @@
  * server keeps a log of every request it saw and has knobs: fail the next
  * N requests with a status (or by closing the connection), hold requests
  * at a gate until released (to create concurrency deterministically),
- * change an object, ignore Range or If-Match, cut a body short.
+ * change an object, ignore Range or If-Match, cut a body short, send a
+ * body's first bytes and hold the rest at a second gate (streaming fills).
  *
  * Ordering is made with the gate and condition variables only; timeouts
  * are failure guards (and the TTL tests wait for the TTL to pass).
@@ -99,6 +100,10 @@ typedef struct srv_s {
 	size_t             cut_body;     /* >0: close after this many body
 					    bytes (Content-Length says all) */
 	bool               head_no_length;  /* HEAD without Content-Length */
+	size_t             hold_body;    /* >0: a GET body stops after this
+					    many bytes while body_gate is set */
+	bool               body_gate;
+	unsigned           body_held;    /* bodies held right now */
 	bool               stopping;
 } srv_t;
 
@@ -169,18 +174,37 @@ parse_range(const char *v, uint64_t *a, uint64_t *b)
 
 typedef struct cut_s {
 	uint8_t *data;
-	size_t   len, cut;
+	size_t   len, cut;        /* cut 0: the whole body */
+	size_t   hold;            /* >0: stop here while s->body_gate */
+	bool     released;        /* past the hold */
+	srv_t   *s;
 } cut_t;
 
+/* Runs on the connection's own thread (a thread per connection): blocking
+ * at the hold only delays this response. */
 static ssize_t
 cut_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	cut_t *c = cls;
-	size_t n;
+	size_t n, end = c->cut > 0 && c->cut < c->len ? c->cut : c->len;
+	bool stop = false;
 
-	if (pos >= c->cut)
+	if (c->hold > 0 && !c->released && pos >= c->hold) {
+		pthread_mutex_lock(&c->s->mu);
+		c->s->body_held++;
+		pthread_cond_broadcast(&c->s->cv);
+		while (c->s->body_gate && !c->s->stopping)
+			pthread_cond_wait(&c->s->cv, &c->s->mu);
+		c->s->body_held--;
+		stop = c->s->stopping;
+		pthread_mutex_unlock(&c->s->mu);
+		c->released = true;
+	}
+	if (stop || pos >= end)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
-	n = c->cut - (size_t)pos;
+	n = end - (size_t)pos;
+	if (c->hold > 0 && !c->released && c->hold - (size_t)pos < n)
+		n = c->hold - (size_t)pos;
 	if (n > max)
 		n = max;
 	memcpy(buf, c->data + pos, n);
@@ -202,13 +226,17 @@ empty_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
-/* A 200/206 body of len bytes at p, cut after cut bytes when cut > 0. */
+/* A 200/206 body of len bytes at p, cut after cut bytes when cut > 0,
+ * held after hold bytes (while s->body_gate is set) when 0 < hold < len. */
 static struct MHD_Response *
-body_response(const uint8_t *p, size_t len, size_t cut)
+body_response(srv_t *s, const uint8_t *p, size_t len, size_t cut,
+    size_t hold)
 {
 	cut_t *c;
 
-	if (cut == 0 || cut >= len)
+	if (hold >= len)
+		hold = 0;
+	if ((cut == 0 || cut >= len) && hold == 0)
 		return MHD_create_response_from_buffer(len, (void *)p,
 		    MHD_RESPMEM_MUST_COPY);
 	c = calloc(1, sizeof(*c));
@@ -216,6 +244,8 @@ body_response(const uint8_t *p, size_t len, size_t cut)
 	memcpy(c->data, p, len);
 	c->len = len;
 	c->cut = cut;
+	c->hold = hold;
+	c->s = s;
 	return MHD_create_response_from_callback(len, 4096, cut_reader, c,
 	    cut_free);
 }
@@ -233,7 +263,7 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	char etag[64] = "";
 	bool head = strcmp(method, "HEAD") == 0, ignore_range, ignore_im;
 	bool short_body, no_etag, head_no_length;
-	size_t cut;
+	size_t cut, hold;
 	unsigned fail = 0;
 	struct MHD_Response *r = NULL;
 	unsigned status;
@@ -280,6 +310,7 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	short_body = s->short_body;
 	no_etag = s->no_etag;
 	cut = s->cut_body;
+	hold = s->hold_body;
 	head_no_length = s->head_no_length;
 	pthread_mutex_unlock(&s->mu);
 
@@ -324,15 +355,15 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 			if (b >= size)
 				b = size - 1;
 			status = 206;
-			r = body_response(data + a, (size_t)(b - a + 1 -
-			    (short_body ? 1 : 0)), cut);
+			r = body_response(s, data + a, (size_t)(b - a + 1 -
+			    (short_body ? 1 : 0)), cut, hold);
 			snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64
 			    "/%zu", a, b, size);
 			MHD_add_response_header(r, "Content-Range", cr);
 		}
 	} else {
 		status = 200;
-		r = body_response(data, size, cut);
+		r = body_response(s, data, size, cut, hold);
 	}
 	free(data);
 	if (r == NULL)
@@ -466,6 +497,57 @@ srv_wait_held(srv_t *s, unsigned n)
 	ok = s->held >= n;
 	pthread_mutex_unlock(&s->mu);
 	return ok;
+}
+
+/* GET bodies stop after at bytes (0: never) until srv_release_body(). */
+static void
+srv_hold_body(srv_t *s, size_t at)
+{
+	pthread_mutex_lock(&s->mu);
+	s->hold_body = at;
+	s->body_gate = at > 0;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Lets held bodies go on (and later ones pass their hold). */
+static void
+srv_release_body(srv_t *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->body_gate = false;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits until n bodies are held; false after GUARD_MS. */
+static bool
+srv_wait_body_held(srv_t *s, unsigned n)
+{
+	struct timespec dl;
+	bool ok;
+
+	abs_deadline(&dl, GUARD_MS);
+	pthread_mutex_lock(&s->mu);
+	while (s->body_held < n) {
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT)
+			break;
+	}
+	ok = s->body_held >= n;
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+/* Bodies held right now. */
+static unsigned
+srv_body_held(srv_t *s)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->body_held;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 /* Requests seen with method (NULL: any) and Range (NULL: any, "": none). */
@@ -2219,6 +2301,698 @@ LTest(cache, stop_with_fill_in_flight)
 	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
 	cr_assert_eq(t.w.err, BC_ECANCELED, "%s", bc_strerror(t.w.err));
 	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- streaming fills ---------------------------------------------------- */
+
+/*
+ * A fill's chunk exists from the upstream's headers on and fills in place;
+ * waiters with partial_ok get it then (BC_WAIT_CHUNK, state FILLING) and
+ * read on with bc_cache_chunk_wait(). These tests use a bigger chunk so a
+ * body can be held at the server after exactly SHOLD bytes: one progress
+ * step (the cache wakes readers every 64 KiB of progress and at the end;
+ * README, cache.c PROGRESS_WAKE), so a reader reaches the hold through
+ * wakes alone and nothing arrives past it until the test releases the
+ * body.
+ */
+#define SCS     (256 * 1024)            /* chunk size */
+#define SHOLD   (64 * 1024)             /* where a held body stops */
+#define SSIZE   (SCS + 200 * 1024)      /* chunk 0 whole, chunk 1 200 KiB */
+#define SKEY    "stream"
+#define SRANGE1 "bytes=262144-524287"   /* chunk 1's fill */
+#define SLEN1   ((size_t)(SSIZE - SCS))
+
+static uint8_t sobj[SSIZE];
+
+/* The environment with chunk size SCS (eo may be NULL) and SKEY stored. */
+static void
+stream_env_start(env_opts_t *eo)
+{
+	env_opts_t o;
+
+	if (eo == NULL) {
+		memset(&o, 0, sizeof(o));
+		eo = &o;
+	}
+	eo->chunk_size = SCS;
+	fill_pattern(sobj, sizeof(sobj), 5);
+	env_start_opts(eo);
+	srv_put(&E.srv, BUCKET, SKEY, sobj, sizeof(sobj), "\"etag-st\"");
+}
+
+/* A waiter that takes chunks while they fill. */
+static void
+stw_init(tw_t *t)
+{
+	tw_init(t);
+	t->w.partial_ok = true;
+}
+
+/* SKEY's metadata, with chunk 0 fetched whole and released. */
+static bc_object_t *
+stream_warm(bc_objmeta_t *meta)
+{
+	bc_object_t *o = bc_cache_object(E.c, BUCKET, SKEY);
+	bc_chunk_t *first = NULL;
+	bool cached = true;
+	tw_t t;
+
+	cr_assert_not_null(o);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, meta, &cached, &first), 0);
+	check_chunk(first, 0, sobj, sizeof(sobj), SCS);
+	cr_assert_eq(bc_chunk_state(first), BC_CHUNK_COMPLETE);
+	bc_chunk_unref(first);
+	tw_fini(&t);
+	return o;
+}
+
+/* The next wake of t must hand it a chunk; takes it (t is reset). */
+static bc_chunk_t *
+take_partial(tw_t *t)
+{
+	bc_wait_result_t r = tw_wait(t);
+	bc_chunk_t *ch;
+
+	cr_assert_eq(r, BC_WAIT_CHUNK, "%s", res_name(r));
+	ch = t->w.chunk;
+	cr_assert_not_null(ch);
+	t->w.chunk = NULL;
+	bc_waiter_reset(&t->w);
+	return ch;
+}
+
+/*
+ * Reads ch as http_object.c does: from have on until until bytes, with
+ * bc_cache_chunk_wait() and t for more, checking every new byte against
+ * want (the chunk's expected bytes). Every wake on the way must be
+ * RECHECK and carry no chunk. Returns the bytes read (until), or the
+ * negative code bc_cache_chunk_wait() ended with.
+ */
+static ssize_t
+stream_read(tw_t *t, bc_chunk_t *ch, size_t have, size_t until,
+    const uint8_t *want)
+{
+	for (int round = 0; round < 10000 && have < until; round++) {
+		ssize_t got = bc_cache_chunk_wait(E.c, ch, have, &t->w);
+		bc_wait_result_t r;
+
+		if (got < 0)
+			return got;
+		if (got == 0) {
+			cr_assert_not_null(t->w.list, "0, yet not registered");
+			r = tw_wait(t);
+			cr_assert_eq(r, BC_WAIT_RECHECK, "%s", res_name(r));
+			cr_assert_null(t->w.chunk);
+			bc_waiter_reset(&t->w);
+			continue;
+		}
+		cr_assert_null(t->w.list, "bytes returned, yet registered");
+		cr_assert_gt((size_t)got, have, "%zd bytes, had %zu", got,
+		    have);
+		cr_assert_leq((size_t)got, ch->len);
+		cr_assert(memcmp(ch->data + have, want + have,
+		    (size_t)got - have) == 0, "wrong bytes in [%zu, %zd)",
+		    have, got);
+		have = (size_t)got;
+	}
+	cr_assert_eq(have, until, "never got there");
+	return (ssize_t)have;
+}
+
+/* Reads the held first part of ch (SHOLD bytes) through progress wakes
+ * alone, while the server holds the rest. */
+static void
+read_first_part(tw_t *t, bc_chunk_t *ch, const uint8_t *want)
+{
+	cr_assert_eq(stream_read(t, ch, 0, SHOLD, want), SHOLD);
+	cr_assert(srv_wait_body_held(&E.srv, 1), "the body is not held");
+	cr_assert_eq(bc_chunk_avail(ch), SHOLD, "%zu bytes past a hold at %d",
+	    bc_chunk_avail(ch), SHOLD);
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FILLING);
+}
+
+/* Waits with t until ch's fill is over; it must have completed. */
+static void
+wait_complete(tw_t *t, bc_chunk_t *ch)
+{
+	for (int round = 0; round < 100; round++) {
+		ssize_t got = bc_cache_chunk_wait(E.c, ch, ch->len, &t->w);
+
+		if (got == 0) {
+			cr_assert_eq(tw_wait(t), BC_WAIT_RECHECK);
+			bc_waiter_reset(&t->w);
+			continue;
+		}
+		cr_assert_eq(got, (ssize_t)ch->len, "%zd", got);
+		cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_COMPLETE);
+		cr_assert_null(t->w.list);
+		return;
+	}
+	cr_assert_fail("the fill never ended");
+}
+
+/*
+ * A reader with partial_ok gets chunk 1 while its body is held at the
+ * server (FILLING, avail < len), reads the first part through progress
+ * wakes, waits, and after the release reads every byte; the chunk ends
+ * COMPLETE with the upstream's bytes. A waiter without partial_ok on the
+ * same fill is woken once, at the end, with the same (complete) chunk,
+ * which is stored: one upstream request in all.
+ */
+LTest(cache, stream_partial_reader_reads_while_filling)
+{
+	const uint8_t *want = sobj + SCS;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *hit = NULL;
+	tw_t a, b;
+
+	stream_env_start(NULL);
+	o = stream_warm(&meta);
+	stw_init(&a);
+	tw_init(&b);
+	srv_hold_body(&E.srv, SHOLD);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert_null(ch);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &b.w, &ch),
+	    BC_EAGAIN, "a waiter without partial_ok took a filling chunk");
+	cr_assert_null(ch);
+
+	ch = take_partial(&a);
+	cr_assert_eq(ch->index, 1);
+	cr_assert_eq(ch->len, SLEN1);
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FILLING);
+	cr_assert_lt(bc_chunk_avail(ch), SLEN1);
+	read_first_part(&a, ch, want);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &a.w), 0,
+	    "no more bytes, yet no wait");
+	cr_assert_not_null(a.w.list);
+	cr_assert_eq(bc_waiter_result(E.c, &a.w), BC_WAIT_PENDING);
+	/* nothing moves while the body is held */
+	cr_assert_eq(srv_body_held(&E.srv), 1);
+	cr_assert_eq(tw_wakes(&b), 0, "a waiter without partial_ok woke "
+	    "before its chunk was complete");
+	cr_assert_eq(bc_waiter_result(E.c, &b.w), BC_WAIT_PENDING);
+	cr_assert_null(b.w.chunk);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 1);
+
+	srv_release_body(&E.srv);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_RECHECK);
+	bc_waiter_reset(&a.w);
+	cr_assert_eq(stream_read(&a, ch, SHOLD, SLEN1, want),
+	    (ssize_t)SLEN1);
+
+	/* the other waiter: once, at the end, the same complete chunk */
+	cr_assert_eq(tw_wait(&b), BC_WAIT_CHUNK, "%s",
+	    res_name(bc_waiter_result(E.c, &b.w)));
+	cr_assert_eq(b.w.chunk, ch, "one fill, two chunk objects");
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_COMPLETE);
+	cr_assert_eq(bc_chunk_avail(ch), SLEN1);
+	check_chunk(ch, 1, sobj, sizeof(sobj), SCS);
+	cr_assert_eq(tw_wakes(&b), 1);
+	/* complete: no wait, every byte */
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SLEN1, &a.w),
+	    (ssize_t)SLEN1);
+	cr_assert_null(a.w.list);
+
+	/* stored: a hit on the same chunk, no request */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &hit),
+	    0, "the completed chunk was not stored");
+	cr_assert_eq(hit, ch);
+	bc_chunk_unref(hit);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 1);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 2);
+	bc_chunk_unref(ch);
+	tw_fini(&a);
+	tw_fini(&b);     /* drops the chunk b still holds */
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/*
+ * Requests joining a fill. Before its headers: a lookup without fetch
+ * says BC_EINPROGRESS (and registers nothing), a partial_ok waiter
+ * registers and gets the chunk with the first. After them: a partial_ok
+ * request gets the same filling chunk at once (0, not registered), a
+ * lookup without fetch still says BC_EINPROGRESS, a waiter without
+ * partial_ok registers. One upstream request; afterwards a hit.
+ */
+LTest(cache, stream_join_fill_in_progress)
+{
+	const uint8_t *want = sobj + SCS;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *cha, *chc, *che = NULL;
+	uint64_t fills0, coal0;
+	tw_t a, c, d, e;
+
+	stream_env_start(NULL);
+	o = stream_warm(&meta);
+	fills0 = st_get(BC_STAT_cache_fills);
+	coal0 = st_get(BC_STAT_cache_coalesced_waits);
+	stw_init(&a);
+	stw_init(&c);
+	tw_init(&d);
+	stw_init(&e);
+	srv_gate(&E.srv, true);          /* no headers yet */
+	srv_hold_body(&E.srv, SHOLD);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_EINPROGRESS, "a chunk being fetched is not a plain miss");
+	cr_assert_null(ch);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, &c.w, &ch),
+	    BC_EINPROGRESS);
+	cr_assert_null(c.w.list, "a lookup without fetch registered");
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 2, false, NULL, &ch),
+	    BC_EAGAIN, "no fetch of chunk 2 runs");
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &c.w, &ch),
+	    BC_EAGAIN, "no chunk before the headers");
+	cr_assert_null(ch);
+	srv_gate(&E.srv, false);
+	cha = take_partial(&a);
+	chc = take_partial(&c);
+	cr_assert_eq(chc, cha);
+
+	/* the headers are in, the body is held */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &e.w, &che), 0,
+	    "a partial_ok request did not join the streaming fill");
+	cr_assert_eq(che, cha, "joined another chunk object");
+	cr_assert_null(e.w.list);
+	cr_assert_eq(tw_wakes(&e), 0);
+	cr_assert_eq(bc_chunk_state(che), BC_CHUNK_FILLING);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_EINPROGRESS);
+	cr_assert_null(ch);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &d.w, &ch),
+	    BC_EAGAIN, "a waiter without partial_ok took a filling chunk");
+	cr_assert_null(ch);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills0 + 1);
+	cr_assert_eq(st_get(BC_STAT_cache_coalesced_waits) - coal0, 3,
+	    "coalesced waits %" PRIu64 " (c, e and d joined a's fill)",
+	    st_get(BC_STAT_cache_coalesced_waits) - coal0);
+
+	read_first_part(&e, che, want);
+	srv_release_body(&E.srv);
+	cr_assert_eq(stream_read(&e, che, SHOLD, SLEN1, want),
+	    (ssize_t)SLEN1);
+	cr_assert_eq(tw_wait(&d), BC_WAIT_CHUNK);
+	cr_assert_eq(d.w.chunk, cha);
+	cr_assert_eq(bc_chunk_state(cha), BC_CHUNK_COMPLETE);
+	check_chunk(cha, 1, sobj, sizeof(sobj), SCS);
+	cr_assert_eq(tw_wakes(&a), 1);
+	cr_assert_eq(tw_wakes(&c), 1);
+
+	/* over: a hit, the same chunk */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    0);
+	cr_assert_eq(ch, cha);
+	bc_chunk_unref(ch);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills0 + 1);
+	bc_chunk_unref(cha);
+	bc_chunk_unref(chc);
+	bc_chunk_unref(che);
+	tw_fini(&a);
+	tw_fini(&c);
+	tw_fini(&d);
+	tw_fini(&e);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/*
+ * A body cut off midway (after the held first part and some more): the
+ * partial reader gets every byte that came, then BC_EIO; the chunk ends
+ * FAILED; a waiter without partial_ok ends FAILED; the fetch is not
+ * retried (retries 2: bytes were handed out); nothing is stored: the next
+ * lookup is a miss and fetches again. The failed chunk stays readable
+ * for its holder.
+ */
+LTest(cache, stream_cut_body_fails_reader_and_stores_nothing)
+{
+	env_opts_t eo = { .retries = 2 };
+	const uint8_t *want = sobj + SCS;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *ch2 = NULL;
+	uint64_t failures0;
+	size_t avail;
+	tw_t a, b;
+
+	stream_env_start(&eo);
+	o = stream_warm(&meta);
+	failures0 = st_get(BC_STAT_cache_fill_failures);
+	stw_init(&a);
+	tw_init(&b);
+	srv_hold_body(&E.srv, SHOLD);
+	pthread_mutex_lock(&E.srv.mu);
+	E.srv.cut_body = SHOLD + 30000;
+	pthread_mutex_unlock(&E.srv.mu);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &b.w, &ch),
+	    BC_EAGAIN);
+	ch = take_partial(&a);
+	read_first_part(&a, ch, want);
+	srv_release_body(&E.srv);
+	cr_assert_eq(stream_read(&a, ch, SHOLD, SLEN1, want), BC_EIO,
+	    "a reader of a cut-off fill was not told");
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FAILED);
+	avail = bc_chunk_avail(ch);
+	cr_assert_geq(avail, SHOLD);
+	cr_assert_leq(avail, SHOLD + 30000);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, avail, &a.w), BC_EIO);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, 0, &a.w), (ssize_t)avail,
+	    "the bytes that came stay readable");
+	cr_assert_null(a.w.list);
+	cr_assert(memcmp(ch->data, want, avail) == 0);
+
+	cr_assert_eq(tw_wait(&b), BC_WAIT_FAILED, "%s",
+	    res_name(bc_waiter_result(E.c, &b.w)));
+	cr_assert_eq(b.w.err, BC_EIO, "%s", bc_strerror(b.w.err));
+	cr_assert_null(b.w.chunk);
+	cr_assert_eq(st_get(BC_STAT_cache_fill_failures), failures0 + 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 1,
+	    "a fill that handed out bytes was retried");
+
+	/* not stored, no fetch running: a plain miss */
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch2),
+	    BC_EAGAIN, "a cut-off chunk was stored");
+	cr_assert_null(ch2);
+	srv_hold_body(&E.srv, 0);
+	pthread_mutex_lock(&E.srv.mu);
+	E.srv.cut_body = 0;
+	pthread_mutex_unlock(&E.srv.mu);
+	bc_waiter_reset(&b.w);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &b, &ch2), 0);
+	cr_assert_neq(ch2, ch);
+	check_chunk(ch2, 1, sobj, sizeof(sobj), SCS);
+	cr_assert_eq(bc_chunk_state(ch2), BC_CHUNK_COMPLETE);
+	cr_assert_eq(srv_count(&E.srv, "GET", SRANGE1), 2);
+	bc_chunk_unref(ch2);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch2),
+	    0);
+	cr_assert_eq(bc_chunk_state(ch2), BC_CHUNK_COMPLETE);
+	bc_chunk_unref(ch2);
+	/* the failed one is still ours, intact */
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FAILED);
+	cr_assert(memcmp(ch->data, want, avail) == 0);
+	bc_chunk_unref(ch);
+	tw_fini(&a);
+	tw_fini(&b);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/*
+ * The first fill of a cold object with a partial_ok metadata waiter: the
+ * headers bring the metadata and, in the same wake, the filling chunk 0
+ * (one wake, CHUNK). While it fills, the metadata is cached and a lookup
+ * without fetch says BC_EINPROGRESS; once complete it is stored (a hit)
+ * with only the reader ever holding it meanwhile. One request in all.
+ */
+LTest(cache, stream_first_fill_completes_and_is_stored)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch, *hit = NULL;
+	bool cached = true;
+	tw_t a, m;
+
+	stream_env_start(NULL);
+	o = bc_cache_object(E.c, BUCKET, SKEY);
+	stw_init(&a);
+	tw_init(&m);
+	srv_hold_body(&E.srv, SHOLD);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &a.w, &meta, &cached),
+	    BC_EAGAIN);
+	ch = take_partial(&a);
+	cr_assert_eq(tw_wakes(&a), 1);
+	cr_assert_eq(ch->index, 0);
+	cr_assert_eq(ch->len, SCS);
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FILLING);
+
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &m.w, &meta, &cached), 0,
+	    "the headers are in, yet no metadata");
+	cr_assert(cached);
+	cr_assert_eq(meta.size, SSIZE);
+	cr_assert_str_eq(meta.etag, "\"etag-st\"");
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &hit),
+	    BC_EINPROGRESS);
+	cr_assert_null(hit);
+
+	read_first_part(&a, ch, sobj);
+	srv_release_body(&E.srv);
+	cr_assert_eq(stream_read(&a, ch, SHOLD, SCS, sobj), SCS);
+	wait_complete(&a, ch);
+	check_chunk(ch, 0, sobj, sizeof(sobj), SCS);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &hit),
+	    0, "a complete chunk was not stored");
+	cr_assert_eq(hit, ch);
+	bc_chunk_unref(hit);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=0-262143"), 1);
+	bc_chunk_unref(ch);
+	bc_objmeta_fini(&meta);
+	tw_fini(&a);
+	tw_fini(&m);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/*
+ * A small chunk (no progress step inside it) fetched by a partial_ok
+ * waiter alone: whatever it sees at first, a reader waiting on it is
+ * woken at the end, reads every byte, and the chunk is stored.
+ */
+LTest(cache, stream_small_chunk_partial_only_is_stored)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *hit = NULL;
+	tw_t a;
+
+	env_start();
+	o = warm_object(&meta);
+	stw_init(&a);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 2, true, &a.w, &ch),
+	    BC_EAGAIN);
+	ch = take_partial(&a);
+	cr_assert_eq(ch->index, 2);
+	cr_assert_eq(ch->len, sizeof(obj_a) - 2 * CS);
+	cr_assert_eq(stream_read(&a, ch, 0, ch->len, obj_a + 2 * CS),
+	    (ssize_t)ch->len);
+	wait_complete(&a, ch);
+	check_chunk(ch, 2, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 2, false, NULL, &hit),
+	    0, "a complete chunk was not stored");
+	cr_assert_eq(hit, ch);
+	bc_chunk_unref(hit);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=2048-3071"), 1);
+	bc_chunk_unref(ch);
+	tw_fini(&a);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/*
+ * bc_waiter_fini on waiters registered by bc_cache_chunk_wait (at the
+ * head, in the middle and at the tail of the chunk's list) unregisters
+ * them: the fill's progress and end wake the others but never them. Two
+ * of them are freed before the fill goes on (ASan sees any touch). A
+ * partial_ok waiter woken with a chunk it never took: its fini drops the
+ * reference (LeakSanitizer).
+ */
+LTest(cache, stream_waiter_fini_unregisters_chunk_wait)
+{
+	const uint8_t *want = sobj + SCS;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	tw_t a, k, y, q;
+	tw_t *x = malloc(sizeof(*x)), *z = malloc(sizeof(*z));
+
+	cr_assert(x != NULL && z != NULL);
+	stream_env_start(NULL);
+	o = stream_warm(&meta);
+	stw_init(&a);
+	stw_init(&q);
+	stw_init(&k);
+	stw_init(&y);
+	stw_init(x);
+	stw_init(z);
+	srv_gate(&E.srv, true);
+	srv_hold_body(&E.srv, SHOLD);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &q.w, &ch),
+	    BC_EAGAIN);
+	srv_gate(&E.srv, false);
+	ch = take_partial(&a);
+	read_first_part(&a, ch, want);
+	cr_assert_eq(tw_wait(&q), BC_WAIT_CHUNK);
+	cr_assert_eq(q.w.chunk, ch);     /* q keeps it: its fini drops it */
+
+	/* registered in order x, k, y, z: the list is z, y, k, x */
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &x->w), 0);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &k.w), 0);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &y.w), 0);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &z->w), 0);
+	cr_assert(x->w.list != NULL && k.w.list != NULL && y.w.list != NULL &&
+	    z->w.list != NULL);
+	bc_waiter_fini(E.c, &z->w);       /* head */
+	bc_waiter_fini(E.c, &k.w);        /* middle */
+	bc_waiter_fini(E.c, &x->w);       /* tail */
+	cr_assert_null(z->w.list);
+	cr_assert_null(k.w.list);
+	cr_assert_null(x->w.list);
+	cr_assert_not_null(y.w.list, "a neighbour was unregistered too");
+	cr_assert_eq(tw_wakes(x) + tw_wakes(&k) + tw_wakes(z), 0);
+	pthread_cond_destroy(&x->cv);
+	pthread_mutex_destroy(&x->mu);
+	pthread_cond_destroy(&z->cv);
+	pthread_mutex_destroy(&z->mu);
+	memset(x, 0xa5, sizeof(*x));
+	memset(z, 0xa5, sizeof(*z));
+	free(x);
+	free(z);
+
+	srv_release_body(&E.srv);
+	cr_assert_eq(tw_wait(&y), BC_WAIT_RECHECK, "a registered neighbour "
+	    "was not woken");
+	cr_assert_eq(stream_read(&a, ch, SHOLD, SLEN1, want),
+	    (ssize_t)SLEN1);
+	wait_complete(&a, ch);
+	/* the fill is over (its last wake ran under the cache lock) */
+	cr_assert_eq(tw_wakes(&k), 0, "an unregistered waiter was woken");
+	cr_assert_eq(tw_wakes(&y), 1);
+	cr_assert_null(y.w.list);
+	pthread_cond_destroy(&k.cv);
+	pthread_mutex_destroy(&k.mu);
+	bc_chunk_unref(ch);
+	tw_fini(&a);
+	tw_fini(&y);
+	tw_fini(&q);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Stopping the loop while a streaming fill's body is held: the waiting
+ * reader is woken and told BC_EIO, a waiter without partial_ok ends
+ * FAILED (canceled), nothing is stored. */
+LTest(cache, stream_stop_while_filling)
+{
+	const uint8_t *want = sobj + SCS;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL, *hit = NULL;
+	tw_t a, b;
+
+	stream_env_start(NULL);
+	o = stream_warm(&meta);
+	stw_init(&a);
+	tw_init(&b);
+	srv_hold_body(&E.srv, SHOLD);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &b.w, &ch),
+	    BC_EAGAIN);
+	ch = take_partial(&a);
+	read_first_part(&a, ch, want);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &a.w), 0);
+	bc_loop_stop(E.loop, bc_xfer_cancel_all, NULL);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_RECHECK);
+	bc_waiter_reset(&a.w);
+	cr_assert_eq(bc_cache_chunk_wait(E.c, ch, SHOLD, &a.w), BC_EIO);
+	cr_assert_null(a.w.list);
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_FAILED);
+	cr_assert_eq(tw_wait(&b), BC_WAIT_FAILED);
+	cr_assert_eq(b.w.err, BC_ECANCELED, "%s", bc_strerror(b.w.err));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &hit),
+	    BC_EAGAIN, "a canceled fill's chunk was stored");
+	cr_assert_null(hit);
+	bc_chunk_unref(ch);
+	tw_fini(&a);
+	tw_fini(&b);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A partial_ok waiter on a fill whose answer is an error gets the error,
+ * never a chunk. */
+LTest(cache, stream_partial_waiter_gets_upstream_error)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	tw_t a;
+
+	env_start();
+	o = warm_object(&meta);
+	stw_init(&a);
+	srv_fail(&E.srv, 1, 503);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &a.w, &ch),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_UPSTREAM, "%s",
+	    res_name(bc_waiter_result(E.c, &a.w)));
+	cr_assert_eq(a.w.up_status, 503);
+	cr_assert_null(a.w.chunk);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &ch),
+	    BC_EAGAIN);
+	tw_fini(&a);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An upstream that ignores Range answers a first fill for chunk 1 of a
+ * 700-byte object with the whole object: that is chunk 0, so a partial_ok
+ * waiter for chunk 1 must not be handed it as it fills; it is told to
+ * look again, and chunk 0 is stored. */
+LTest(cache, stream_ignored_range_partial_waiter_rechecks)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	tw_t a;
+
+	env_start();
+	srv_put(&E.srv, BUCKET, "small", obj_b, 700, "\"etag-s\"");
+	srv_knob(&E.srv, &E.srv.ignore_range, true);
+	o = bc_cache_object(E.c, BUCKET, "small");
+	stw_init(&a);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &a.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_RECHECK, "%s",
+	    res_name(bc_waiter_result(E.c, &a.w)));
+	cr_assert_null(a.w.chunk, "chunk %u handed out for chunk 1",
+	    a.w.chunk != NULL ? a.w.chunk->index : 0);
+	bc_waiter_reset(&a.w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &a.w, &meta, &cached), 0);
+	cr_assert_eq(meta.size, 700);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &ch),
+	    0);
+	check_chunk(ch, 0, obj_b, 700, CS);
+	cr_assert_eq(bc_chunk_state(ch), BC_CHUNK_COMPLETE);
+	bc_chunk_unref(ch);
+	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
+	bc_objmeta_fini(&meta);
+	tw_fini(&a);
 	bc_object_unref(E.c, o);
 	env_stop();
 }
