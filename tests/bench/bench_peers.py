@@ -1,0 +1,1092 @@
+#!/usr/bin/python3
+"""bench_peers.py — the Python half of tests/bench/bench_peers.sh.
+
+Subcommands (bench_peers.sh is the only caller):
+
+  mkobjs DIR COUNT SIZE
+      DIR/k-00000 .. k-<COUNT-1>, SIZE bytes each: a unique 32-byte header
+      (name, index) then bytes of one random block read from a per-object
+      offset, so that every object differs without reading COUNT * SIZE
+      bytes from /dev/urandom.
+
+  sample PID URL INTERVAL OUT STOPFILE MAXSECONDS
+      every INTERVAL s, one line to OUT: time, the process's VmRSS and the
+      gateway's /_bucketcache/stats counters; until STOPFILE exists (one last
+      sample), the process is gone, or MAXSECONDS passed.
+
+  report DATA RESULTS
+      reads what bench_peers.sh wrote to DATA (meta.tsv, hot_runs.tsv,
+      cold_runs.tsv, cold_xfers.tsv, soak.tsv, stats/*.json, windows.tsv,
+      origin_access.log, anomalies.txt, warnings.txt, conf/, commands.txt,
+      report.txt), checks the measured phases (no upstream fetch by any
+      cache during a measured run, bucketcache's counters), computes
+      medians, ratios and the target verdicts, prints them, and unless
+      RESULTS is "none" regenerates RESULTS/: benchmarks.md, PNG plots,
+      CSV and summary.json. Exit status: 0 all targets passed, 3 a target
+      was missed, 1 an anomaly (a measured phase was not what it claims).
+"""
+
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import urllib.request
+
+MiB = 1048576.0
+
+
+# ---- mkobjs ---------------------------------------------------------------
+
+
+def mkobjs(directory, count, size):
+    count, size = int(count), int(size)
+    span = 1 << 20
+    block = os.urandom(min(size, 64 << 20) + span)
+    os.makedirs(directory, exist_ok=True)
+    for i in range(count):
+        name = 'k-%05d' % i
+        head = ('%s %d/%d %d\n' % (name, i, count, size)).encode().ljust(32, b'.')
+        off = (i * 4099) % span
+        with open(os.path.join(directory, name), 'wb') as f:
+            left = size
+            first = head[:left]
+            f.write(first)
+            left -= len(first)
+            pos = off
+            while left > 0:
+                piece = block[pos:pos + left]
+                f.write(piece)
+                left -= len(piece)
+                pos = 0
+    return 0
+
+
+# ---- sample -----------------------------------------------------------------
+
+SAMPLE_FIELDS = ['t', 'rss_kib', 'cache_bytes_held', 'cache_bytes_limit',
+                 'cache_evictions', 'cache_objects', 'requests', 'cache_hits',
+                 'cache_misses', 'cache_fills', 'upstream_errors', 'get_5xx',
+                 'connections']
+
+
+def sample(pid, url, interval, out, stopfile, maxseconds):
+    interval, maxseconds = float(interval), float(maxseconds)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    t_end = time.time() + maxseconds
+    with open(out, 'w') as f:
+        f.write('\t'.join(SAMPLE_FIELDS) + '\n')
+        tick = time.time()
+        while True:
+            last = os.path.exists(stopfile)
+            try:
+                with open('/proc/%s/status' % pid) as st:
+                    rss = next(int(line.split()[1]) for line in st
+                               if line.startswith('VmRSS:'))
+            except (OSError, StopIteration):
+                print('sampler: process %s is gone' % pid, file=sys.stderr)
+                return 1
+            try:
+                with opener.open(url + '/_bucketcache/stats', timeout=10) as r:
+                    d = json.load(r)
+            except Exception as e:  # a sample is skipped, not the soak
+                print('sampler: stats: %s' % e, file=sys.stderr)
+                d = None
+            if d is not None:
+                c = d.get('counters', {})
+                g5 = d.get('requests_by_op', {}).get('GetObject', {}).get('5xx', 0)
+                row = [('%.3f' % time.time()), rss] + \
+                    [c.get(n, 0) for n in SAMPLE_FIELDS[2:11]] + [g5, c.get('connections', 0)]
+                f.write('\t'.join(str(x) for x in row) + '\n')
+                f.flush()
+            if last or time.time() > t_end:
+                return 0
+            tick += interval
+            while time.time() < tick:
+                if os.path.exists(stopfile):
+                    break
+                time.sleep(min(0.2, max(0.0, tick - time.time())))
+
+
+# ---- report: reading --------------------------------------------------------
+
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f, delimiter='\t'))
+
+
+def read_meta(path):
+    meta = {}
+    if os.path.exists(path):
+        for line in open(path):
+            k, _, v = line.rstrip('\n').partition('\t')
+            meta[k] = v
+    return meta
+
+
+def read_lines(path):
+    if not os.path.exists(path):
+        return []
+    return [x.rstrip('\n') for x in open(path) if x.strip()]
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def size_key(label):
+    n = label.rstrip('KMG')
+    mult = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}.get(label[-1:], 1)
+    try:
+        return int(n) * mult
+    except ValueError:
+        return 0
+
+
+def fmt(x, spec='%.2f', none='—'):
+    return none if x is None else spec % x
+
+
+# ---- report: the hot section --------------------------------------------------
+
+
+def hot_cells(runs):
+    """(size, conns, target) -> list of per-round dicts."""
+    cells = {}
+    for r in runs:
+        dur = int(r['duration_us']) / 1e6
+        if dur <= 0:
+            continue
+        e = sum(int(r[k]) for k in ('err_connect', 'err_read', 'err_write',
+                                    'err_status', 'err_timeout'))
+        cells.setdefault((r['size'], int(r['conns']), r['target']), []).append(dict(
+            round=int(r['round']), rps=int(r['requests']) / dur,
+            gbps=int(r['bytes']) / dur / 1e9, p50=int(r['p50_us']) / 1000.0,
+            p99=int(r['p99_us']) / 1000.0, requests=int(r['requests']),
+            errors=e, load=float(r['load1'] or 0)))
+    return cells
+
+
+def cell_median(cells, size, conns, target, key):
+    xs = cells.get((size, conns, target))
+    return med([x[key] for x in xs]) if xs else None
+
+
+def round_ratios(cells, size, conns, a, b, key):
+    xa = {x['round']: x[key] for x in cells.get((size, conns, a), [])}
+    xb = {x['round']: x[key] for x in cells.get((size, conns, b), [])}
+    return [xa[r] / xb[r] for r in sorted(xa) if r in xb and xb[r]]
+
+
+def parse_origin_log(path, meta):
+    port_to = {}
+    for t in ('nginx', 'varnish', 'bucketcache', 'direct'):
+        p = meta.get('origin_port_' + t)
+        if p:
+            port_to[p] = t
+    entries = []
+    if os.path.exists(path):
+        for line in open(path):
+            f = line.split()
+            if len(f) < 6:
+                continue
+            try:
+                entries.append((float(f[0]), port_to.get(f[1], f[1]), f[2], f[3], int(f[4])))
+            except ValueError:
+                continue
+    entries.sort()
+    return entries
+
+
+def upstream_in(entries, target, t0, t1):
+    """Origin requests by TARGET logged within [t0, t1]: (gets, heads, bytes)."""
+    import bisect
+    lo = bisect.bisect_left(entries, (t0,))
+    hi = bisect.bisect_right(entries, (t1, '\uffff'))
+    gets = heads = byts = 0
+    for e in entries[lo:hi]:
+        if e[1] != target:
+            continue
+        if e[2] == 'HEAD':
+            heads += 1
+        else:
+            gets += 1
+        byts += e[4]
+    return gets, heads, byts
+
+
+def check_hot(data, runs, entries, anomalies, checks):
+    # every measured run: no origin GET by its cache
+    bad = {}
+    heads = 0
+    for r in runs:
+        tg = r['target']
+        if tg == 'direct':
+            continue
+        g, h, b = upstream_in(entries, tg, float(r['t0']), float(r['t1']) + 0.5)
+        heads += h if tg == 'bucketcache' else 0
+        n = g + (h if tg != 'bucketcache' else 0)
+        if n:
+            bad.setdefault(tg, []).append('%s c=%s r%s: %d upstream requests, %d bytes'
+                                          % (r['size'], r['conns'], r['round'], n, b))
+    for tg in ('nginx', 'varnish', 'bucketcache'):
+        if tg not in {r['target'] for r in runs}:
+            continue
+        if bad.get(tg):
+            anomalies.append('hot: %s fetched from the origin during %d measured runs (first: %s)'
+                             % (tg, len(bad[tg]), bad[tg][0]))
+        else:
+            checks.append('hot: origin log: no request from %s during any measured run%s'
+                          % (tg, ' (bucketcache: %d HEAD revalidations, --meta-ttl)' % heads
+                             if tg == 'bucketcache' else ''))
+    # wrk errors, any target
+    for r in runs:
+        e = sum(int(r[k]) for k in ('err_connect', 'err_read', 'err_write',
+                                    'err_status', 'err_timeout'))
+        if e:
+            anomalies.append('hot: wrk saw %d errors against %s (%s, %s conns, round %s: '
+                             'connect %s read %s write %s status %s timeout %s)'
+                             % (e, r['target'], r['size'], r['conns'], r['round'], r['err_connect'],
+                                r['err_read'], r['err_write'], r['err_status'], r['err_timeout']))
+    # bucketcache's own counters over the measured phase
+    b = load_json(os.path.join(data, 'stats', 'hot-before.json'))
+    a = load_json(os.path.join(data, 'stats', 'hot-after.json'))
+    if not a or not b:
+        anomalies.append('hot: bucketcache stats before/after the measured phase missing')
+        return
+    c = lambda d, n: d.get('counters', {}).get(n, 0)
+    op = lambda d, s: d.get('requests_by_op', {}).get('GetObject', {}).get(s, 0)
+    delta = {n: c(a, n) - c(b, n) for n in (
+        'cache_hits', 'cache_misses', 'cache_partial_hits', 'upstream_requests',
+        'cache_revalidations', 'upstream_bytes_in', 'cache_bytes_upstream',
+        'cache_evictions')}
+    g2 = op(a, '2xx') - op(b, '2xx')
+    gbad = sum(op(a, s) - op(b, s) for s in ('3xx', '4xx', '5xx'))
+    wrk_bc = sum(int(r['requests']) for r in runs if r['target'] == 'bucketcache')
+    checks.append('hot: bucketcache counters over the measured phase: cache_hits +%d, '
+                  'cache_misses +%d, partial +%d, upstream_requests +%d (revalidations +%d), '
+                  'upstream_bytes_in +%d, evictions +%d; GetObject 2xx +%d, other +%d; '
+                  'wrk completed %d bucketcache requests in recorded runs'
+                  % (delta['cache_hits'], delta['cache_misses'], delta['cache_partial_hits'],
+                     delta['upstream_requests'], delta['cache_revalidations'],
+                     delta['upstream_bytes_in'], delta['cache_evictions'], g2, gbad, wrk_bc))
+    if delta['cache_misses'] or delta['cache_partial_hits']:
+        anomalies.append('hot: bucketcache: %d misses and %d partial hits in the measured phase'
+                         % (delta['cache_misses'], delta['cache_partial_hits']))
+    if gbad:
+        anomalies.append('hot: bucketcache answered %d GETs with a non-2xx status' % gbad)
+    if delta['cache_hits'] < wrk_bc:
+        anomalies.append('hot: bucketcache cache_hits grew by %d, fewer than the %d requests wrk completed'
+                         % (delta['cache_hits'], wrk_bc))
+    if delta['upstream_bytes_in'] or delta['cache_bytes_upstream']:
+        anomalies.append('hot: bucketcache fetched %d bytes from upstream during the measured phase'
+                         % delta['upstream_bytes_in'])
+    if delta['upstream_requests'] - delta['cache_revalidations']:
+        anomalies.append('hot: bucketcache made %d upstream requests beyond its %d revalidations'
+                         % (delta['upstream_requests'] - delta['cache_revalidations'],
+                            delta['cache_revalidations']))
+    if delta['cache_evictions']:
+        anomalies.append('hot: bucketcache evicted %d entries during the measured phase (--mem-size too small)'
+                         % delta['cache_evictions'])
+
+
+# ---- report: cold ----------------------------------------------------------------
+
+
+def cold_summary(data, meta, anomalies, checks):
+    runs = read_tsv(os.path.join(data, 'cold_runs.tsv'))
+    xfers = read_tsv(os.path.join(data, 'cold_xfers.tsv'))
+    out = {}
+    for r in runs:
+        wall = float(r['t1']) - float(r['t0'])
+        key = (r['upstream'], r['size'], r['target'])
+        out.setdefault(key, {'gbps': [], 'walls': [], 'ttfb': [], 'rounds': []})
+        out[key]['gbps'].append(int(r['bytes']) / wall / 1e9 if wall > 0 else None)
+        out[key]['walls'].append(wall)
+        out[key]['rounds'].append(int(r['round']))
+    tputs = {}
+    for x in xfers:
+        key = (x['upstream'], x['size'], x['target'])
+        try:
+            v = (float(x['starttransfer']) - float(x['pretransfer'])) * 1000.0
+        except ValueError:
+            continue
+        if x['kind'] == 'ttfb':
+            out.setdefault(key, {'gbps': [], 'walls': [], 'ttfb': [], 'rounds': []})['ttfb'].append(v)
+        else:
+            tputs.setdefault(key, []).append(v)
+        if x['target'] == 'bucketcache' and x['xbc'] != '[miss]':
+            anomalies.append('cold: bucketcache answered a cold GET with x-bucketcache %s (%s %s round %s)'
+                             % (x['xbc'], x['upstream'], x['size'], x['round']))
+    for k, v in out.items():
+        v['tput_ttfb'] = tputs.get(k, [])
+    # bucketcache's counters, per round: every GET a miss, no hit
+    per_round = int(meta.get('cold_requests_per_round', '0') or 0)
+    for up in sorted({r['upstream'] for r in runs}):
+        for rnd in sorted({int(r['round']) for r in runs if r['upstream'] == up}):
+            b = load_json(os.path.join(data, 'stats', 'cold-%s-r%d-before.json' % (up, rnd)))
+            a = load_json(os.path.join(data, 'stats', 'cold-%s-r%d-after.json' % (up, rnd)))
+            if not a or not b:
+                anomalies.append('cold: stats of round %d (%s) missing' % (rnd, up))
+                continue
+            c = lambda d, n: d.get('counters', {}).get(n, 0)
+            hits = c(a, 'cache_hits') - c(b, 'cache_hits')
+            miss = c(a, 'cache_misses') - c(b, 'cache_misses')
+            part = c(a, 'cache_partial_hits') - c(b, 'cache_partial_hits')
+            coal = c(a, 'cache_coalesced_waits') - c(b, 'cache_coalesced_waits')
+            ev = c(a, 'cache_evictions') - c(b, 'cache_evictions')
+            checks.append('cold %s round %d: bucketcache cache_misses +%d, cache_hits +%d, partial +%d, '
+                          'coalesced waits +%d, evictions +%d (%d GETs made)'
+                          % (up, rnd, miss, hits, part, coal, ev, per_round))
+            if hits or part or miss != per_round:
+                anomalies.append('cold %s round %d: bucketcache counted %d misses, %d hits, %d partial '
+                                 'for %d cold GETs' % (up, rnd, miss, hits, part, per_round))
+    return out
+
+
+# ---- report: soak ------------------------------------------------------------------
+
+
+def soak_summary(data, meta, anomalies, checks):
+    rows = read_tsv(os.path.join(data, 'soak.tsv'))
+    wins = {w[0]: (float(w[1]), float(w[2])) for w in
+            (line.split('\t') for line in read_lines(os.path.join(data, 'windows.tsv')))}
+    if not rows or 'soak-load' not in wins:
+        return None
+    t0, t1 = wins['soak-load']
+    pts = [dict(t=float(r['t']) - t0, rss=int(r['rss_kib']) * 1024.0,
+                held=int(r['cache_bytes_held']), limit=int(r['cache_bytes_limit']),
+                ev=int(r['cache_evictions']), g5=int(r['get_5xx']),
+                uerr=int(r['upstream_errors']), req=int(r['requests'])) for r in rows]
+    dur = t1 - t0
+    idle = [p for p in pts if p['t'] < 0]
+    load = [p for p in pts if 0 <= p['t'] <= dur + 0.5]
+    after = [p for p in pts if p['t'] > dur + 0.5]
+    if not idle or not load:
+        anomalies.append('soak: too few samples (idle %d, under load %d)' % (len(idle), len(load)))
+        return None
+    base = med([p['rss'] for p in idle])
+    limit = load[-1]['limit']
+    full = next((p for p in load if p['held'] >= 0.9 * limit), None)
+    half = [p for p in load if p['t'] >= dur / 2.0]
+    if len(half) < 2:
+        half = load[-2:]
+    # least-squares slope of RSS over the last half of the load
+    xs = [p['t'] for p in half]
+    ys = [p['rss'] for p in half]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    drift = slope * (xs[-1] - xs[0])
+    over = [((p['rss'] - base) / p['held'] - 1.0) for p in half if p['held'] > 0]
+    s = dict(
+        base_rss=base, limit=limit, duration=dur,
+        full_t=full['t'] if full else None, rss_full=full['rss'] if full else None,
+        held_full=full['held'] if full else None,
+        rss_half_median=med(ys), held_half_median=med([p['held'] for p in half]),
+        rss_half_min=min(ys), rss_half_max=max(ys), rss_max=max(p['rss'] for p in pts),
+        rss_end=load[-1]['rss'], held_end=load[-1]['held'],
+        drift=drift, slope_mib_per_min=slope * 60 / MiB,
+        overhead=med(over), evictions=load[-1]['ev'] - idle[-1]['ev'],
+        get_5xx=pts[-1]['g5'] - idle[-1]['g5'], upstream_errors=pts[-1]['uerr'] - idle[-1]['uerr'],
+        samples=len(pts), half_samples=len(half),
+        rss_after=after[-1]['rss'] if after else None,
+        flat_bound=max(0.01 * limit, 4 * MiB), points=pts, factor=meta.get('soak_factor', '?'))
+    line = read_lines(os.path.join(data, 'soak_wrk.txt'))
+    if line:
+        v = dict(kv.split('=') for kv in line[-1].split()[1:])
+        d = int(v['duration_us']) / 1e6
+        s['wrk'] = dict(requests=int(v['requests']), rps=int(v['requests']) / d,
+                        gbps=int(v['bytes']) / d / 1e9, p99=int(v['p99_us']) / 1000.0,
+                        errors=sum(int(v[k]) for k in ('err_connect', 'err_read', 'err_write',
+                                                       'err_status', 'err_timeout')))
+        if s['wrk']['errors']:
+            anomalies.append('soak: wrk saw %d errors' % s['wrk']['errors'])
+    if full is None:
+        anomalies.append('soak: the cache never filled (held at most %.0f MiB of %.0f MiB): '
+                         'soak too short or data set too small'
+                         % (max(p['held'] for p in load) / MiB, limit / MiB))
+    elif full['t'] > dur / 2.0:
+        anomalies.append('soak: the cache filled only at %.0f s of %.0f s: the flatness window '
+                         '(last half) includes the filling' % (full['t'], dur))
+    if s['evictions'] <= 0:
+        anomalies.append('soak: no eviction happened: the load did not exercise a full cache')
+    if s['get_5xx']:
+        anomalies.append('soak: bucketcache answered %d GETs with 5xx' % s['get_5xx'])
+    checks.append('soak: %d samples (%d idle, %d under load), evictions +%d, upstream errors +%d, GetObject 5xx +%d'
+                  % (len(pts), len(idle), len(load), s['evictions'], s['upstream_errors'], s['get_5xx']))
+    return s
+
+
+# ---- report: targets ----------------------------------------------------------------
+
+
+class Verdicts:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, section, what, value, bound, ok, detail):
+        verdict = 'n/a' if ok is None else ('PASS' if ok else 'MISS')
+        self.rows.append(dict(section=section, target=what, value=value, bound=bound,
+                              verdict=verdict, detail=detail))
+
+
+def hot_targets(V, cells, sizes, conns, targets):
+    peers = [p for p in ('nginx', 'varnish')]
+    for s, key, bound, unit in (('4K', 'rps', 1.0, 'req/s'), ('128K', 'rps', 1.0, 'req/s'),
+                                ('4M', 'gbps', 0.9, 'GB/s'), ('64M', 'gbps', 0.9, 'GB/s')):
+        for p in peers:
+            what = 'hot %s, 64 conns, %s: bucketcache/%s' % (s, unit, p)
+            bc = cell_median(cells, s, 64, 'bucketcache', key)
+            pv = cell_median(cells, s, 64, p, key)
+            if bc is None or pv is None or not pv:
+                V.add('hot', what, 'not measured', '>= %.1fx' % bound, None,
+                      'cell not in this run (BENCH_SIZES/BENCH_CONNS/BENCH_TARGETS)')
+                continue
+            ratio = bc / pv
+            per = round_ratios(cells, s, 64, 'bucketcache', p, key)
+            f = '%.0f' if key == 'rps' else '%.2f'
+            V.add('hot', what, '%.2fx' % ratio, '>= %.1fx' % bound, ratio >= bound,
+                  ('bucketcache ' + f + ' vs %s ' + f + ' %s; per round %s')
+                  % (bc, p, pv, unit, ' '.join('%.2fx' % x for x in per)))
+    for s in sizes:
+        what = 'hot %s, 256 conns, p99: bucketcache vs nginx' % s
+        bc = cell_median(cells, s, 256, 'bucketcache', 'p99')
+        ng = cell_median(cells, s, 256, 'nginx', 'p99')
+        if bc is None or ng is None:
+            V.add('hot', what, 'not measured', '<= nginx', None, 'cell not in this run')
+            continue
+        nb = cell_median(cells, s, 256, 'bucketcache', 'requests')
+        nn = cell_median(cells, s, 256, 'nginx', 'requests')
+        if min(nb, nn) < 2 * 256:
+            V.add('hot', what, 'n/a', '<= nginx', None,
+                  'too few completed responses per run for a p99 (bucketcache %d, nginx %d; '
+                  'need 2 per connection): the run is shorter than a response at this size'
+                  % (nb, nn))
+            continue
+        V.add('hot', what, '%.1f ms vs %.1f ms' % (bc, ng), '<= nginx', bc <= ng,
+              'ratio %.2fx; per round bucketcache %s ms, nginx %s ms' % (
+                  bc / ng if ng else float('inf'),
+                  ' '.join('%.1f' % x['p99'] for x in sorted(cells[(s, 256, 'bucketcache')], key=lambda x: x['round'])),
+                  ' '.join('%.1f' % x['p99'] for x in sorted(cells[(s, 256, 'nginx')], key=lambda x: x['round']))))
+
+
+def cold_targets(V, cold):
+    sizes = sorted({k[1] for k in cold if k[0] == 'static'}, key=size_key)
+    if not sizes:
+        V.add('cold', 'cold throughput: bucketcache/direct', 'not measured', '>= 0.9x', None,
+              'cold section not run')
+        V.add('cold', 'cold added time to first byte', 'not measured', '< 1 ms', None,
+              'cold section not run')
+    for s in sizes:
+        bc, d = cold.get(('static', s, 'bucketcache')), cold.get(('static', s, 'direct'))
+        if not bc or not d or not bc['gbps'] or not d['gbps']:
+            continue
+        rb, rd = med(bc['gbps']), med(d['gbps'])
+        ratio = rb / rd if rd else 0.0
+        V.add('cold', 'cold %s throughput: bucketcache/direct' % s, '%.2fx' % ratio, '>= 0.9x',
+              ratio >= 0.9, 'bucketcache %.3f vs direct %.3f GB/s (medians of %d rounds; per round %s)'
+              % (rb, rd, len(bc['gbps']), ' '.join('%.2fx' % (x / y) for x, y in zip(bc['gbps'], d['gbps']) if y)))
+    for s in sizes:
+        bc, d = cold.get(('static', s, 'bucketcache')), cold.get(('static', s, 'direct'))
+        if not bc or not d or not bc['ttfb'] or not d['ttfb']:
+            continue
+        tb, td = med(bc['ttfb']), med(d['ttfb'])
+        V.add('cold', 'cold %s added time to first byte' % s, '%.3f ms' % (tb - td), '< 1 ms',
+              tb - td < 1.0, 'median TTFB bucketcache %.3f ms vs direct %.3f ms over %d GETs each; '
+              'p90 %.3f vs %.3f ms' % (tb, td, len(bc['ttfb']), pct(bc['ttfb'], 90), pct(d['ttfb'], 90)))
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return float('nan')
+    k = min(len(xs) - 1, max(0, int(math.ceil(p / 100.0 * len(xs))) - 1))
+    return xs[k]
+
+
+def soak_targets(V, s):
+    if s is None:
+        for what, bound in (('memory: fixed base RSS', '< 64 MiB'),
+                            ('memory: overhead per cached byte', '< 3%'),
+                            ('memory: RSS flat once full', 'flat')):
+            V.add('memory', what, 'not measured', bound, None, 'soak section not run or failed')
+        return
+    V.add('memory', 'memory: fixed base RSS (idle, before load)', '%.1f MiB' % (s['base_rss'] / MiB),
+          '< 64 MiB', s['base_rss'] < 64 * MiB, 'median VmRSS of the idle samples')
+    if s['overhead'] is None:
+        V.add('memory', 'memory: overhead per cached byte', 'n/a', '< 3%', None, 'no bytes held')
+    else:
+        V.add('memory', 'memory: overhead per cached byte', '%.2f%%' % (100 * s['overhead']), '< 3%',
+              s['overhead'] < 0.03,
+              '(RSS - base) / cache_bytes_held - 1, median over the last half of the soak: '
+              'RSS %.0f MiB, held %.0f MiB, base %.1f MiB'
+              % (s['rss_half_median'] / MiB, s['held_half_median'] / MiB, s['base_rss'] / MiB))
+    V.add('memory', 'memory: RSS flat once the cache is full', '%+.1f MiB' % (s['drift'] / MiB),
+          '|drift| <= %.1f MiB' % (s['flat_bound'] / MiB), abs(s['drift']) <= s['flat_bound'],
+          'least-squares drift of VmRSS over the last half (%.0f s): %+.2f MiB/min; range %.0f..%.0f MiB'
+          % (s['duration'] / 2, s['slope_mib_per_min'], s['rss_half_min'] / MiB, s['rss_half_max'] / MiB))
+
+
+# ---- report: plots --------------------------------------------------------------------
+
+COLORS = {'direct': '#7f7f7f', 'nginx': '#2ca02c', 'varnish': '#1f77b4', 'bucketcache': '#d62728'}
+
+
+def plots(results, cells, sizes, conns, targets, cold, soak):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    made = []
+    if cells:
+        for key, ylabel, fname, logy in (('rps', 'requests/s', 'hot_reqs.png', True),
+                                         ('gbps', 'GB/s (10^9 bytes)', 'hot_gbps.png', False),
+                                         ('p99', 'p99 latency, ms', 'hot_p99.png', True)):
+            fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.8), squeeze=False)
+            for ax, s in zip(axes[0], sizes):
+                for t in targets:
+                    xs, ys, lo, hi = [], [], [], []
+                    for c in conns:
+                        v = cells.get((s, c, t))
+                        if not v:
+                            continue
+                        vals = [x[key] for x in v]
+                        m = statistics.median(vals)
+                        if key == 'p99' and m <= 0:
+                            continue
+                        xs.append(c)
+                        ys.append(m)
+                        lo.append(m - min(vals))
+                        hi.append(max(vals) - m)
+                    if xs:
+                        ax.errorbar(xs, ys, yerr=[lo, hi], marker='o', capsize=3, label=t,
+                                    color=COLORS.get(t))
+                ax.set_xscale('log', base=2)
+                ax.set_xticks(conns)
+                ax.set_xticklabels([str(c) for c in conns])
+                if logy:
+                    ax.set_yscale('log')
+                ax.set_title('%s objects' % s)
+                ax.set_xlabel('wrk connections')
+                ax.grid(True, alpha=0.3, which='both')
+            axes[0][0].set_ylabel(ylabel)
+            axes[0][-1].legend(fontsize=8)
+            fig.suptitle('hot GETs: %s (median of rounds, bars: min..max)' % ylabel)
+            fig.tight_layout()
+            fig.savefig(os.path.join(results, fname), dpi=90)
+            plt.close(fig)
+            made.append(fname)
+        # ratios
+        fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False)
+        for ax, s in zip(axes[0], sizes):
+            key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
+            w = 0.38
+            for i, p in enumerate(('nginx', 'varnish')):
+                xs, ys = [], []
+                for j, c in enumerate(conns):
+                    a = cell_median(cells, s, c, 'bucketcache', key)
+                    b = cell_median(cells, s, c, p, key)
+                    if a is not None and b:
+                        xs.append(j + (i - 0.5) * w)
+                        ys.append(a / b)
+                ax.plot(xs, ys, ls='none', marker='os'[i], markersize=9, label='bucketcache / %s' % p,
+                        color=COLORS[p])
+                for x, y in zip(xs, ys):
+                    ax.annotate('%.2f' % y, (x, y), textcoords='offset points', xytext=(0, 7),
+                                ha='center', fontsize=7)
+            ax.set_yscale('log', base=2)
+            allv = [y for ln in ax.get_lines() for y in ln.get_ydata()] or [1.0]
+            lo, hi = min(0.5, min(allv) / 1.3), max(2.0, max(allv) * 1.4)
+            ax.set_ylim(lo, hi)
+            ticks = [t for t in (1 / 64, 1 / 16, 1 / 8, 0.25, 0.5, 0.9, 1, 1.5, 2, 4, 8, 16, 32, 64)
+                     if lo <= t <= hi]
+            ax.set_yticks(ticks)
+            ax.set_yticklabels(['%g' % t for t in ticks])
+            ax.minorticks_off()
+            ax.set_xlim(-0.6, len(conns) - 0.4)
+            ax.axhline(1.0, color='k', lw=0.8)
+            if key == 'gbps':
+                ax.axhline(0.9, color='k', lw=0.8, ls='--')
+            ax.set_xticks(range(len(conns)))
+            ax.set_xticklabels([str(c) for c in conns])
+            ax.set_xlabel('wrk connections')
+            ax.set_title('%s (%s)' % (s, 'req/s' if key == 'rps' else 'GB/s'))
+            ax.grid(True, axis='y', alpha=0.3, which='both')
+        axes[0][0].set_ylabel('ratio, log scale (>1: bucketcache faster)')
+        axes[0][-1].legend(fontsize=8)
+        fig.suptitle('hot GETs: bucketcache relative to its peers (medians)')
+        fig.tight_layout()
+        fig.savefig(os.path.join(results, 'hot_ratios.png'), dpi=90)
+        plt.close(fig)
+        made.append('hot_ratios.png')
+    if cold:
+        keys = sorted({(k[0], k[1]) for k in cold}, key=lambda k: (k[0] != 'static', size_key(k[1])))
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+        w = 0.38
+        for i, t in enumerate(('direct', 'bucketcache')):
+            xs = [j + (i - 0.5) * w for j in range(len(keys))]
+            a1.bar(xs, [med(cold.get((u, s, t), {}).get('gbps', [])) or 0 for u, s in keys],
+                   width=w, label=t, color=COLORS[t])
+            a2.bar(xs, [med(cold.get((u, s, t), {}).get('ttfb', [])) or 0 for u, s in keys],
+                   width=w, label=t, color=COLORS[t])
+        for ax, title in ((a1, 'cold throughput, GB/s'), (a2, 'cold time to first byte, ms (median)')):
+            ax.set_xticks(range(len(keys)))
+            ax.set_xticklabels(['%s\n%s' % (s, u) for u, s in keys])
+            ax.set_title(title)
+            ax.grid(True, axis='y', alpha=0.3)
+            ax.legend(fontsize=8)
+        a2.set_yscale('log')
+        fig.tight_layout()
+        fig.savefig(os.path.join(results, 'cold.png'), dpi=90)
+        plt.close(fig)
+        made.append('cold.png')
+    if soak:
+        pts = soak['points']
+        fig, ax = plt.subplots(figsize=(9, 4.2))
+        ts = [p['t'] for p in pts]
+        ax.plot(ts, [p['rss'] / MiB for p in pts], label='VmRSS', color=COLORS['bucketcache'])
+        ax.plot(ts, [p['held'] / MiB for p in pts], label='cache_bytes_held', color=COLORS['varnish'])
+        ax.plot(ts, [(soak['base_rss'] + 1.03 * p['held']) / MiB for p in pts],
+                label='target bound: base + 1.03 x held', color='k', ls=':', lw=1)
+        ax.axhline(soak['limit'] / MiB, color='#999999', ls='--', lw=0.8, label='mem-size limit')
+        ax.axvline(0, color='#bbbbbb', lw=0.8)
+        ax.axvline(soak['duration'], color='#bbbbbb', lw=0.8)
+        ax.axvspan(soak['duration'] / 2, soak['duration'], color='#eeeeee', label='last half (flatness)')
+        ax.set_xlabel('seconds since the load started')
+        ax.set_ylabel('MiB')
+        ax.set_title('bucketcache memory under a bounded soak (random GETs over %s x --mem-size %.0f MiB)'
+                     % (soak['factor'], soak['limit'] / MiB), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc='lower right')
+        fig.tight_layout()
+        fig.savefig(os.path.join(results, 'soak_rss.png'), dpi=90)
+        plt.close(fig)
+        made.append('soak_rss.png')
+    return made
+
+
+# ---- report: the document -------------------------------------------------------------
+
+
+def md_table(header, rows, align=None):
+    out = ['| ' + ' | '.join(header) + ' |',
+           '|' + '|'.join(align or ['---:'] * len(header)) + '|']
+    for r in rows:
+        out.append('| ' + ' | '.join(str(x) for x in r) + ' |')
+    return out
+
+
+def report(data, results):
+    meta = read_meta(os.path.join(data, 'meta.tsv'))
+    anomalies = read_lines(os.path.join(data, 'anomalies.txt'))
+    warnings = read_lines(os.path.join(data, 'warnings.txt'))
+    checks = []
+    sizes = meta.get('sizes', '').split()
+    conns = [int(c) for c in meta.get('conns', '').split()]
+    targets = meta.get('targets', '').split()
+    sections = meta.get('sections', '').split()
+    entries = parse_origin_log(os.path.join(data, 'origin_access.log'), meta)
+    wins = [w.split('\t') for w in read_lines(os.path.join(data, 'windows.tsv'))]
+
+    runs = read_tsv(os.path.join(data, 'hot_runs.tsv'))
+    cells = hot_cells(runs)
+    if runs:
+        for w in wins:
+            if w[0].startswith('warm-') and w[0][5:] in ('nginx', 'varnish', 'bucketcache'):
+                g, h, b = upstream_in(entries, w[0][5:], float(w[1]), float(w[2]) + 1.0)
+                checks.append('warm-up of %s: %d origin GETs, %d HEADs, %.0f MiB from the origin'
+                              % (w[0][5:], g, h, b / MiB))
+        check_hot(data, runs, entries, anomalies, checks)
+        loads = [float(r['load1'] or 0) for r in runs]
+        ncpu = int(meta.get('nproc', '1') or 1)
+        if med(loads) > ncpu:
+            warnings.append('the machine was busy: median load average %.1f (max %.1f) at the start of '
+                            'the measured runs, on %d CPUs; other work competed with every target'
+                            % (med(loads), max(loads), ncpu))
+    cold = cold_summary(data, meta, anomalies, checks) if 'cold' in sections else {}
+    soak = soak_summary(data, meta, anomalies, checks) if 'soak' in sections else None
+
+    V = Verdicts()
+    if 'hot' in sections:
+        hot_targets(V, cells, sizes, conns, targets)
+    if 'cold' in sections:
+        cold_targets(V, cold)
+    if 'soak' in sections:
+        soak_targets(V, soak)
+
+    # ---- stdout
+    print('')
+    print('=== checks ===')
+    for c in checks:
+        print(c)
+    for w in warnings:
+        print('WARNING: ' + w)
+    for a in anomalies:
+        print('ANOMALY: ' + a)
+    if runs:
+        print('')
+        print('=== hot GETs: medians ===')
+        for line in hot_text_tables(cells, sizes, conns, targets):
+            print(line)
+    print('')
+    print('=== targets ===')
+    for r in V.rows:
+        print('%-4s  %-58s %-18s (%s)  %s' % (r['verdict'], r['target'], r['value'], r['bound'], r['detail']))
+    npass = sum(r['verdict'] == 'PASS' for r in V.rows)
+    nmiss = sum(r['verdict'] == 'MISS' for r in V.rows)
+    nna = sum(r['verdict'] == 'n/a' for r in V.rows)
+    verdict_line = 'targets: %d PASS, %d MISS, %d n/a%s' % (
+        npass, nmiss, nna, '; %d ANOMALIES (see above)' % len(anomalies) if anomalies else '')
+    print(verdict_line)
+
+    if results != 'none':
+        write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
+                      V, checks, anomalies, warnings, verdict_line)
+        print('results: %s/benchmarks.md' % results)
+    if anomalies:
+        return 1
+    return 3 if nmiss else 0
+
+
+def hot_text_tables(cells, sizes, conns, targets):
+    out = []
+    for s in sizes:
+        out.append('%s objects: req/s | GB/s | p50 ms | p99 ms   (bc/nginx, bc/varnish)' % s)
+        for c in conns:
+            parts = []
+            for t in targets:
+                r = cell_median(cells, s, c, t, 'rps')
+                if r is None:
+                    continue
+                parts.append('%s %.0f|%.2f|%.2f|%.1f' % (
+                    t, r, cell_median(cells, s, c, t, 'gbps'), cell_median(cells, s, c, t, 'p50'),
+                    cell_median(cells, s, c, t, 'p99')))
+            key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
+            ratios = []
+            for p in ('nginx', 'varnish'):
+                a, b = cell_median(cells, s, c, 'bucketcache', key), cell_median(cells, s, c, p, key)
+                ratios.append('%.2fx' % (a / b) if a is not None and b else '—')
+            out.append('  c=%-3d %s   (%s)' % (c, '  '.join(parts), ', '.join(ratios)))
+    return out
+
+
+def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
+                  V, checks, anomalies, warnings, verdict_line):
+    os.makedirs(results, exist_ok=True)
+    ours = ('benchmarks.md', 'hot_runs.csv', 'hot_medians.csv', 'cold_runs.csv', 'cold_xfers.csv',
+            'soak_samples.csv', 'summary.json', 'hot_reqs.png', 'hot_gbps.png', 'hot_p99.png',
+            'hot_ratios.png', 'cold.png', 'soak_rss.png', 'origin-nginx.conf',
+            'nginx-proxy-cache.conf', 'varnish.vcl', 'report.txt')
+    for f in ours:
+        p = os.path.join(results, f)
+        if os.path.exists(p):
+            os.remove(p)
+    # raw data
+    for src, dst in (('hot_runs.tsv', 'hot_runs.csv'), ('cold_runs.tsv', 'cold_runs.csv'),
+                     ('cold_xfers.tsv', 'cold_xfers.csv'), ('soak.tsv', 'soak_samples.csv')):
+        rows = read_tsv(os.path.join(data, src))
+        if rows:
+            with open(os.path.join(results, dst), 'w', newline='') as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+                w.writeheader()
+                w.writerows(rows)
+    med_rows = []
+    if cells:
+        with open(os.path.join(results, 'hot_medians.csv'), 'w', newline='') as f:
+            w = csv.writer(f)
+            w.writerow(['size', 'conns', 'target', 'rounds', 'req_per_s', 'gb_per_s', 'p50_ms',
+                        'p99_ms', 'completed_per_run', 'load1_median'])
+            for s in sizes:
+                for c in conns:
+                    for t in targets:
+                        v = cells.get((s, c, t))
+                        if not v:
+                            continue
+                        row = [s, c, t, len(v)] + ['%.4f' % med([x[k] for x in v]) for k in
+                                                    ('rps', 'gbps', 'p50', 'p99', 'requests', 'load')]
+                        w.writerow(row)
+                        med_rows.append(row)
+    for f in ('origin-nginx.conf', 'nginx-proxy-cache.conf', 'varnish.vcl'):
+        p = os.path.join(data, 'conf', f)
+        if os.path.exists(p):
+            with open(p) as i, open(os.path.join(results, f), 'w') as o:
+                o.write(i.read())
+    with open(os.path.join(data, 'report.txt')) as i, open(os.path.join(results, 'report.txt'), 'w') as o:
+        o.write(i.read())
+    made = plots(results, cells, sizes, conns, targets, cold, soak)
+    summary = dict(
+        meta=meta, verdict=verdict_line, targets=V.rows, anomalies=anomalies, warnings=warnings,
+        checks=checks,
+        hot={'%s/%d/%s' % k: dict(rounds=len(v), rps=med([x['rps'] for x in v]),
+                                  gbps=med([x['gbps'] for x in v]), p50_ms=med([x['p50'] for x in v]),
+                                  p99_ms=med([x['p99'] for x in v]))
+             for k, v in cells.items()},
+        cold={'%s/%s/%s' % k: dict(gbps_median=med(v['gbps']), ttfb_ms_median=med(v['ttfb']),
+                                   ttfb_ms_p90=pct(v['ttfb'], 90) if v['ttfb'] else None,
+                                   rounds=len(v['gbps']))
+              for k, v in cold.items()},
+        soak={k: v for k, v in (soak or {}).items() if k != 'points'} or None)
+    with open(os.path.join(results, 'summary.json'), 'w') as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+
+    L = []
+    L.append('# bucketcache against nginx proxy_cache, Varnish and direct')
+    L.append('')
+    L.append('Regenerated by `tests/bench/bench_peers.sh` (this file, the plots and the raw data '
+             'beside it are overwritten by every run). %s run, %s to %s, %s s.'
+             % ('A quick (BENCH_QUICK=1, smoke)' if meta.get('quick') == '1' else 'A full',
+                meta.get('date_start', '?'), meta.get('date_end', '?'), meta.get('wall_seconds', '?')))
+    L.append('')
+    L.append('```sh')
+    L.append(meta.get('command', '?'))
+    L.append('```')
+    L.append('')
+    L.append('**%s**' % verdict_line)
+    L.append('')
+    for w in warnings:
+        L.append('Warning: %s.' % w)
+        L.append('')
+    if anomalies:
+        L.append('**Anomalies — a measured phase was not what it claims to be; read the numbers with care:**')
+        L.append('')
+        for a in anomalies:
+            L.append('- %s' % a)
+        L.append('')
+    L.append('## Targets')
+    L.append('')
+    L += md_table(['verdict', 'target', 'measured', 'bound', 'detail'],
+                  [('**%s**' % r['verdict'] if r['verdict'] != 'PASS' else r['verdict'], r['target'],
+                    r['value'], r['bound'], r['detail']) for r in V.rows],
+                  [':---', ':---', '---:', ':---', ':---'])
+    L.append('')
+    L.append('Ratios are ratios of medians over rounds; the per-round ratios pair runs of the same '
+             'round (measured back to back). The machine is shared and noisy: read ratios, not '
+             'absolute numbers, and mistrust a verdict whose per-round ratios straddle the bound.')
+    L.append('')
+    L.append('## Machine and versions')
+    L.append('')
+    for k, label in (('host', 'host'), ('nproc', 'CPUs (nproc)'), ('cpu', 'CPU'), ('memory', 'memory'),
+                     ('kernel', 'kernel'), ('os', 'OS'), ('load_start', 'load average at start'),
+                     ('load_end', 'load average at end'), ('bucketcache', 'bucketcache'),
+                     ('nginx', 'nginx'), ('varnish', 'Varnish'), ('wrk', 'wrk'), ('curl', 'curl'),
+                     ('python', 'Python'), ('s3rver', 's3rver')):
+        if k in meta:
+            L.append('- %s: %s' % (label, meta[k]))
+    L.append('')
+    L.append('Every server, wrk and curl run on the same %s CPUs, on 127.0.0.1, unpinned: the '
+             'client takes CPU from the server it measures, as it does for every target alike.'
+             % meta.get('nproc', '?'))
+    L.append('')
+    L.append('## Setup and exact commands')
+    L.append('')
+    L.append('- origin: one nginx serving a directory laid out `bench/KEY` (anonymous; sendfile; '
+             'its own Range, ETag, Last-Modified, If-Match and If-None-Match). It listens on one '
+             'port per client: "direct" (what the direct baseline is measured on; not logged), '
+             'one for each cache of the hot section, access-logged with `$server_port`, so that '
+             'every request a cache makes upstream is seen and attributed, and "bulk" (not logged) '
+             'for the cold and soak gateways.')
+    L.append('- nginx: proxy_cache (slice 8m, key with `$slice_range`, proxy_cache_lock on, '
+             'proxy_cache_valid 200 206 1h, keepalive 64 to the origin, cache files on /dev/shm), '
+             '`worker_processes auto`; X-Cache-Status from `$upstream_cache_status`.')
+    L.append('- Varnish: malloc storage (%s), every parameter at its default; VCL: TTL 1h, '
+             'do_stream, X-Cache HIT/MISS from obj.hits.' % meta.get('varnish_mem', '?'))
+    L.append('- bucketcache: defaults (HTTP threads: one per CPU, chunk 8M, --meta-ttl 60s, so each '
+             'object\'s metadata is revalidated upstream once a minute with a HEAD If-None-Match; '
+             'the peers keep theirs for 1h) with `--anonymous --mem-size %s`%s; it signs its '
+             'upstream requests, which the origin ignores.' % (meta.get('bc_mem', '?'),
+                          (' and `%s`' % meta['bc_args']) if meta.get('bc_args') else ''))
+    L.append('- keepalive_requests is raised to 1000000 on both nginx instances so that wrk\'s '
+             'connections are never closed by nginx after 1000 requests (Varnish and bucketcache '
+             'do not close them either).')
+    L.append('')
+    L.append('```text')
+    for line in read_lines(os.path.join(data, 'commands.txt')):
+        L.append(line)
+    L.append('```')
+    L.append('')
+    L.append('Configs as used: [origin-nginx.conf](origin-nginx.conf), '
+             '[nginx-proxy-cache.conf](nginx-proxy-cache.conf), [varnish.vcl](varnish.vcl) '
+             '(temp paths as they were in the run).')
+    L.append('')
+    if runs:
+        L.append('## Hot GETs (every cache warm)')
+        L.append('')
+        hk = ', '.join('%s x %s' % (meta.get('hot_keys_' + s, '?'), s) for s in sizes)
+        L.append('Objects: %s, read in rotation (rotate.lua). Per (size, connections) cell: %s '
+                 'rounds; in each, every target is measured for %s s by wrk (%s threads at most), '
+                 'in an order rotated every round; %s s of unrecorded load per target and size '
+                 'first. Before measuring, each cache was read twice over every key and the second '
+                 'pass had to be a hit for every key in its own header (X-Cache-Status, X-Cache, '
+                 'x-bucketcache), and bucketcache\'s cache_hits had to grow by the key count; '
+                 'sha256 of the first and last object of each size via each target matched the '
+                 'source. GB are 10^9 bytes as counted by wrk (bodies and headers); latencies are '
+                 'wrk\'s, of completed responses.'
+                 % (hk, meta.get('rounds'), meta.get('duration'), meta.get('wrk_threads'),
+                    meta.get('warmup')))
+        L.append('')
+        for s in sizes:
+            key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
+            L.append('### %s objects' % s)
+            L.append('')
+            rows = []
+            for c in conns:
+                for t in targets:
+                    if (s, c, t) not in cells:
+                        continue
+                    ratio = '—'
+                    if t != 'bucketcache':
+                        a, b = cell_median(cells, s, c, 'bucketcache', key), cell_median(cells, s, c, t, key)
+                        per = round_ratios(cells, s, c, 'bucketcache', t, key)
+                        if a is not None and b:
+                            r = a / b
+                            ratio = '%s%.2fx%s (%s)' % ('**' if r < 1 else '', r, '**' if r < 1 else '',
+                                                        ' '.join('%.2f' % x for x in per))
+                    rows.append([c, t if t != 'bucketcache' else '**bucketcache**',
+                                 fmt(cell_median(cells, s, c, t, 'rps'), '%.0f'),
+                                 fmt(cell_median(cells, s, c, t, 'gbps'), '%.3f'),
+                                 fmt(cell_median(cells, s, c, t, 'p50'), '%.2f'),
+                                 fmt(cell_median(cells, s, c, t, 'p99'), '%.2f'),
+                                 fmt(cell_median(cells, s, c, t, 'requests'), '%.0f'), ratio])
+            L += md_table(['conns', 'target', 'req/s', 'GB/s', 'p50 ms', 'p99 ms', 'responses/run',
+                           'bucketcache / target, %s (per round)' % ('req/s' if key == 'rps' else 'GB/s')],
+                          rows, ['---:', ':---', '---:', '---:', '---:', '---:', '---:', ':---'])
+            L.append('')
+        for f, cap in (('hot_reqs.png', 'requests/s'), ('hot_gbps.png', 'GB/s'), ('hot_p99.png', 'p99 latency'),
+                       ('hot_ratios.png', 'bucketcache / peer')):
+            if f in made:
+                L.append('![%s](%s)' % (cap, f))
+                L.append('')
+        lo = [x['load'] for v in cells.values() for x in v]
+        if lo:
+            L.append('Load average (1 min) at the start of the measured runs: median %.2f, max %.2f.'
+                     % (med(lo), max(lo)))
+            L.append('')
+        if meta.get('hot_bc_rss_kib_warm'):
+            L.append('bucketcache (hot instance) after warming: VmRSS %.0f MiB holding %.0f MiB '
+                     '(cache_bytes_held); after the measured phase: VmRSS %.0f MiB holding %.0f MiB.'
+                     % (int(meta['hot_bc_rss_kib_warm']) / 1024.0, int(meta['hot_bc_bytes_held_warm']) / MiB,
+                        int(meta.get('hot_bc_rss_kib_end', 0)) / 1024.0,
+                        int(meta.get('hot_bc_bytes_held_end', 0)) / MiB))
+            L.append('')
+    if cold:
+        L.append('## Cold GETs (nothing cached)')
+        L.append('')
+        L.append('Per round, a fresh bucketcache (empty cache). Throughput: one curl process reads every '
+                 'key of a set of unique keys once, %s transfers at a time (`--parallel`; sets: %s); '
+                 'bytes / wall time of the whole set. Time to first byte: one curl reading '
+                 '%s other unique keys per size one after the other; TTFB = time_starttransfer - '
+                 'time_pretransfer (request sent to first response byte). The same keys are read '
+                 'directly from the upstream for the baseline; bucketcache first in odd rounds. '
+                 '"static" is the origin nginx above; "s3rver" the reference S3 server (slow: it is '
+                 'the bottleneck there, shown for information, no target).'
+                 % (meta.get('cold_clients'), meta.get('cold_sizes'), meta.get('ttfb_keys')))
+        L.append('')
+        rows = []
+        keys = sorted({(k[0], k[1]) for k in cold}, key=lambda k: (k[0] != 'static', size_key(k[1])))
+        for u, s in keys:
+            b, d = cold.get((u, s, 'bucketcache'), {}), cold.get((u, s, 'direct'), {})
+            gb, gd = med(b.get('gbps', [])), med(d.get('gbps', []))
+            tb, td = med(b.get('ttfb', [])), med(d.get('ttfb', []))
+            rows.append([u, s, fmt(gd, '%.3f'), fmt(gb, '%.3f'),
+                         '%.2fx' % (gb / gd) if gb and gd else '—',
+                         fmt(td, '%.3f'), fmt(tb, '%.3f'),
+                         fmt(tb - td if tb is not None and td is not None else None, '%+.3f'),
+                         fmt(pct(d.get('ttfb', []), 90) if d.get('ttfb') else None, '%.3f'),
+                         fmt(pct(b.get('ttfb', []), 90) if b.get('ttfb') else None, '%.3f'),
+                         len(b.get('gbps', []))])
+        L += md_table(['upstream', 'size', 'direct GB/s', 'bucketcache GB/s', 'bc/direct',
+                       'direct TTFB ms', 'bucketcache TTFB ms', 'added ms', 'direct p90 ms',
+                       'bucketcache p90 ms', 'rounds'], rows,
+                      [':---', ':---'] + ['---:'] * 9)
+        L.append('')
+        if 'cold.png' in made:
+            L.append('![cold GETs](cold.png)')
+            L.append('')
+    if soak:
+        s = soak
+        L.append('## Memory (bounded soak)')
+        L.append('')
+        L.append('A fresh bucketcache with `--mem-size %s`; after %s s idle (the base), wrk (random.lua, '
+                 '%s connections) GETs keys drawn at random from %s objects of %s (about %s x the '
+                 'memory tier) for %s s; VmRSS (/proc/PID/status) and cache_bytes_held '
+                 '(/_bucketcache/stats) sampled every %s s.'
+                 % (meta.get('soak_mem'), '%d' % (2 * int(meta.get('soak_interval', '0')) + 1),
+                    meta.get('soak_conns'), meta.get('soak_nkeys'), ' and '.join(meta.get('soak_sizes', '').split()),
+                    meta.get('soak_factor'), meta.get('soak_seconds'), meta.get('soak_interval')))
+        L.append('')
+        L += md_table(['measure', 'value'], [
+            ['base RSS (idle)', '%.1f MiB' % (s['base_rss'] / MiB)],
+            ['cache full (held >= 90%% of %.0f MiB) at' % (s['limit'] / MiB),
+             fmt(s['full_t'], '%.0f s')],
+            ['RSS when full', fmt(s['rss_full'] / MiB if s['rss_full'] else None, '%.0f MiB')],
+            ['RSS, last half (median; min..max)', '%.0f MiB; %.0f..%.0f MiB' % (
+                s['rss_half_median'] / MiB, s['rss_half_min'] / MiB, s['rss_half_max'] / MiB)],
+            ['cache_bytes_held, last half (median)', '%.0f MiB' % (s['held_half_median'] / MiB)],
+            ['RSS drift over the last half (least squares)', '%+.1f MiB (%+.2f MiB/min)' % (
+                s['drift'] / MiB, s['slope_mib_per_min'])],
+            ['overhead: (RSS - base) / held - 1', fmt(100 * s['overhead'] if s['overhead'] is not None else None, '%.2f %%')],
+            ['max RSS', '%.0f MiB' % (s['rss_max'] / MiB)],
+            ['RSS after the load stopped', fmt(s['rss_after'] / MiB if s['rss_after'] else None, '%.0f MiB')],
+            ['evictions during the load', '%d' % s['evictions']],
+            ['load', ('%d GETs, %.0f/s, %.2f GB/s, p99 %.1f ms, %d errors' % (
+                s['wrk']['requests'], s['wrk']['rps'], s['wrk']['gbps'], s['wrk']['p99'], s['wrk']['errors']))
+             if s.get('wrk') else '—'],
+        ], [':---', '---:'])
+        L.append('')
+        L.append('"Flat" means the least-squares drift of VmRSS over the last half of the load is within '
+                 'max(1%% of --mem-size, 4 MiB) = %.1f MiB. cache_bytes_held is the daemon\'s own '
+                 'account of what it holds (chunk bytes plus per-entry overhead and metadata), so the '
+                 'overhead above is what the process uses beyond its own account.' % (s['flat_bound'] / MiB))
+        L.append('')
+        if 'soak_rss.png' in made:
+            L.append('![memory soak](soak_rss.png)')
+            L.append('')
+    L.append('## Checks')
+    L.append('')
+    L.append('What the run verified about itself (a failed check is listed as an anomaly at the top):')
+    L.append('')
+    for c in checks:
+        L.append('- %s' % c)
+    for w in warnings:
+        L.append('- WARNING: %s' % w)
+    L.append('')
+    L.append('## Raw data')
+    L.append('')
+    L.append('- [hot_runs.csv](hot_runs.csv): every measured wrk run (timestamps, load, requests, bytes, '
+             'latencies in µs, errors); [hot_medians.csv](hot_medians.csv): medians per cell')
+    L.append('- [cold_runs.csv](cold_runs.csv): cold throughput runs; [cold_xfers.csv](cold_xfers.csv): '
+             'every cold transfer with curl\'s timings (seconds)')
+    L.append('- [soak_samples.csv](soak_samples.csv): the soak\'s samples')
+    L.append('- [summary.json](summary.json): the verdicts and medians; [report.txt](report.txt): the run\'s log')
+    L.append('')
+    with open(os.path.join(results, 'benchmarks.md'), 'w') as f:
+        f.write('\n'.join(L))
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == 'mkobjs' and len(argv) == 5:
+        return mkobjs(argv[2], argv[3], argv[4])
+    if len(argv) >= 2 and argv[1] == 'sample' and len(argv) == 8:
+        return sample(*argv[2:8])
+    if len(argv) >= 2 and argv[1] == 'report' and len(argv) == 4:
+        return report(argv[2], argv[3])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

@@ -1,0 +1,1193 @@
+#!/bin/bash
+# bench_peers.sh — bucketcache against the caches people would use instead:
+# nginx proxy_cache and Varnish, and the bucket itself (direct), all on this
+# machine's loopback, in front of the same upstream. One command:
+#
+#   tests/bench/bench_peers.sh                  # full run, ~30-40 min on 2 cores
+#   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~3 min
+#
+# Not part of `make check`; it builds nothing. It measures an existing daemon
+# binary, BC_BIN (default build/bucketcache), with default settings except
+# --anonymous and --mem-size (BENCH_BC_ARGS adds flags if you must).
+#
+# What it starts (every process on a free 127.0.0.1 port, configs and data
+# in a temp dir, stopped and removed on exit whatever the exit status):
+#   origin    nginx serving a directory laid out BUCKET/KEY, anonymously
+#             (sendfile; Range, ETag, Last-Modified, If-Match and
+#             If-None-Match are nginx's own). It listens on one port per
+#             client of the hot section — direct (not logged), and one each
+#             for the nginx cache, Varnish and bucketcache (access-logged
+#             with $server_port), so that every upstream request can be
+#             attributed to its cache — and on a "bulk" port (not logged)
+#             for the cold and soak gateways.
+#   nginx     proxy_cache in front of origin: slice 8m (ranges), cache key
+#             with $slice_range, proxy_cache_lock on, proxy_cache_valid
+#             200 206 1h, keepalive upstream, cache files on /dev/shm,
+#             X-Cache-Status: $upstream_cache_status.
+#   varnish   varnishd -F -s malloc,BENCH_VARNISH_MEM, a VCL with origin as
+#             backend, beresp.ttl 1h, do_stream, X-Cache: HIT/MISS.
+#   bucketcache  --anonymous --upstream http://origin --mem-size BENCH_BC_MEM
+#             (signs upstream requests with AWS_ACCESS_KEY_ID/SECRET
+#             S3RVER/S3RVER, which nginx ignores and s3rver accepts).
+#   s3rver    (cold GETs only, if tests/integration/node_modules has it): the
+#             slow reference S3 server, informational.
+#
+# Sections (BENCH_SECTIONS, default "hot cold soak"):
+#   hot   objects of each size in BENCH_SIZES, every cache warmed and checked
+#         warm (a second pass must be a hit for every key in each cache's
+#         own header, and bucketcache's cache_hits must grow by the key
+#         count); then per (size, conns) cell, BENCH_ROUNDS rounds in which
+#         direct, nginx, varnish and bucketcache are each measured with wrk
+#         (rotate.lua) for BENCH_DURATION s, in an order rotated every
+#         round. Afterwards the origin log must show no request from any
+#         cache during any measured run (bucketcache's HEAD revalidations,
+#         one per object per --meta-ttl, are allowed and counted), and
+#         bucketcache's stats no miss and no upstream byte.
+#   cold  unique keys never read before: a fresh bucketcache per round (empty
+#         cache), one curl reads each key once, BENCH_COLD_CLIENTS transfers
+#         at a time (throughput), then reads other keys one by one (time to
+#         first byte = time_starttransfer - time_pretransfer), through
+#         bucketcache and directly from the upstream, alternating.
+#   soak  a fresh bucketcache with --mem-size BENCH_SOAK_MEM, random GETs
+#         (random.lua) over a data set BENCH_SOAK_FACTOR times that size for
+#         BENCH_SOAK_SECONDS; VmRSS and cache_bytes_held sampled every
+#         BENCH_SOAK_INTERVAL s.
+#
+# Output: a report on stdout, and BENCH_RESULTS_DIR (default
+# tests/bench/results/) regenerated: benchmarks.md (machine, versions, exact
+# commands and configs, tables, target verdicts), PNG plots, raw data as CSV
+# and summary.json. bench_peers.py does the analysis. Each target is printed
+# as PASS, MISS or n/a with its numbers.
+#
+# Exit status: 0 every target passed and nothing misbehaved; 3 the run was
+# clean but a target was missed; 1 setup failed, or a cache misbehaved during
+# a measured phase (errors, misses, upstream fetches: listed as ANOMALY,
+# results still written); 2 bad usage; 77 skipped (a tool is missing and we
+# are not root to install it: the apt-get line is printed).
+#
+# Environment (full-run defaults; BENCH_QUICK=1 defaults in brackets):
+#   BC_BIN              daemon binary [<srcdir>/build/bucketcache]
+#   BENCH_QUICK         1: the smoke-run defaults below [0]
+#   BENCH_SECTIONS      "hot cold soak"
+#   BENCH_SIZES         hot object sizes: "4K 128K 4M 64M"
+#   BENCH_HOT_KEYS      objects per size: "4K:1024 128K:256 4M:64 64M:8"
+#                       ["4K:256 128K:64 4M:16 64M:4"]
+#   BENCH_CONNS         wrk connections: "1 16 64 256" ["64 256"]
+#   BENCH_TARGETS       "direct nginx varnish bucketcache"
+#   BENCH_ROUNDS        rounds per cell: 3 [1]
+#   BENCH_DURATION      seconds per wrk run: 5 [2]
+#   BENCH_WARMUP        unrecorded seconds per target and size: 1 [1]
+#   BENCH_WRK_THREADS   most wrk threads (min(this, conns)): 2
+#   BENCH_BC_MEM        hot/cold bucketcache --mem-size: 2G
+#   BENCH_VARNISH_MEM   varnish malloc storage: 2G
+#   BENCH_BC_ARGS       extra daemon flags, word-split: none
+#   BENCH_COLD_SIZES    cold throughput sets "SIZE:KEYS": "128K:4096 4M:128"
+#                       ["128K:1024 4M:64"]
+#   BENCH_TTFB_KEYS     keys per size for time to first byte: 64 [32]
+#   BENCH_COLD_CLIENTS  transfers at once for cold throughput: 16
+#   BENCH_COLD_ROUNDS   3 [1]
+#   BENCH_COLD_UPSTREAMS  "static s3rver" (s3rver skipped if not installed)
+#   BENCH_SOAK_SECONDS  600 [30]
+#   BENCH_SOAK_MEM      1G [256M]
+#   BENCH_SOAK_FACTOR   data set / --mem-size: 2
+#   BENCH_SOAK_SIZES    object sizes, bytes split evenly: "4M 128K"
+#   BENCH_SOAK_CONNS    16
+#   BENCH_SOAK_INTERVAL seconds between samples: 5 [2]
+#   BENCH_TIMEOUT       the whole run is stopped after this many s: 5400 [900]
+#   BENCH_RESULTS_DIR   results folder, or "none" [tests/bench/results]
+#   BENCH_KEEP_TMP      1: keep the temp dir (logs, configs, raw output) [0]
+#
+# Machine noise: every server, wrk and curl share the machine's CPUs, and
+# other work shows in the load average (recorded per run). Read the ratios
+# and the per-round ratios, not the absolute numbers.
+
+# shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
+set -euo pipefail
+export LC_ALL=C
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY || true
+PATH=$PATH:/usr/sbin:/sbin
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
+PY=/usr/bin/python3
+HELPER=$BENCH_DIR/bench_peers.py
+ROTATE_LUA=$BENCH_DIR/rotate.lua
+RANDOM_LUA=$BENCH_DIR/random.lua
+S3RVER_BIN=$SRCDIR/tests/integration/node_modules/.bin/s3rver
+ME=bench_peers.sh
+
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	d_hot_keys="4K:256 128K:64 4M:16 64M:4"; d_conns="64 256"; d_rounds=1
+	d_duration=2; d_warmup=1; d_cold_sizes="128K:1024 4M:64"; d_ttfb=32
+	d_cold_rounds=1; d_soak_s=30; d_soak_mem=256M; d_soak_int=2; d_timeout=900
+else
+	d_hot_keys="4K:1024 128K:256 4M:64 64M:8"; d_conns="1 16 64 256"; d_rounds=3
+	d_duration=5; d_warmup=1; d_cold_sizes="128K:4096 4M:128"; d_ttfb=64
+	d_cold_rounds=3; d_soak_s=600; d_soak_mem=1G; d_soak_int=5; d_timeout=5400
+fi
+BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
+SECTIONS=${BENCH_SECTIONS:-hot cold soak}
+SIZES=${BENCH_SIZES:-4K 128K 4M 64M}
+HOT_KEYS=${BENCH_HOT_KEYS:-$d_hot_keys}
+CONNS=${BENCH_CONNS:-$d_conns}
+TARGETS=${BENCH_TARGETS:-direct nginx varnish bucketcache}
+ROUNDS=${BENCH_ROUNDS:-$d_rounds}
+DURATION=${BENCH_DURATION:-$d_duration}
+WARMUP=${BENCH_WARMUP:-$d_warmup}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
+BC_MEM=${BENCH_BC_MEM:-2G}
+VARNISH_MEM=${BENCH_VARNISH_MEM:-2G}
+BC_ARGS=${BENCH_BC_ARGS:-}
+COLD_SIZES=${BENCH_COLD_SIZES:-$d_cold_sizes}
+TTFB_KEYS=${BENCH_TTFB_KEYS:-$d_ttfb}
+COLD_CLIENTS=${BENCH_COLD_CLIENTS:-16}
+COLD_ROUNDS=${BENCH_COLD_ROUNDS:-$d_cold_rounds}
+COLD_UPSTREAMS=${BENCH_COLD_UPSTREAMS:-static s3rver}
+SOAK_SECONDS=${BENCH_SOAK_SECONDS:-$d_soak_s}
+SOAK_MEM=${BENCH_SOAK_MEM:-$d_soak_mem}
+SOAK_FACTOR=${BENCH_SOAK_FACTOR:-2}
+SOAK_SIZES=${BENCH_SOAK_SIZES:-4M 128K}
+SOAK_CONNS=${BENCH_SOAK_CONNS:-16}
+SOAK_INTERVAL=${BENCH_SOAK_INTERVAL:-$d_soak_int}
+TIMEOUT=${BENCH_TIMEOUT:-$d_timeout}
+RESULTS_DIR=${BENCH_RESULTS_DIR:-$BENCH_DIR/results}
+BUCKET=bench
+KEY_DIGITS=5
+
+# The exact command line: the script plus every setting given in the
+# environment, so that the run can be repeated as it was.
+cmdline() {
+	local v out=
+	for v in $(compgen -e | grep -E '^(BENCH_[A-Z_]+|BC_BIN)$' | sort); do
+		out+="$v=$(printf '%q' "${!v}") "
+	done
+	printf '%s%s' "$out" "tests/bench/$ME"
+}
+CMDLINE=$(cmdline)
+
+usage() {
+	sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+case "${1:-}" in
+'') ;;
+*) usage ;;
+esac
+die_usage() {
+	echo "$ME: $*" >&2
+	exit 2
+}
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+# to_bytes SIZE: 4096, 4K, 128K, 4M, 1G (binary units) -> bytes; 1 if bad.
+to_bytes() {
+	local n=${1%[KkMmGg]} u=${1##*[0-9]}
+	is_uint "$n" || return 1
+	case $u in
+	'') echo "$n" ;;
+	K | k) echo $((n * 1024)) ;;
+	M | m) echo $((n * 1048576)) ;;
+	G | g) echo $((n * 1073741824)) ;;
+	*) return 1 ;;
+	esac
+}
+# in_list WORD LIST: whether WORD is one of LIST's blank-separated words.
+in_list() {
+	local w
+	for w in $2; do
+		[ "$w" = "$1" ] && return 0
+	done
+	return 1
+}
+
+for s in $SECTIONS; do
+	in_list "$s" "hot cold soak" || die_usage "BENCH_SECTIONS: unknown section [$s] (hot cold soak)"
+done
+for v in ROUNDS DURATION WRK_THREADS COLD_CLIENTS COLD_ROUNDS TTFB_KEYS SOAK_SECONDS \
+    SOAK_FACTOR SOAK_CONNS SOAK_INTERVAL TIMEOUT; do
+	is_uint "${!v}" && [ "${!v}" -ge 1 ] || die_usage "BENCH_$v must be a whole number >= 1"
+done
+is_uint "$WARMUP" || die_usage "BENCH_WARMUP must be a number of seconds"
+for c in $CONNS; do
+	is_uint "$c" && [ "$c" -ge 1 ] && [ "$c" -le 10000 ] || die_usage "BENCH_CONNS: bad value [$c]"
+done
+[ -n "${CONNS// /}" ] || die_usage "BENCH_CONNS is empty"
+for t in $TARGETS; do
+	in_list "$t" "direct nginx varnish bucketcache" || die_usage "BENCH_TARGETS: unknown target [$t]"
+done
+in_list bucketcache "$TARGETS" || die_usage "BENCH_TARGETS must include bucketcache"
+for m in BC_MEM VARNISH_MEM SOAK_MEM; do
+	to_bytes "${!m}" >/dev/null || die_usage "BENCH_$m: bad size [${!m}]"
+done
+for u in $COLD_UPSTREAMS; do
+	in_list "$u" "static s3rver" || die_usage "BENCH_COLD_UPSTREAMS: unknown upstream [$u]"
+done
+
+declare -A HOT_N=()
+for kv in $HOT_KEYS; do
+	to_bytes "${kv%%:*}" >/dev/null && is_uint "${kv#*:}" && [ "${kv#*:}" -ge 1 ] &&
+		[ "${kv#*:}" -lt 100000 ] || die_usage "BENCH_HOT_KEYS: bad entry [$kv] (SIZE:KEYS)"
+	HOT_N[${kv%%:*}]=${kv#*:}
+done
+for s in $SIZES; do
+	to_bytes "$s" >/dev/null || die_usage "BENCH_SIZES: bad size [$s]"
+	if [ -z "${HOT_N[$s]:-}" ]; then
+		# not listed: about 256 MiB per size, 4..1024 objects
+		n=$((268435456 / $(to_bytes "$s")))
+		[ "$n" -ge 4 ] || n=4
+		[ "$n" -le 1024 ] || n=1024
+		HOT_N[$s]=$n
+	fi
+done
+COLD_LIST=()
+for kv in $COLD_SIZES; do
+	to_bytes "${kv%%:*}" >/dev/null && is_uint "${kv#*:}" && [ "${kv#*:}" -ge 1 ] &&
+		[ "${kv#*:}" -lt 100000 ] || die_usage "BENCH_COLD_SIZES: bad entry [$kv] (SIZE:KEYS)"
+	COLD_LIST+=("$kv")
+done
+for s in $SOAK_SIZES; do
+	to_bytes "$s" >/dev/null || die_usage "BENCH_SOAK_SIZES: bad size [$s]"
+done
+
+# ---- tools: install what is missing when root, else skip (77) -----------------
+
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v nginx >/dev/null 2>&1 || missing+=(nginx)
+command -v varnishd >/dev/null 2>&1 || missing+=(varnish)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+[ -x "$PY" ] || missing+=(python3)
+if [ -x "$PY" ] && ! "$PY" -c 'import matplotlib' >/dev/null 2>&1; then
+	missing+=(python3-matplotlib)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "# $ME: installing ${missing[*]} (apt-get)" >&2
+		# another apt-get may hold the lock: wait for it (bounded)
+		apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" >&2 ||
+			{ apt-get -o DPkg::Lock::Timeout=600 update >&2 &&
+			  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" >&2; } ||
+			{ echo "$ME: apt-get install ${missing[*]} failed" >&2; exit 1; }
+	else
+		echo "$ME: SKIPPED: missing ${missing[*]}; as root run: apt-get install -y ${missing[*]}" >&2
+		exit 77
+	fi
+fi
+[ -x "$BC_BIN" ] || { echo "$ME: BC_BIN=$BC_BIN is not an executable (build it first, see the README)" >&2; exit 1; }
+for f in "$HELPER" "$ROTATE_LUA" "$RANDOM_LUA"; do
+	[ -f "$f" ] || { echo "$ME: $f missing" >&2; exit 1; }
+done
+# %header{} in -w needs curl 7.84
+if curl -s -o /dev/null -w '%header{x}' "file:///dev/null" 2>/dev/null | grep -q header; then
+	echo "$ME: curl too old: -w %header{...} is not supported (need 7.84+)" >&2
+	exit 1
+fi
+HAVE_S3RVER=0
+if in_list cold "$SECTIONS" && in_list s3rver "$COLD_UPSTREAMS"; then
+	if [ -x "$S3RVER_BIN" ] && command -v node >/dev/null 2>&1; then
+		HAVE_S3RVER=1
+	fi
+fi
+
+# ---- processes and cleanup ------------------------------------------------------
+
+PIDS=()
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-peers.XXXXXX")
+# nginx's cache files on tmpfs when there is one (as a production
+# proxy_cache on a RAM disk would be); else in the temp dir.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	SHM=$(mktemp -d /dev/shm/bc-peers.XXXXXX)
+else
+	SHM=$TMP/shm
+	mkdir -p "$SHM"
+fi
+# run as root, nginx's workers drop to nobody and varnish's to vcache
+chmod 755 "$TMP" "$SHM"
+DATA=$TMP/data
+WWW=$TMP/www
+mkdir -p "$DATA/stats" "$DATA/conf" "$DATA/wrk" "$DATA/cold" "$WWW/$BUCKET"
+chmod 755 "$WWW" "$WWW/$BUCKET"
+REPORT=$DATA/report.txt
+: >"$REPORT"
+: >"$DATA/anomalies.txt"
+: >"$DATA/warnings.txt"
+: >"$DATA/meta.tsv"
+: >"$DATA/windows.tsv"
+: >"$DATA/commands.txt"
+
+cleanup() {
+	local rc=$? pid i
+	trap - EXIT INT TERM HUP
+	set +e
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		for i in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
+		echo "# kept $TMP and $SHM" >&2
+	else
+		rm -rf "$TMP" "$SHM"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "# interrupted" >&2; exit 1' INT TERM HUP
+
+# The whole run is bounded: the watchdog stops us (and with us everything we
+# started) after BENCH_TIMEOUT s; it kills its own sleep when stopped.
+(
+	trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+	sleep "$TIMEOUT" &
+	sp=$!
+	wait "$sp"
+	echo "# $ME: timed out after $TIMEOUT s (BENCH_TIMEOUT)" >&2
+	kill -TERM $$
+) &
+PIDS+=($!)
+
+say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+note() { printf '# %s\n' "$*" >&2; }
+fail() {
+	echo "$ME: FAILED: $*" >&2
+	exit 1
+}
+meta() { printf '%s\t%s\n' "$1" "$2" >>"$DATA/meta.tsv"; }
+# command_note TEXT: an exact command, for the results document.
+command_note() { printf '%s\n' "$*" >>"$DATA/commands.txt"; }
+now() { date +%s.%N | cut -c1-17; }
+window() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$DATA/windows.tsv"; }
+
+free_port() {
+	"$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# wait_port PORT PID SECONDS: until PORT answers any HTTP status; fails if
+# PID dies.
+wait_port() {
+	local port=$1 pid=$2 secs=$3 i code
+	for i in $(seq $((secs * 10))); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+		    "http://127.0.0.1:$port/" 2>/dev/null) || true
+		[ -n "$code" ] && [ "$code" != 000 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# stop_pid PID: TERM, up to 10 s, KILL; reaped and forgotten (so that the
+# exit trap never signals a recycled PID).
+stop_pid() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	forget_pid "$pid"
+}
+# forget_pid PID: a reaped process leaves PIDS.
+forget_pid() {
+	local p keep=()
+	for p in "${PIDS[@]}"; do
+		[ "$p" = "$1" ] || keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+
+# ---- machine and versions ---------------------------------------------------------
+
+cpu_model() {
+	local m
+	m=$(lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
+	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
+	printf '%s' "${m:-unknown}"
+}
+first_line() { head -n 1 | tr -d '\r'; }
+pkgver() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo '?'; }
+
+BC_VERSION="$("$BC_BIN" --version 2>&1 | first_line)"
+GIT_REV=$(git -C "$SRCDIR" rev-parse --short HEAD 2>/dev/null || echo '?')
+if [ -n "$(git -C "$SRCDIR" status --porcelain --untracked-files=no -- src 2>/dev/null | head -n 1)" ]; then
+	GIT_REV="$GIT_REV + uncommitted changes in src/"
+fi
+meta date_start "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+meta command "$CMDLINE"
+meta quick "$QUICK"
+meta host "$(hostname 2>/dev/null || echo '?')"
+meta nproc "$(nproc)"
+meta cpu "$(cpu_model)"
+meta kernel "$(uname -srm)"
+meta memory "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+# shellcheck disable=SC1091
+meta os "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
+meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta bucketcache "$BC_VERSION, $BC_BIN (mtime $(date -u -r "$BC_BIN" '+%Y-%m-%d %H:%M UTC'), sha256 $(sha256sum "$BC_BIN" | cut -c1-12)), tree $GIT_REV"
+meta nginx "$(nginx -v 2>&1 | first_line | sed 's/^nginx version: //') (Debian $(pkgver nginx))"
+meta varnish "$(varnishd -V 2>&1 | first_line | sed 's/^varnishd (//; s/)$//') (Debian $(pkgver varnish))"
+meta wrk "$(wrk -v 2>&1 | first_line | sed 's/ Copyright.*//')"
+meta curl "$(curl --version | first_line | cut -d' ' -f1-2)"
+meta python "$("$PY" --version 2>&1), matplotlib $("$PY" -c 'import matplotlib; print(matplotlib.__version__)')"
+if [ "$HAVE_S3RVER" = 1 ]; then
+	meta s3rver "$("$S3RVER_BIN" --version 2>&1 | first_line) (node $(node --version))"
+fi
+meta sizes "$SIZES"
+meta conns "$CONNS"
+meta targets "$TARGETS"
+meta rounds "$ROUNDS"
+meta duration "$DURATION"
+meta warmup "$WARMUP"
+meta wrk_threads "$WRK_THREADS"
+meta sections "$SECTIONS"
+meta bc_mem "$BC_MEM"
+meta varnish_mem "$VARNISH_MEM"
+meta bc_args "$BC_ARGS"
+
+say "$ME: $CMDLINE"
+say "machine: $(nproc) CPUs, $(cpu_model), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); load avg $(cut -d' ' -f1-3 /proc/loadavg)"
+say "bucketcache: $BC_VERSION ($BC_BIN, tree $GIT_REV)"
+
+# ---- objects -----------------------------------------------------------------------
+
+# mkset NAME SIZE COUNT: COUNT objects of SIZE under www/bench/NAME/SIZE/k-NNNNN.
+mkset() {
+	local dir=$WWW/$BUCKET/$1/$2
+	mkdir -p "$dir"
+	"$PY" "$HELPER" mkobjs "$dir" "$3" "$(to_bytes "$2")" ||
+		fail "cannot create $3 objects of $2 in $dir"
+	chmod -R a+rX "$WWW"
+}
+keyname() { printf 'k-%0*d' "$KEY_DIGITS" "$1"; }
+
+if in_list hot "$SECTIONS"; then
+	for s in $SIZES; do
+		note "creating ${HOT_N[$s]} objects of $s (hot)"
+		mkset hot "$s" "${HOT_N[$s]}"
+		meta "hot_keys_$s" "${HOT_N[$s]}"
+	done
+fi
+if in_list cold "$SECTIONS"; then
+	for kv in "${COLD_LIST[@]}"; do
+		note "creating ${kv#*:} objects of ${kv%%:*} (cold throughput) and $TTFB_KEYS (ttfb)"
+		mkset cold "${kv%%:*}" "${kv#*:}"
+		mkset ttfb "${kv%%:*}" "$TTFB_KEYS"
+	done
+fi
+SOAK_PATHS=$DATA/soak-paths.txt
+if in_list soak "$SECTIONS"; then
+	: >"$SOAK_PATHS"
+	soak_total=$(( $(to_bytes "$SOAK_MEM") * SOAK_FACTOR ))
+	nsizes=$(echo "$SOAK_SIZES" | wc -w)
+	for s in $SOAK_SIZES; do
+		n=$(( soak_total / nsizes / $(to_bytes "$s") ))
+		[ "$n" -ge 1 ] || n=1
+		note "creating $n objects of $s (soak)"
+		mkset soak "$s" "$n"
+		for ((i = 0; i < n; i++)); do
+			printf '/%s/soak/%s/%s\n' "$BUCKET" "$s" "$(keyname "$i")"
+		done >>"$SOAK_PATHS"
+		meta "soak_keys_$s" "$n"
+	done
+fi
+
+# ---- servers -----------------------------------------------------------------------
+
+NGINX_TEMPS() {
+	local d=$1
+	printf '\tclient_body_temp_path %s/tmp/body;\n\tproxy_temp_path %s/tmp/proxy;\n' "$d" "$d"
+	printf '\tfastcgi_temp_path %s/tmp/fastcgi;\n\tuwsgi_temp_path %s/tmp/uwsgi;\n\tscgi_temp_path %s/tmp/scgi;\n' "$d" "$d" "$d"
+}
+
+# The origin: one nginx, a port per client (see the header).
+declare -A ORIGIN_PORT=()
+start_origin() {
+	local d=$TMP/origin pid
+	mkdir -p "$d/tmp"
+	chmod 755 "$d"
+	for _ in 1 2 3; do
+		ORIGIN_PORT[direct]=$(free_port)
+		ORIGIN_PORT[nginx]=$(free_port)
+		ORIGIN_PORT[varnish]=$(free_port)
+		ORIGIN_PORT[bucketcache]=$(free_port)
+		ORIGIN_PORT[bulk]=$(free_port)
+		cat >"$d/nginx.conf" <<EOF
+# bench_peers.sh origin: anonymous static files, BUCKET/KEY under $WWW
+worker_processes auto;
+error_log $d/error.log warn;
+pid $d/nginx.pid;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	default_type application/octet-stream;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_requests 1000000;
+$(NGINX_TEMPS "$d")
+	log_format origin '\$msec \$server_port \$request_method \$status \$body_bytes_sent \$uri "\$http_range"';
+	# direct: what wrk and curl read the bucket through; bulk: the
+	# upstream of the cold and soak gateways (neither logged)
+	server {
+		listen 127.0.0.1:${ORIGIN_PORT[direct]};
+		listen 127.0.0.1:${ORIGIN_PORT[bulk]};
+		root $WWW;
+	}
+	# the caches' upstream: one port each, every request logged
+	server {
+		listen 127.0.0.1:${ORIGIN_PORT[nginx]};
+		listen 127.0.0.1:${ORIGIN_PORT[varnish]};
+		listen 127.0.0.1:${ORIGIN_PORT[bucketcache]};
+		root $WWW;
+		access_log $d/access.log origin buffer=64k flush=1s;
+	}
+}
+EOF
+		nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >>"$d/stderr.log" 2>&1 &
+		pid=$!
+		if wait_port "${ORIGIN_PORT[direct]}" "$pid" 10 && wait_port "${ORIGIN_PORT[bucketcache]}" "$pid" 5; then
+			PIDS+=("$pid")
+			ORIGIN_PID=$pid
+			ORIGIN_LOG=$d/access.log
+			cp "$d/nginx.conf" "$DATA/conf/origin-nginx.conf"
+			command_note "origin: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: origin-nginx.conf)"
+			meta origin_pid "$pid"
+			for t in direct nginx varnish bucketcache bulk; do
+				meta "origin_port_$t" "${ORIGIN_PORT[$t]}"
+			done
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$d/error.log" "$d/stderr.log" >&2 2>/dev/null || true
+	fail "origin nginx did not start"
+}
+
+NGINX_CACHE_PID=
+start_nginx_cache() {
+	local d=$TMP/nginx-cache pid port
+	mkdir -p "$d/tmp"
+	chmod 755 "$d"
+	for _ in 1 2 3; do
+		port=$(free_port)
+		cat >"$d/nginx.conf" <<EOF
+# bench_peers.sh: nginx proxy_cache in front of the origin
+worker_processes auto;
+error_log $d/error.log warn;
+pid $d/nginx.pid;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_requests 1000000;
+$(NGINX_TEMPS "$d")
+	proxy_cache_path $SHM/nginx-cache levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
+	upstream origin {
+		server 127.0.0.1:${ORIGIN_PORT[nginx]};
+		keepalive 64;
+	}
+	server {
+		listen 127.0.0.1:$port;
+		location / {
+			slice 8m;
+			proxy_cache bench;
+			proxy_cache_key \$uri\$is_args\$args\$slice_range;
+			proxy_set_header Range \$slice_range;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_cache_valid 200 206 1h;
+			proxy_cache_lock on;
+			proxy_pass http://origin;
+			add_header X-Cache-Status \$upstream_cache_status always;
+		}
+	}
+}
+EOF
+		nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >>"$d/stderr.log" 2>&1 &
+		pid=$!
+		if wait_port "$port" "$pid" 10; then
+			PIDS+=("$pid")
+			NGINX_CACHE_PID=$pid
+			URL[nginx]=http://127.0.0.1:$port
+			cp "$d/nginx.conf" "$DATA/conf/nginx-proxy-cache.conf"
+			command_note "nginx: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: nginx-proxy-cache.conf)"
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$d/error.log" "$d/stderr.log" >&2 2>/dev/null || true
+	fail "nginx proxy_cache did not start"
+}
+
+VARNISH_PID=
+start_varnish() {
+	local d=$TMP/varnish pid port
+	mkdir -p "$d/work"
+	chmod 755 "$d" "$d/work"
+	cat >"$d/bench.vcl" <<EOF
+# bench_peers.sh: Varnish in front of the origin
+vcl 4.1;
+
+backend origin {
+	.host = "127.0.0.1";
+	.port = "${ORIGIN_PORT[varnish]}";
+}
+
+sub vcl_recv {
+	if (req.method != "GET" && req.method != "HEAD") {
+		return (pass);
+	}
+	unset req.http.Cookie;
+	return (hash);
+}
+
+sub vcl_backend_response {
+	set beresp.ttl = 1h;
+	set beresp.do_stream = true;
+}
+
+sub vcl_deliver {
+	if (obj.hits > 0) {
+		set resp.http.X-Cache = "HIT";
+	} else {
+		set resp.http.X-Cache = "MISS";
+	}
+}
+EOF
+	chmod 644 "$d/bench.vcl"
+	for _ in 1 2 3; do
+		port=$(free_port)
+		varnishd -F -a "127.0.0.1:$port" -f "$d/bench.vcl" -s "malloc,$VARNISH_MEM" \
+		    -n "$d/work" -T 127.0.0.1:0 >>"$d/varnishd.log" 2>&1 &
+		pid=$!
+		if wait_port "$port" "$pid" 30; then
+			PIDS+=("$pid")
+			VARNISH_PID=$pid
+			URL[varnish]=http://127.0.0.1:$port
+			cp "$d/bench.vcl" "$DATA/conf/varnish.vcl"
+			command_note "varnish: varnishd -F -a 127.0.0.1:$port -f $d/bench.vcl -s malloc,$VARNISH_MEM -n $d/work -T 127.0.0.1:0   (VCL: varnish.vcl; every parameter at its default)"
+			return 0
+		fi
+		kill -TERM "$pid" 2>/dev/null || true
+		sleep 1
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$d/varnishd.log" >&2 2>/dev/null || true
+	fail "varnishd did not start"
+}
+
+# start_gateway NAME UPSTREAM_URL MEM AK SK: a bucketcache; sets GW_PID,
+# GW_URL, GW_LOG.
+GW_N=0
+start_gateway() {
+	local name=$1 up=$2 mem=$3 ak=$4 sk=$5 pid port log
+	GW_N=$((GW_N + 1))
+	log=$TMP/gateway.$GW_N.$name.log
+	for _ in 1 2 3; do
+		port=$(free_port)
+		# shellcheck disable=SC2086 # BC_ARGS is word-split on purpose
+		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+		    AWS_ACCESS_KEY_ID="$ak" AWS_SECRET_ACCESS_KEY="$sk" \
+		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$up" \
+		    --anonymous --mem-size "$mem" $BC_ARGS >>"$log" 2>&1 &
+		pid=$!
+		if wait_port "$port" "$pid" 15 &&
+		    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$port/_bucketcache/health"; then
+			PIDS+=("$pid")
+			GW_PID=$pid
+			GW_URL=http://127.0.0.1:$port
+			GW_LOG=$log
+			command_note "bucketcache ($name): AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk $BC_BIN --listen 127.0.0.1:$port --upstream $up --anonymous --mem-size $mem${BC_ARGS:+ $BC_ARGS}"
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		grep -qi 'in use' "$log" || break
+	done
+	cat "$log" >&2
+	fail "bucketcache ($name) did not become healthy"
+}
+
+# stats_save URL FILE
+stats_save() {
+	curl -sf --max-time 10 "$1/_bucketcache/stats" >"$2" ||
+		fail "cannot read $1/_bucketcache/stats"
+}
+# stats_get FILE COUNTER
+stats_get() {
+	"$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["counters"][sys.argv[2]])' "$1" "$2"
+}
+
+# gateway_log_check NAME LOG: warn/error lines the daemon logged.
+gateway_log_check() {
+	local name=$1 log=$2 n
+	n=$(grep -Ec ' (error|warn):' "$log" || true)
+	if [ "$n" -gt 0 ]; then
+		say "bucketcache ($name) log: $n warn/error lines, first 5:"
+		grep -E ' (error|warn):' "$log" | head -n 5 | sed 's/^/  /' | tee -a "$REPORT"
+		if grep -Eq ' error:' "$log"; then
+			echo "bucketcache ($name) logged errors" >>"$DATA/anomalies.txt"
+		fi
+	else
+		say "bucketcache ($name) log: no warn/error lines"
+	fi
+	return 0
+}
+
+# ---- curl helpers ----------------------------------------------------------------------
+
+# curl_keys BASE NAME SIZE N OUT [PARALLEL]: GET every key of a set once, 8
+# (or PARALLEL) transfers at a time; OUT gets "code bytes url [cache header]".
+curl_keys() {
+	local base=$1 name=$2 size=$3 n=$4 out=$5 par=${6:-8} cfg i
+	cfg=$out.cfg
+	: >"$cfg"
+	for ((i = 0; i < n; i++)); do
+		printf 'url = "%s/%s/%s/%s/%s"\noutput = "/dev/null"\n' "$base" "$BUCKET" "$name" "$size" "$(keyname "$i")" >>"$cfg"
+	done
+	curl -sS --no-progress-meter --parallel --parallel-max "$par" --max-time 120 \
+	    -w '%{http_code} %{size_download} %{url} [%header{x-cache-status}%header{x-cache}%header{x-bucketcache}]\n' \
+	    -K "$cfg" >"$out" 2>"$out.err" || true
+}
+
+# hit_word TARGET: what the target's cache header says on a hit.
+hit_word() {
+	case $1 in
+	nginx | varnish) echo HIT ;;
+	bucketcache) echo hit ;;
+	*) echo '' ;;
+	esac
+}
+
+# warm_target TARGET URL: two passes over every hot key; the second must be
+# all hits.
+warm_target() {
+	local tg=$1 url=$2 s n bytes bad out h0 h1 t0
+	t0=$(now)
+	for s in $SIZES; do
+		n=${HOT_N[$s]}
+		bytes=$(to_bytes "$s")
+		out=$DATA/warm.$tg.$s
+		curl_keys "$url" hot "$s" "$n" "$out.1"
+		bad=$(awk -v b="$bytes" '$1 != 200 || $2 != b' "$out.1" | wc -l)
+		[ "$bad" = 0 ] && [ "$(wc -l <"$out.1")" = "$n" ] ||
+			{ head -n 5 "$out.1" "$out.1.err" >&2; fail "$tg: warm pass over $s: $bad of $n not '200, $bytes bytes'"; }
+		if [ "$tg" = bucketcache ]; then
+			stats_save "$url" "$DATA/stats/warm-$s-1.json"
+		fi
+		curl_keys "$url" hot "$s" "$n" "$out.2"
+		bad=$(awk -v b="$bytes" -v w="[$(hit_word "$tg")]" '$1 != 200 || $2 != b || $4 != w' "$out.2" | wc -l)
+		[ "$bad" = 0 ] && [ "$(wc -l <"$out.2")" = "$n" ] ||
+			{ awk -v w="[$(hit_word "$tg")]" '$4 != w' "$out.2" | head -n 5 >&2; fail "$tg: second pass over $s: $bad of $n keys not '200 $(hit_word "$tg")'"; }
+		if [ "$tg" = bucketcache ]; then
+			stats_save "$url" "$DATA/stats/warm-$s-2.json"
+			h0=$(stats_get "$DATA/stats/warm-$s-1.json" cache_hits)
+			h1=$(stats_get "$DATA/stats/warm-$s-2.json" cache_hits)
+			[ $((h1 - h0)) = "$n" ] || fail "bucketcache: cache_hits grew by $((h1 - h0)) over the second pass over $s, not $n"
+			say "warm: bucketcache $s: $n keys, pass 2 all '200 x-bucketcache: hit', cache_hits +$n"
+		elif [ "$tg" = direct ]; then
+			say "warm: direct $s: $n keys, 2 passes all '200, $bytes bytes' (page cache)"
+		else
+			say "warm: $tg $s: $n keys, pass 2 all '200 $( [ "$tg" = nginx ] && echo X-Cache-Status || echo X-Cache): HIT'"
+		fi
+	done
+	window "warm-$tg" "$t0" "$(now)"
+}
+
+# sha_check TARGET URL: a few objects of each size via the target == source.
+sha_check() {
+	local tg=$1 url=$2 s n i k want got
+	for s in $SIZES; do
+		n=${HOT_N[$s]}
+		for i in 0 $((n - 1)); do
+			k=$(keyname "$i")
+			want=$(sha256sum <"$WWW/$BUCKET/hot/$s/$k" | cut -c1-64)
+			got=$(curl -sf --max-time 60 "$url/$BUCKET/hot/$s/$k" | sha256sum | cut -c1-64)
+			[ "$got" = "$want" ] || fail "$tg: sha256 of hot/$s/$k is $got, the file's is $want"
+		done
+	done
+	say "sha256: $tg == source for the first and last object of each size"
+}
+
+# ---- hot GETs ------------------------------------------------------------------------------
+
+declare -A URL=()
+
+# run_wrk OUT CONNS SECS URL LUA: one wrk run (environment from the caller);
+# sets WRK_LINE, WRK_T0, WRK_T1, WRK_LOAD.
+run_wrk() {
+	local out=$1 c=$2 secs=$3 url=$4 lua=$5 t=$WRK_THREADS
+	[ "$c" -ge "$t" ] || t=$c
+	WRK_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+	WRK_T0=$(now)
+	wrk -t"$t" -c"$c" -d"${secs}s" --timeout 10s -s "$lua" "$url/" >"$out" 2>&1 ||
+		{ cat "$out" >&2; fail "wrk failed against $url ($c conns)"; }
+	WRK_T1=$(now)
+	WRK_LINE=$(grep '^BENCHRESULT ' "$out" | tail -n 1)
+	[ -n "$WRK_LINE" ] || { cat "$out" >&2; fail "no BENCHRESULT line from wrk ($out)"; }
+}
+
+hot_section() {
+	local tg s n c r i k shift_ order_list cell=0 bytes line
+	say ""
+	say "=== hot GETs ==="
+	for tg in $TARGETS; do
+		case $tg in
+		direct) URL[direct]=http://127.0.0.1:${ORIGIN_PORT[direct]} ;;
+		nginx) start_nginx_cache ;;
+		varnish) start_varnish ;;
+		bucketcache)
+			start_gateway hot "http://127.0.0.1:${ORIGIN_PORT[bucketcache]}" "$BC_MEM" S3RVER S3RVER
+			HOT_GW_PID=$GW_PID
+			HOT_GW_LOG=$GW_LOG
+			URL[bucketcache]=$GW_URL
+			;;
+		esac
+	done
+	for tg in $TARGETS; do
+		note "warming $tg (${URL[$tg]})"
+		warm_target "$tg" "${URL[$tg]}"
+		sha_check "$tg" "${URL[$tg]}"
+	done
+	meta hot_bc_rss_kib_warm "$(awk '/^VmRSS/ { print $2 }' "/proc/$HOT_GW_PID/status")"
+	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-warm.json"
+	meta hot_bc_bytes_held_warm "$(stats_get "$DATA/stats/hot-warm.json" cache_bytes_held)"
+
+	local ntg
+	ntg=$(echo "$TARGETS" | wc -w)
+	read -r -a tgs <<<"$TARGETS"
+	printf 'size\tsize_bytes\tnkeys\tconns\tround\torder\ttarget\tt0\tt1\tload1\trequests\tbytes\tduration_us\tp50_us\tp99_us\tmean_us\tmax_us\terr_connect\terr_read\terr_write\terr_status\terr_timeout\n' >"$DATA/hot_runs.tsv"
+	command_note "wrk (hot): BENCH_NKEYS=N BENCH_PREFIX=/$BUCKET/hot/SIZE/k- BENCH_KEYDIGITS=$KEY_DIGITS wrk -t min(CONNS,$WRK_THREADS) -c CONNS -d ${DURATION}s --timeout 10s -s $ROTATE_LUA URL/"
+	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-before.json"
+	window hot-measured-start "$(now)" "$(now)"
+	for s in $SIZES; do
+		n=${HOT_N[$s]}
+		bytes=$(to_bytes "$s")
+		export BENCH_NKEYS=$n BENCH_PREFIX="/$BUCKET/hot/$s/k-" BENCH_KEYDIGITS=$KEY_DIGITS
+		if [ "$WARMUP" -gt 0 ]; then
+			local maxc=0
+			for c in $CONNS; do
+				[ "$c" -le "$maxc" ] || maxc=$c
+			done
+			for tg in $TARGETS; do
+				note "$s: ${WARMUP}s unrecorded warm-up of $tg at $maxc conns"
+				run_wrk "$DATA/wrk/warmup.$s.$tg.out" "$maxc" "$WARMUP" "${URL[$tg]}" "$ROTATE_LUA"
+				window "wrk-warmup-$s-$tg" "$WRK_T0" "$WRK_T1"
+			done
+		fi
+		for c in $CONNS; do
+			cell=$((cell + 1))
+			for ((r = 1; r <= ROUNDS; r++)); do
+				shift_=$(( (r - 1 + cell) % ntg ))
+				order_list=("${tgs[@]:$shift_}" "${tgs[@]:0:$shift_}")
+				i=0
+				for tg in "${order_list[@]}"; do
+					i=$((i + 1))
+					note "hot $s, $c conns, round $r/$ROUNDS: $tg"
+					run_wrk "$DATA/wrk/hot.$s.c$c.r$r.$tg.out" "$c" "$DURATION" "${URL[$tg]}" "$ROTATE_LUA"
+					line=$(printf '%s' "$WRK_LINE" | sed 's/^BENCHRESULT //; s/[a-z_0-9]*=//g; s/ /\t/g')
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$bytes" "$n" "$c" "$r" "$i" "$tg" \
+					    "$WRK_T0" "$WRK_T1" "$WRK_LOAD" "$line" >>"$DATA/hot_runs.tsv"
+					printf '%s' "$WRK_LINE" | awk -v tg="$tg" -v c="$c" -v r="$r" -v s="$s" '{
+						for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+						e = v["err_connect"] + v["err_read"] + v["err_write"] + v["err_status"] + v["err_timeout"]
+						d = v["duration_us"] / 1e6
+						printf "  %-4s c=%-3s r%s %-11s %9.0f req/s %6.2f GB/s p50 %8.2f ms p99 %8.2f ms%s\n",
+						    s, c, r, tg, v["requests"] / d, v["bytes"] / d / 1e9,
+						    v["p50_us"] / 1000, v["p99_us"] / 1000, e ? "  errors " e : ""
+					}' | tee -a "$REPORT"
+				done
+			done
+		done
+	done
+	unset BENCH_NKEYS BENCH_PREFIX BENCH_KEYDIGITS
+	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-after.json"
+	kill -0 "$HOT_GW_PID" 2>/dev/null || echo "hot: the bucketcache process died during the measured phase" >>"$DATA/anomalies.txt"
+	meta hot_bc_rss_kib_end "$(awk '/^VmRSS/ { print $2 }' "/proc/$HOT_GW_PID/status" 2>/dev/null || echo 0)"
+	meta hot_bc_bytes_held_end "$(stats_get "$DATA/stats/hot-after.json" cache_bytes_held)"
+	gateway_log_check hot "$HOT_GW_LOG"
+	# stop the caches: memory for the next sections
+	for pid in $NGINX_CACHE_PID $VARNISH_PID $HOT_GW_PID; do
+		stop_pid "$pid"
+	done
+	rm -rf "$SHM/nginx-cache"
+}
+
+# ---- cold GETs -------------------------------------------------------------------------
+
+S3RVER_URL=
+start_s3rver() {
+	local dir=$TMP/s3rver-data log=$TMP/s3rver.log nodeopt='' pid port
+	mkdir -p "$dir"
+	if node --openssl-legacy-provider -e \
+	    "require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
+	    >/dev/null 2>&1; then
+		nodeopt=--openssl-legacy-provider
+	fi
+	for _ in 1 2 3; do
+		port=$(free_port)
+		NODE_OPTIONS="${NODE_OPTIONS:-} $nodeopt" "$S3RVER_BIN" --directory "$dir" \
+		    --address 127.0.0.1 --port "$port" --silent \
+		    --configure-bucket "$BUCKET" >>"$log" 2>&1 &
+		pid=$!
+		if wait_port "$port" "$pid" 20; then
+			PIDS+=("$pid")
+			S3RVER_PID=$pid
+			S3RVER_URL=http://127.0.0.1:$port
+			command_note "s3rver: NODE_OPTIONS=$nodeopt $S3RVER_BIN --directory DIR --address 127.0.0.1 --port $port --silent --configure-bucket $BUCKET"
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$log" >&2
+	fail "s3rver did not start"
+}
+
+# s3rver_upload NAME SIZE N: PUT a set's files to s3rver.
+s3rver_upload() {
+	local name=$1 size=$2 n=$3 cfg=$DATA/cold/put.cfg out=$DATA/cold/put.out i k bad
+	: >"$cfg"
+	for ((i = 0; i < n; i++)); do
+		k=$(keyname "$i")
+		printf 'upload-file = "%s"\nurl = "%s/%s/%s/%s/%s"\noutput = "/dev/null"\n' \
+		    "$WWW/$BUCKET/$name/$size/$k" "$S3RVER_URL" "$BUCKET" "$name" "$size" "$k" >>"$cfg"
+	done
+	curl -sS --no-progress-meter --parallel --parallel-max 8 --max-time 120 \
+	    -w '%{http_code}\n' -K "$cfg" >"$out" 2>"$out.err" || true
+	bad=$(grep -vc '^200$' "$out" || true)
+	[ "$bad" = 0 ] && [ "$(wc -l <"$out")" = "$n" ] ||
+		{ head -n 5 "$out.err" >&2; fail "upload of $name/$size to s3rver: $bad of $n not 200"; }
+}
+
+# cold_tput UP ROUND TARGET BASE SIZE N: one curl reads the N keys of
+# cold/SIZE once each, COLD_CLIENTS transfers at a time (--parallel: one
+# process, so that no process start-up is measured); one row in
+# cold_runs.tsv.
+cold_tput() {
+	local up=$1 r=$2 tg=$3 base=$4 s=$5 n=$6 i t0 t1 pre
+	pre=$DATA/cold/$up.r$r.$tg.$s
+	: >"$pre.cfg"
+	for ((i = 0; i < n; i++)); do
+		printf 'url = "%s/%s/cold/%s/%s"\noutput = "/dev/null"\n' "$base" "$BUCKET" "$s" "$(keyname "$i")" >>"$pre.cfg"
+	done
+	t0=$(now)
+	curl -sS --no-progress-meter --parallel --parallel-max "$COLD_CLIENTS" --max-time 120 \
+	    -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\n' \
+	    -K "$pre.cfg" >"$pre.all" 2>"$pre.err" || true
+	t1=$(now)
+	local bytes ok bad
+	bytes=$(awk '{ s += $2 } END { print s + 0 }' "$pre.all")
+	ok=$(awk -v b="$(to_bytes "$s")" '$1 == 200 && $2 == b' "$pre.all" | wc -l)
+	bad=$((n - ok))
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$up" "$r" "$tg" "$s" "$(to_bytes "$s")" "$n" \
+	    "$COLD_CLIENTS" "$t0" "$t1" "$bytes" "$ok" "$bad" >>"$DATA/cold_runs.tsv"
+	awk -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '{ printf "%s\t%s\t%s\ttput\t%s\t%s\n", up, r, tg, s, $0 }' \
+	    "$pre.all" | tr ' ' '\t' >>"$DATA/cold_xfers.tsv"
+	awk -v t0="$t0" -v t1="$t1" -v b="$bytes" -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" -v n="$n" -v bad="$bad" \
+	    'BEGIN { printf "  cold %-6s r%s %-11s %-4s x %-5s %7.3f s %6.3f GB/s%s\n", up, r, tg, s, n, t1 - t0, b / (t1 - t0) / 1e9, bad ? "  NOT OK: " bad : "" }' |
+		tee -a "$REPORT"
+	[ "$bad" = 0 ] || echo "cold $up round $r $tg $s: $bad of $n GETs not '200, full size'" >>"$DATA/anomalies.txt"
+}
+
+# cold_ttfb UP ROUND TARGET BASE SIZE: one client reads the TTFB_KEYS keys of
+# ttfb/SIZE one after the other (one keep-alive connection).
+cold_ttfb() {
+	local up=$1 r=$2 tg=$3 base=$4 s=$5 i pre out bad
+	pre=$DATA/cold/$up.r$r.$tg.ttfb.$s
+	: >"$pre.cfg"
+	for ((i = 0; i < TTFB_KEYS; i++)); do
+		printf 'url = "%s/%s/ttfb/%s/%s"\noutput = "/dev/null"\n' "$base" "$BUCKET" "$s" "$(keyname "$i")" >>"$pre.cfg"
+	done
+	curl -sS --no-progress-meter --max-time 120 \
+	    -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\n' \
+	    -K "$pre.cfg" >"$pre.out" 2>"$pre.err" || true
+	awk -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '{ printf "%s\t%s\t%s\tttfb\t%s\t%s\n", up, r, tg, s, $0 }' \
+	    "$pre.out" | tr ' ' '\t' >>"$DATA/cold_xfers.tsv"
+	bad=$(awk -v b="$(to_bytes "$s")" '$1 != 200 || $2 != b' "$pre.out" | wc -l)
+	bad=$((bad + TTFB_KEYS - $(wc -l <"$pre.out")))
+	sort -n -k4 "$pre.out" | awk -v n="$(wc -l <"$pre.out")" -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '
+		{ t[NR] = ($4 - $3) * 1000 }
+		END { if (n) printf "  ttfb %-6s r%s %-11s %-4s median %.3f ms (of %d)\n", up, r, tg, s, t[int((n + 1) / 2)], n }' |
+		tee -a "$REPORT"
+	[ "$bad" = 0 ] || echo "ttfb $up round $r $tg $s: $bad of $TTFB_KEYS GETs not '200, full size'" >>"$DATA/anomalies.txt"
+}
+
+cold_section() {
+	local up base_direct base_up ak sk r kv tg order stats0 stats1 nreq
+	say ""
+	say "=== cold GETs ==="
+	printf 'upstream\tround\ttarget\tsize\tsize_bytes\tnkeys\tclients\tt0\tt1\tbytes\tok\tbad\n' >"$DATA/cold_runs.tsv"
+	printf 'upstream\tround\ttarget\tkind\tsize\tcode\tbytes\tpretransfer\tstarttransfer\ttotal\txbc\n' >"$DATA/cold_xfers.tsv"
+	command_note "curl (cold throughput): curl -sS --parallel --parallel-max $COLD_CLIENTS --max-time 120 -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\\n' -K CFG  (CFG: a url/output pair per key of the set; throughput = bytes / wall time of the command)"
+	command_note "curl (time to first byte): curl -sS --max-time 120 -w (the same) -K CFG  (CFG: the $TTFB_KEYS keys of a set, one after the other on one keep-alive connection); TTFB = time_starttransfer - time_pretransfer"
+	for up in $COLD_UPSTREAMS; do
+		case $up in
+		static)
+			base_direct=http://127.0.0.1:${ORIGIN_PORT[direct]}
+			base_up=http://127.0.0.1:${ORIGIN_PORT[bulk]}
+			ak=S3RVER sk=S3RVER
+			;;
+		s3rver)
+			if [ "$HAVE_S3RVER" != 1 ]; then
+				say "cold: s3rver not installed (npm ci --prefix tests/integration): skipped"
+				echo "cold GETs against s3rver skipped: s3rver is not installed (npm ci --prefix tests/integration)" >>"$DATA/warnings.txt"
+				continue
+			fi
+			start_s3rver
+			note "uploading the cold sets to s3rver"
+			for kv in "${COLD_LIST[@]}"; do
+				s3rver_upload cold "${kv%%:*}" "${kv#*:}"
+				s3rver_upload ttfb "${kv%%:*}" "$TTFB_KEYS"
+			done
+			base_direct=$S3RVER_URL
+			base_up=$S3RVER_URL
+			ak=S3RVER sk=S3RVER
+			;;
+		esac
+		for ((r = 1; r <= COLD_ROUNDS; r++)); do
+			start_gateway "cold-$up-r$r" "$base_up" "$BC_MEM" "$ak" "$sk"
+			stats0=$DATA/stats/cold-$up-r$r-before.json
+			stats1=$DATA/stats/cold-$up-r$r-after.json
+			stats_save "$GW_URL" "$stats0"
+			if [ $((r % 2)) = 1 ]; then
+				order="bucketcache direct"
+			else
+				order="direct bucketcache"
+			fi
+			local t0
+			t0=$(now)
+			for tg in $order; do
+				for kv in "${COLD_LIST[@]}"; do
+					if [ "$tg" = direct ]; then
+						cold_tput "$up" "$r" direct "$base_direct" "${kv%%:*}" "${kv#*:}"
+					else
+						cold_tput "$up" "$r" bucketcache "$GW_URL" "${kv%%:*}" "${kv#*:}"
+					fi
+				done
+				for kv in "${COLD_LIST[@]}"; do
+					if [ "$tg" = direct ]; then
+						cold_ttfb "$up" "$r" direct "$base_direct" "${kv%%:*}"
+					else
+						cold_ttfb "$up" "$r" bucketcache "$GW_URL" "${kv%%:*}"
+					fi
+				done
+			done
+			window "cold-$up-r$r" "$t0" "$(now)"
+			stats_save "$GW_URL" "$stats1"
+			kill -0 "$GW_PID" 2>/dev/null || echo "cold: the bucketcache process died (round $r, $up)" >>"$DATA/anomalies.txt"
+			gateway_log_check "cold-$up-r$r" "$GW_LOG"
+			stop_pid "$GW_PID"
+		done
+		if [ "$up" = s3rver ]; then
+			stop_pid "$S3RVER_PID"
+		fi
+	done
+	nreq=0
+	for kv in "${COLD_LIST[@]}"; do
+		nreq=$((nreq + ${kv#*:} + TTFB_KEYS))
+	done
+	meta cold_requests_per_round "$nreq"
+	meta cold_clients "$COLD_CLIENTS"
+	meta cold_rounds "$COLD_ROUNDS"
+	meta cold_sizes "$COLD_SIZES"
+	meta ttfb_keys "$TTFB_KEYS"
+}
+
+# ---- memory soak ---------------------------------------------------------------------------
+
+soak_section() {
+	local idle t0 t1 wpid spid out
+	say ""
+	say "=== memory soak ==="
+	start_gateway soak "http://127.0.0.1:${ORIGIN_PORT[bulk]}" "$SOAK_MEM" S3RVER S3RVER
+	SOAK_GW_PID=$GW_PID
+	meta soak_mem "$SOAK_MEM"
+	meta soak_seconds "$SOAK_SECONDS"
+	meta soak_conns "$SOAK_CONNS"
+	meta soak_interval "$SOAK_INTERVAL"
+	meta soak_factor "$SOAK_FACTOR"
+	meta soak_sizes "$SOAK_SIZES"
+	meta soak_nkeys "$(wc -l <"$SOAK_PATHS")"
+	"$PY" "$HELPER" sample "$GW_PID" "$GW_URL" "$SOAK_INTERVAL" "$DATA/soak.tsv" "$DATA/soak.stop" \
+	    "$((SOAK_SECONDS + 120))" 2>"$DATA/sampler.err" &
+	spid=$!
+	PIDS+=("$spid")
+	idle=$((2 * SOAK_INTERVAL + 1))
+	note "soak: ${idle}s idle (base RSS), then ${SOAK_SECONDS}s of random GETs, $SOAK_CONNS conns, over $(wc -l <"$SOAK_PATHS") keys"
+	sleep "$idle"
+	out=$DATA/wrk/soak.out
+	command_note "wrk (soak): BENCH_PATHS_FILE=PATHS wrk -t$WRK_THREADS -c$SOAK_CONNS -d${SOAK_SECONDS}s --timeout 30s -s $RANDOM_LUA URL/  (PATHS: the $(wc -l <"$SOAK_PATHS") soak keys)"
+	t0=$(now)
+	BENCH_PATHS_FILE=$SOAK_PATHS wrk -t"$WRK_THREADS" -c"$SOAK_CONNS" -d"${SOAK_SECONDS}s" --timeout 30s \
+	    -s "$RANDOM_LUA" "$GW_URL/" >"$out" 2>&1 &
+	wpid=$!
+	PIDS+=("$wpid")
+	wait "$wpid" || { cat "$out" >&2; fail "wrk (soak) failed"; }
+	forget_pid "$wpid"
+	t1=$(now)
+	window soak-load "$t0" "$t1"
+	sleep $((2 * SOAK_INTERVAL + 1))
+	touch "$DATA/soak.stop"
+	wait "$spid" || { cat "$DATA/sampler.err" >&2; fail "the soak sampler failed"; }
+	forget_pid "$spid"
+	grep '^BENCHRESULT ' "$out" | tail -n 1 >"$DATA/soak_wrk.txt" || true
+	[ -s "$DATA/soak_wrk.txt" ] || { cat "$out" >&2; fail "no BENCHRESULT line from the soak's wrk"; }
+	stats_save "$GW_URL" "$DATA/stats/soak-end.json"
+	kill -0 "$SOAK_GW_PID" 2>/dev/null || echo "soak: the bucketcache process died" >>"$DATA/anomalies.txt"
+	gateway_log_check soak "$GW_LOG"
+	awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		d = v["duration_us"] / 1e6
+		printf "soak: %d GETs in %.0f s (%.0f/s, %.2f GB/s), p99 %.1f ms, errors %d\n", v["requests"], d,
+		    v["requests"] / d, v["bytes"] / d / 1e9, v["p99_us"] / 1000,
+		    v["err_connect"] + v["err_read"] + v["err_write"] + v["err_status"] + v["err_timeout"] }' \
+		"$DATA/soak_wrk.txt" | tee -a "$REPORT"
+	stop_pid "$SOAK_GW_PID"
+}
+
+# ---- main ---------------------------------------------------------------------------------------
+
+T0=$(date +%s)
+start_origin
+say "origin: nginx static on 127.0.0.1, ports direct ${ORIGIN_PORT[direct]}, bulk ${ORIGIN_PORT[bulk]} (cold, soak), for nginx ${ORIGIN_PORT[nginx]}, varnish ${ORIGIN_PORT[varnish]}, bucketcache ${ORIGIN_PORT[bucketcache]}"
+if in_list hot "$SECTIONS"; then
+	hot_section
+fi
+if in_list cold "$SECTIONS"; then
+	cold_section
+fi
+if in_list soak "$SECTIONS"; then
+	soak_section
+fi
+# the origin's access log is buffered for up to 1 s
+sleep 1.5
+stop_pid "$ORIGIN_PID"
+cp "$ORIGIN_LOG" "$DATA/origin_access.log" 2>/dev/null || : >"$DATA/origin_access.log"
+meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta date_end "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+meta wall_seconds "$(( $(date +%s) - T0 ))"
+say ""
+say "load avg at end: $(cut -d' ' -f1-3 /proc/loadavg); wall time $(( $(date +%s) - T0 )) s"
+
+rc=0
+"$PY" "$HELPER" report "$DATA" "$RESULTS_DIR" || rc=$?
+case $rc in
+0 | 1 | 3) exit "$rc" ;;
+*) fail "the report (bench_peers.py report) failed with status $rc" ;;
+esac
