@@ -6,6 +6,7 @@
  * quiesces, transfers are cancelled, the loop is joined, the daemon
  * stopped. Exit status 0 on a clean stop, 1 when start-up fails.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +71,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	bc_log_level = cfg.log_level;
+	/* Chunk buffers (64 KiB and up) get their own mappings, returned to
+	 * the system when freed: with glibc's default, which rises after
+	 * frees, they came from the heap and evictions left holes, so RSS
+	 * ran ~12% above the bytes cached (tests/bench soak). */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	signal(SIGPIPE, SIG_IGN);
 	bc_stats_start();

@@ -54,6 +54,7 @@ typedef struct fill_s {
 	bool           recheck;     /* stored as another chunk than asked */
 	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
 	size_t         woke_at;     /* bytes filled at the last progress wake */
+	size_t         charge;      /* bytes of chunk in c->outside_bytes */
 	bc_xfer_t     *x;
 } fill_t;
 
@@ -81,7 +82,10 @@ struct bc_cache_s {
 	size_t                 nbuckets, nobjects;
 	bc_object_t           *lru_head, *lru_tail;
 	bc_tier_t             *mem;
-	_Atomic uint64_t       meta_bytes;
+	_Atomic uint64_t       meta_bytes;    /* object metadata */
+	/* Bytes held outside the memory tier that count against its bound:
+	 * metadata plus chunks being filled (the tier's external_bytes). */
+	_Atomic uint64_t       outside_bytes;
 	uint64_t               cs, mem_size, meta_ttl_ns;
 	bc_cache_opts_t        o;
 	bc_upstream_ep_t       ep;
@@ -304,6 +308,8 @@ obj_recharge(bc_cache_t *c, bc_object_t *o)
 		    strlen(o->meta.headers.v[i].value) + 2 + 32;
 	atomic_fetch_sub(&c->meta_bytes, o->charge);
 	atomic_fetch_add(&c->meta_bytes, n);
+	atomic_fetch_sub(&c->outside_bytes, o->charge);
+	atomic_fetch_add(&c->outside_bytes, n);
 	o->charge = n;
 }
 
@@ -311,6 +317,7 @@ static void
 obj_free(bc_cache_t *c, bc_object_t *o)
 {
 	atomic_fetch_sub(&c->meta_bytes, o->charge);
+	atomic_fetch_sub(&c->outside_bytes, o->charge);
 	bc_objmeta_fini(&o->meta);
 	free(o->bucket);
 	free(o->key);
@@ -709,6 +716,10 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 			goto out;
 		}
 		bc_xfer_set_sink(x, f->chunk->data, f->chunk->len);
+		/* the bound covers chunks being filled too: the next put
+		 * evicts for them */
+		f->charge = bc_chunk_charge(f->chunk);
+		atomic_fetch_add(&c->outside_bytes, f->charge);
 		if (!f->recheck)
 			waiters_give_partial(&f->waiters, f->chunk);
 	}
@@ -740,6 +751,10 @@ static void
 fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 {
 	bc_chunk_t *ch = f->chunk;
+
+	/* from here the tier counts the chunk, or nobody keeps it */
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
+	f->charge = 0;
 
 	if (rv < 0 || (ch != NULL && bc_chunk_avail(ch) != ch->len)) {
 		if (ch != NULL) {
@@ -1079,7 +1094,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	memset(&to, 0, sizeof(to));
 	to.capacity = c->mem_size;
 	to.policy = &bc_policy_lru;
-	to.external_bytes = &c->meta_bytes;
+	to.external_bytes = &c->outside_bytes;
 	rv = bc_tier_mem.open(&to, &c->mem);
 	if (rv < 0)
 		goto fail;
