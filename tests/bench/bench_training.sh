@@ -1,0 +1,594 @@
+#!/bin/bash
+# bench_training.sh — a training-shaped benchmark: a PyTorch DataLoader
+# (Debian's python3-torch, 4 workers, one boto3 client per worker) reads an
+# ImageNet-like synthetic data set for a few shuffled epochs from an S3-like
+# upstream 20 ms away, directly, through nginx proxy_cache, and through
+# bucketcache, the caches holding 50% of the data set. Per system and epoch:
+# epoch time, time the training loop waited for data, hit ratio, upstream
+# bytes and requests.
+#
+# Not part of `make check`; it builds nothing. It uses an existing daemon
+# binary, BC_BIN (default build/bucketcache), and:
+#
+#   1. generates the data set once into BENCH_DATA (tests/bench/training/
+#      gen_data.py: BENCH_NOBJ objects, log-normal sizes, median 110 KiB,
+#      sigma 0.6, seeded; reused by later runs), checks every object against
+#      its manifest (size, crc32; this also loads it into the page cache);
+#   2. starts, on free loopback ports: a static nginx serving BENCH_DATA as
+#      BUCKET/KEY (anonymous, Range, ETag, Last-Modified; the "S3"), and in
+#      front of it training/delay_proxy.py, which waits BENCH_DELAY_MS before
+#      forwarding each request (keep-alive, streamed bodies) and counts what
+#      it forwards (the ground truth of upstream traffic for every system);
+#   3. for each system in BENCH_SYSTEMS, one after the other, each starting
+#      cold:
+#        direct       DataLoader -> delay proxy -> static nginx
+#        nginx        DataLoader -> nginx proxy_cache (max_size = the cap,
+#                     keepalive upstream) -> delay proxy -> static nginx
+#        bucketcache  DataLoader -> bucketcache --anonymous --mem-size CAP
+#                     --upstream http://DELAY-PROXY -> static nginx
+#      where CAP = BENCH_CACHE_PCT % of the data set's bytes, and runs
+#      training/loader.py (BENCH_EPOCHS epochs, BENCH_WORKERS workers, batches
+#      of BENCH_BATCH, shuffle with a per-epoch seed: the same orders for every
+#      system; a BENCH_COMPUTE_MS sleep per batch as the "training step");
+#   4. writes the table (training/report.py) to stdout and to BENCH_RESULTS
+#      (Markdown), with a CSV and a PNG plot (python3-matplotlib) beside it:
+#      machine, versions, the exact command, the cache configurations.
+#
+# BENCH_QUICK=1: a ~2-minute smoke run (2,000 objects, 2 epochs), written to
+# results/training-quick.* instead of results/training.*.
+#
+# Requires python3-torch and python3-boto3 (python3-matplotlib for the plot)
+# for /usr/bin/python3, nginx and curl: installed with apt-get when run as
+# root; otherwise the apt-get line is printed and the script exits 77.
+#
+# Everything it starts is stopped, and its temp dir removed, on exit (trap),
+# whatever the exit status. Exit status: 0 done, every check passed; 1 setup
+# failed or a check failed (an item read wrong or not at all, orders that
+# differ, counters that disagree; the results are still written); 2 bad
+# usage; 77 missing packages and not root.
+#
+# Environment (defaults in brackets; [quick/full] where they differ):
+#   BC_BIN            daemon binary [<srcdir>/build/bucketcache]
+#   BENCH_QUICK       1: the smoke run [0]
+#   BENCH_NOBJ        objects in the data set [2000/20000]
+#   BENCH_EPOCHS      epochs [2/3]
+#   BENCH_SYSTEMS     systems, in this order ["direct nginx bucketcache"]
+#   BENCH_DELAY_MS    delay per upstream request, ms [20]
+#   BENCH_CACHE_PCT   cache size, % of the data set's bytes [50]
+#   BENCH_WORKERS     DataLoader workers [4]
+#   BENCH_BATCH       batch size [64]
+#   BENCH_COMPUTE_MS  the per-batch "training step" (a sleep), ms [5]
+#   BENCH_SEED        data set and shuffle seed [1]
+#   BENCH_DATA        where data sets are kept [/tmp/bc-train-data]
+#   BENCH_BC_ARGS     extra bucketcache flags, word-split [none]
+#   BENCH_TIMEOUT     seconds one system's loader run may take [900/5400]
+#   BENCH_RESULTS     Markdown results file, or "none"
+#                     [tests/bench/results/training-quick.md / training.md]
+#   BENCH_KEEP_TMP    1: keep the temp dir (logs, JSON, configs) [0]
+
+# shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
+TDIR=$BENCH_DIR/training
+PY=/usr/bin/python3
+
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	d_nobj=2000 d_epochs=2 d_timeout=900 d_results=$BENCH_DIR/results/training-quick.md
+else
+	d_nobj=20000 d_epochs=3 d_timeout=5400 d_results=$BENCH_DIR/results/training.md
+fi
+BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
+NOBJ=${BENCH_NOBJ:-$d_nobj}
+EPOCHS=${BENCH_EPOCHS:-$d_epochs}
+SYSTEMS=${BENCH_SYSTEMS:-direct nginx bucketcache}
+DELAY_MS=${BENCH_DELAY_MS:-20}
+CACHE_PCT=${BENCH_CACHE_PCT:-50}
+WORKERS=${BENCH_WORKERS:-4}
+BATCH=${BENCH_BATCH:-64}
+COMPUTE_MS=${BENCH_COMPUTE_MS:-5}
+SEED=${BENCH_SEED:-1}
+DATA_ROOT=${BENCH_DATA:-/tmp/bc-train-data}
+BC_ARGS=${BENCH_BC_ARGS:-}
+TIMEOUT=${BENCH_TIMEOUT:-$d_timeout}
+RESULTS=${BENCH_RESULTS:-$d_results}
+BUCKET=imagenet-synth
+MEDIAN_KIB=110
+SIGMA=0.6
+
+# The exact command line: the script plus every setting given in the
+# environment, so that the run can be repeated as it was.
+cmdline() {
+	local v out=
+	for v in BC_BIN BENCH_QUICK BENCH_NOBJ BENCH_EPOCHS BENCH_SYSTEMS \
+	    BENCH_DELAY_MS BENCH_CACHE_PCT BENCH_WORKERS BENCH_BATCH \
+	    BENCH_COMPUTE_MS BENCH_SEED BENCH_DATA BENCH_BC_ARGS BENCH_TIMEOUT \
+	    BENCH_RESULTS BENCH_KEEP_TMP; do
+		if [ -n "${!v+set}" ]; then
+			out+="$v=$(printf '%q' "${!v}") "
+		fi
+	done
+	printf '%s%q' "$out" "$0"
+}
+CMDLINE=$(cmdline)
+
+usage() {
+	sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+case "${1:-}" in
+'') ;;
+*) usage ;;
+esac
+
+die_usage() {
+	echo "bench_training.sh: $*" >&2
+	exit 2
+}
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+case $QUICK in 0 | 1) ;; *) die_usage "BENCH_QUICK must be 0 or 1" ;; esac
+is_uint "$NOBJ" && [ "$NOBJ" -ge 1 ] && [ "$NOBJ" -le 1000000 ] || die_usage "BENCH_NOBJ must be 1..1000000"
+is_uint "$EPOCHS" && [ "$EPOCHS" -ge 1 ] && [ "$EPOCHS" -le 100 ] || die_usage "BENCH_EPOCHS must be 1..100"
+is_uint "$DELAY_MS" && [ "$DELAY_MS" -le 60000 ] || die_usage "BENCH_DELAY_MS must be 0..60000"
+is_uint "$CACHE_PCT" && [ "$CACHE_PCT" -ge 1 ] && [ "$CACHE_PCT" -le 1000 ] || die_usage "BENCH_CACHE_PCT must be 1..1000"
+is_uint "$WORKERS" && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 64 ] || die_usage "BENCH_WORKERS must be 1..64"
+is_uint "$BATCH" && [ "$BATCH" -ge 1 ] || die_usage "BENCH_BATCH must be >= 1"
+is_uint "$COMPUTE_MS" || die_usage "BENCH_COMPUTE_MS must be a number of ms"
+is_uint "$SEED" || die_usage "BENCH_SEED must be a number"
+is_uint "$TIMEOUT" && [ "$TIMEOUT" -ge 10 ] || die_usage "BENCH_TIMEOUT must be >= 10 (seconds)"
+[ -n "${SYSTEMS// /}" ] || die_usage "BENCH_SYSTEMS is empty"
+for s in $SYSTEMS; do
+	case $s in
+	direct | nginx | bucketcache) ;;
+	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, bucketcache)" ;;
+	esac
+done
+case $DATA_ROOT in
+/*) ;;
+*) die_usage "BENCH_DATA must be an absolute path" ;;
+esac
+
+# ---- packages -----------------------------------------------------------------
+
+# missing_pkgs: the Debian packages that are not there.
+missing_pkgs() {
+	local m=()
+	[ -x "$PY" ] || m+=(python3)
+	if [ -x "$PY" ]; then
+		"$PY" -c 'import torch' 2>/dev/null || m+=(python3-torch)
+		"$PY" -c 'import boto3, botocore' 2>/dev/null || m+=(python3-boto3)
+		"$PY" -c 'import matplotlib' 2>/dev/null || m+=(python3-matplotlib)
+	else
+		m+=(python3-torch python3-boto3 python3-matplotlib)
+	fi
+	command -v nginx >/dev/null 2>&1 || m+=(nginx)
+	command -v curl >/dev/null 2>&1 || m+=(curl)
+	command -v timeout >/dev/null 2>&1 || m+=(coreutils)
+	printf '%s\n' "${m[@]}"
+}
+
+MISSING=$(missing_pkgs | tr '\n' ' ')
+if [ -n "${MISSING// /}" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "# installing: $MISSING" >&2
+		# shellcheck disable=SC2086 # a list of package names
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $MISSING >&2 ||
+			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $MISSING >&2; } ||
+			{ echo "bench_training.sh: apt-get install $MISSING failed" >&2; exit 1; }
+	else
+		echo "bench_training.sh: missing packages; as root, run:" >&2
+		echo "  apt-get install -y $MISSING" >&2
+		exit 77
+	fi
+fi
+
+# ---- processes and cleanup --------------------------------------------------
+
+PIDS=()
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-train.XXXXXX")
+HEADER=$TMP/header.txt
+: >"$HEADER"
+
+cleanup() {
+	local rc=$? pid
+	trap - EXIT INT TERM HUP
+	set +e
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
+		echo "# kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "# interrupted" >&2; exit 1' INT TERM HUP
+
+# say TEXT...: a line of the report header (stdout and the results file).
+say() { printf '%s\n' "$*" | tee -a "$HEADER"; }
+# note TEXT...: progress on stderr only.
+note() { printf '# %s\n' "$*" >&2; }
+fail() {
+	echo "bench_training.sh: FAILED: $*" >&2
+	exit 1
+}
+
+[ -x "$BC_BIN" ] || case " $SYSTEMS " in
+*" bucketcache "*) fail "BC_BIN=$BC_BIN is not an executable (build it first, see the README)" ;;
+esac
+for f in gen_data.py delay_proxy.py loader.py report.py; do
+	[ -f "$TDIR/$f" ] || fail "$TDIR/$f missing"
+done
+
+# Prints a loopback TCP port that was free a moment ago.
+free_port() {
+	"$PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# wait_http URL PID SECONDS: until URL answers HTTP 200; fails if PID dies.
+wait_http() {
+	local url=$1 pid=$2 secs=$3 code
+	for _ in $(seq $((secs * 10))); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
+		[ "$code" = 200 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+stop_pid() {
+	local pid=$1
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# ---- machine and versions ---------------------------------------------------
+
+cpu_model() {
+	local m
+	m=$(LC_ALL=C lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
+	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
+	printf '%s' "${m:-unknown}"
+}
+
+first_line() { head -n 1 | tr -d '\r'; }
+
+pyver() {
+	"$PY" -c 'import sys, torch, boto3, botocore
+try:
+    import matplotlib
+    mv = matplotlib.__version__
+except ImportError:
+    mv = "not installed"
+print("torch %s, boto3 %s, botocore %s, python %s, matplotlib %s" % (
+    torch.__version__, boto3.__version__, botocore.__version__,
+    sys.version.split()[0], mv))' 2>/dev/null
+}
+
+say "date:        $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+say "command:     $CMDLINE"
+say "machine:     $(hostname 2>/dev/null || echo '?'), nproc $(nproc), $(cpu_model)"
+say "kernel:      $(uname -srm)"
+say "memory:      $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+say "load avg:    $(cut -d' ' -f1-3 /proc/loadavg) (at start; other work on the machine shows here)"
+if [ -x "$BC_BIN" ]; then
+	say "bucketcache: $("$BC_BIN" --version 2>&1 | first_line) ($BC_BIN)"
+fi
+say "python:      $(pyver) ($PY)"
+say "nginx:       $(nginx -v 2>&1 | first_line | sed 's/^nginx version: //')"
+
+# ---- the data set -------------------------------------------------------------
+
+DATA=$DATA_ROOT/$BUCKET-n$NOBJ-seed$SEED-med${MEDIAN_KIB}k-sigma$SIGMA
+mkdir -p "$DATA"
+chmod 755 "$DATA_ROOT" "$DATA"
+note "data set $DATA (generated once, then reused; verifying it)"
+DS_LINE=$("$PY" "$TDIR/gen_data.py" --dir "$DATA" --bucket "$BUCKET" --n "$NOBJ" \
+    --seed "$SEED" --median-kib "$MEDIAN_KIB" --sigma "$SIGMA" --verify) ||
+	fail "the data set could not be made or verified"
+ds_field() { printf '%s\n' "$DS_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+DS_BYTES=$(ds_field bytes)
+is_uint "$DS_BYTES" && [ "$DS_BYTES" -gt 0 ] || fail "gen_data.py said [$DS_LINE]"
+CAP=$((DS_BYTES * CACHE_PCT / 100))
+say "data set:    $NOBJ objects in s3://$BUCKET/train/..., $DS_BYTES bytes ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.1f MB", b / 1e6 }')), log-normal sizes (median ${MEDIAN_KIB} KiB, sigma $SIGMA, seed $SEED): min $(ds_field min), median $(ds_field median), mean $(ds_field mean), max $(ds_field max) bytes; $DATA"
+say "cache cap:   $CACHE_PCT% of the data set = $CAP bytes ($(awk -v b="$CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')) for nginx (max_size) and bucketcache (--mem-size)"
+say "workload:    $EPOCHS epochs; DataLoader(num_workers=$WORKERS, batch_size=$BATCH, shuffle=True, generator seeded $SEED*1000+epoch, persistent_workers=True, prefetch_factor=2); one boto3 client per worker (UNSIGNED, path-style); a ${COMPUTE_MS} ms sleep per batch as the training step"
+say "upstream:    static nginx (the S3 stand-in) behind delay_proxy.py, +$DELAY_MS ms per request"
+
+# ---- the static upstream and the delay proxy ---------------------------------
+
+# start_nginx NAME CONF_BODY_FUNC: runs nginx with the http{} body that
+# CONF_BODY_FUNC prints for a port ($1) and dir ($2); sets NG_PID, NG_URL.
+start_nginx() {
+	local name=$1 body=$2 d=$TMP/$1 pid port
+	mkdir -p "$d/tmp"
+	# run as root, nginx's workers drop to nobody: they must reach the dir
+	chmod 755 "$TMP" "$d"
+	for _ in 1 2 3; do
+		port=$(free_port)
+		{
+			echo "# bench_training.sh: $name"
+			echo "worker_processes auto;"
+			echo "error_log $d/error.log warn;"
+			echo "pid $d/nginx.pid;"
+			echo "events { worker_connections 4096; }"
+			echo "http {"
+			echo "	default_type application/octet-stream;"
+			echo "	client_body_temp_path $d/tmp/body;"
+			echo "	proxy_temp_path $d/tmp/proxy;"
+			echo "	fastcgi_temp_path $d/tmp/fastcgi;"
+			echo "	uwsgi_temp_path $d/tmp/uwsgi;"
+			echo "	scgi_temp_path $d/tmp/scgi;"
+			"$body" "$port" "$d"
+			echo "}"
+		} >"$d/nginx.conf"
+		nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >>"$d/stderr.log" 2>&1 &
+		pid=$!
+		if wait_http "http://127.0.0.1:$port/_ping" "$pid" 10; then
+			PIDS+=("$pid")
+			NG_PID=$pid
+			NG_URL=http://127.0.0.1:$port
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cat "$d/error.log" "$d/stderr.log" >&2 2>/dev/null || true
+	fail "nginx ($name) did not start"
+}
+
+static_conf() {
+	cat <<EOF
+	access_log off;
+	sendfile on;
+	keepalive_requests 1000000;
+	keepalive_timeout 300s;
+	server {
+		listen 127.0.0.1:$1;
+		root $DATA/www;
+		location = /_ping { return 200 "ok\n"; }
+	}
+EOF
+}
+
+start_nginx static static_conf
+UP_URL=$NG_URL
+say "static:      nginx $UP_URL, root $DATA/www (worker_processes auto, sendfile on, access_log off, keepalive_requests 1000000)"
+
+PROXY_LOG=$TMP/delay_proxy.log
+"$PY" "$TDIR/delay_proxy.py" --upstream "$UP_URL" --delay-ms "$DELAY_MS" \
+    --port-file "$TMP/proxy.port" >"$PROXY_LOG" 2>&1 &
+PROXY_PID=$!
+PIDS+=("$PROXY_PID")
+for _ in $(seq 100); do
+	[ -s "$TMP/proxy.port" ] && break
+	kill -0 "$PROXY_PID" 2>/dev/null || break
+	sleep 0.1
+done
+[ -s "$TMP/proxy.port" ] || { cat "$PROXY_LOG" >&2; fail "delay_proxy.py did not start"; }
+PROXY_URL=http://127.0.0.1:$(cat "$TMP/proxy.port")
+wait_http "$PROXY_URL/_delayproxy/stats" "$PROXY_PID" 10 || fail "delay_proxy.py does not answer"
+
+# sanity: the proxy forwards, and takes at least the delay
+KEY0=$(head -n 1 "$DATA/manifest.tsv" | cut -f1)
+SIZE0=$(head -n 1 "$DATA/manifest.tsv" | cut -f2)
+read -r code size t <<<"$(curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}' \
+    --max-time 10 "$PROXY_URL/$BUCKET/$KEY0")" || true
+[ "$code" = 200 ] && [ "$size" = "$SIZE0" ] ||
+	fail "GET $PROXY_URL/$BUCKET/$KEY0 through the delay proxy: $code, $size bytes (want 200, $SIZE0)"
+awk -v t="$t" -v d="$DELAY_MS" 'BEGIN { exit !(t * 1000 >= d) }' ||
+	fail "a GET through the delay proxy took ${t}s, less than $DELAY_MS ms"
+say "delay proxy: $PROXY_URL -> $UP_URL, +$DELAY_MS ms per request (tests/bench/training/delay_proxy.py); one GET of $KEY0: 200, $size bytes, ${t}s"
+
+# ---- the systems ----------------------------------------------------------------
+
+nginx_cache_conf() {
+	cat <<EOF
+	sendfile on;
+	keepalive_requests 1000000;
+	log_format train '\$msec \$status \$upstream_cache_status \$upstream_bytes_received \$body_bytes_sent \$request_time "\$request"';
+	access_log $2/access.log train;
+	proxy_cache_path $2/cache levels=2 keys_zone=train:32m max_size=$CAP inactive=7d use_temp_path=off;
+	upstream delay_proxy {
+		server 127.0.0.1:${PROXY_URL##*:};
+		keepalive 64;
+	}
+	server {
+		listen 127.0.0.1:$1;
+		location = /_ping { access_log off; return 200 "ok\n"; }
+		location / {
+			proxy_pass http://delay_proxy;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_cache train;
+			proxy_cache_valid 200 206 7d;
+			proxy_cache_lock on;
+			proxy_cache_lock_timeout 60s;
+			proxy_buffering on;
+		}
+	}
+EOF
+}
+
+BC_N=0
+start_bucketcache() {
+	local pid port log
+	BC_N=$((BC_N + 1))
+	log=$TMP/bucketcache.$BC_N.log
+	for _ in 1 2 3; do
+		port=$(free_port)
+		# shellcheck disable=SC2086 # BC_ARGS is word-split on purpose
+		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+		    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
+		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$PROXY_URL" \
+		    --anonymous --mem-size "$CAP" $BC_ARGS >>"$log" 2>&1 &
+		pid=$!
+		if wait_http "http://127.0.0.1:$port/_bucketcache/health" "$pid" 15; then
+			PIDS+=("$pid")
+			BC_PID=$pid
+			BC_LOG=$log
+			BC_URL=http://127.0.0.1:$port
+			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $CAP${BC_ARGS:+ $BC_ARGS}"
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		grep -qi 'in use' "$log" || break
+	done
+	cat "$log" >&2
+	fail "bucketcache did not become healthy"
+}
+
+# run_loader LABEL ENDPOINT [loader args...]: the measured run.
+run_loader() {
+	local label=$1 ep=$2
+	shift 2
+	note "$label: $EPOCHS epochs over $NOBJ objects via $ep"
+	{
+		timeout -k 10 "$TIMEOUT" "$PY" -W 'ignore:This DataLoader will create' \
+		    "$TDIR/loader.py" --endpoint "$ep" --bucket "$BUCKET" \
+		    --manifest "$DATA/manifest.tsv" --label "$label" --out "$TMP/$label.json" \
+		    --epochs "$EPOCHS" --workers "$WORKERS" --batch "$BATCH" --seed "$SEED" \
+		    --compute sleep --compute-ms "$COMPUTE_MS" \
+		    --proxy-stats "$PROXY_URL/_delayproxy/stats" "$@" 2>&1
+		echo $? >"$TMP/$label.rc"
+	} | tee "$TMP/$label.loader.log" >&2
+	rc=$(cat "$TMP/$label.rc" 2>/dev/null || echo '?')
+	[ "$rc" = 0 ] && [ -s "$TMP/$label.json" ] ||
+		fail "$label: the loader run failed (exit $rc; 124: over BENCH_TIMEOUT=$TIMEOUT s)"
+	RUNS+=(--run "$label=$TMP/$label.json")
+}
+
+# preflight: a bucketcache command line that does not start fails now, not
+# after the systems before it have run
+case " $SYSTEMS " in
+*" bucketcache "*)
+	start_bucketcache
+	stop_pid "$BC_PID"
+	;;
+esac
+
+RUNS=()
+NGINX_LOG=
+T0=$(date +%s)
+for s in $SYSTEMS; do
+	case $s in
+	direct)
+		say "direct:      endpoint $PROXY_URL (the delay proxy itself; no cache)"
+		run_loader direct "$PROXY_URL"
+		;;
+	nginx)
+		start_nginx nginx-cache nginx_cache_conf
+		NGINX_LOG=$TMP/nginx-cache/access.log
+		say "nginx:       endpoint $NG_URL, nginx proxy_cache -> delay proxy; config:"
+		sed -n '/proxy_cache_path/,/^	}$/p; /^	server {/,$p' "$TMP/nginx-cache/nginx.conf" |
+			grep -Ev '^}$|_ping' | sed 's/^/               /' | tee -a "$HEADER"
+		# walking the cache dir costs CPU: every 3 s, not every second
+		run_loader nginx "$NG_URL" --nginx-log "$NGINX_LOG" \
+		    --cache-dir "$TMP/nginx-cache/cache" --sample-interval 3
+		sleep 1   # the cache manager trims to max_size now and then
+		say "nginx:       cache dir after the run: $(du -sb "$TMP/nginx-cache/cache" | cut -f1) bytes apparent, $(du -sB1 "$TMP/nginx-cache/cache" | cut -f1) bytes on disk, $(find "$TMP/nginx-cache/cache" -type f | wc -l) files; max_size $CAP (nginx counts disk blocks)"
+		stop_pid "$NG_PID"
+		;;
+	bucketcache)
+		start_bucketcache
+		lim=$(curl -sf "$BC_URL/_bucketcache/stats" |
+			"$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"]["cache_bytes_limit"])') ||
+			fail "cannot read $BC_URL/_bucketcache/stats"
+		[ "$lim" = "$CAP" ] || fail "bucketcache reports cache_bytes_limit $lim, not --mem-size $CAP"
+		say "bucketcache: endpoint $BC_URL: $BC_DESC"
+		say "bucketcache: cache_bytes_limit $lim (= --mem-size; counts chunks, per-entry overhead and metadata); default chunk size, readahead, meta-ttl (see --help) unless given above"
+		run_loader bucketcache "$BC_URL" --bc-stats "$BC_URL/_bucketcache/stats"
+		curl -sf "$BC_URL/_bucketcache/stats" >"$TMP/bucketcache.stats.json" || true
+		n=$(grep -Ec ' (error|warn):' "$BC_LOG" || true)
+		say "bucketcache: log: $(wc -l <"$BC_LOG") lines, $n warn/error"
+		if [ "$n" -gt 0 ]; then
+			grep -E ' (error|warn):' "$BC_LOG" | head -n 5 | sed 's/^/               /' | tee -a "$HEADER"
+		fi
+		kill -0 "$BC_PID" 2>/dev/null || fail "bucketcache died during the run"
+		stop_pid "$BC_PID"
+		;;
+	esac
+done
+say "proxy:       $(curl -sf "$PROXY_URL/_delayproxy/stats" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print("%d requests, %d errors, %d reconnects, %d upstream connections, at most %d client connections at once" % (
+    d["requests"], d["errors"], d["reconnects"], d["upstream_connects"], d["conns_max"]))')"
+say "load avg:    $(cut -d' ' -f1-3 /proc/loadavg) (at end); measured phase $(($(date +%s) - T0)) s"
+
+# ---- the report -----------------------------------------------------------------
+
+if [ "$RESULTS" = none ]; then
+	MD=$TMP/training.md
+else
+	mkdir -p "$(dirname "$RESULTS")"
+	MD=$RESULTS
+fi
+STEM=${MD%.md}
+say ""
+rc=0
+"$PY" "$TDIR/report.py" "${RUNS[@]}" ${NGINX_LOG:+--nginx-log "$NGINX_LOG"} \
+    --header "$HEADER" --md "$TMP/body.md" --csv "$STEM.csv" --png "$STEM.png" \
+    --manifest "$DATA/manifest.tsv" --cap "$CAP" \
+    --title "$NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%, +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
+	rc=$?
+{
+	echo "# bucketcache training-shaped benchmark$([ "$QUICK" = 1 ] && echo ' (BENCH_QUICK=1 smoke run)')"
+	echo ""
+	echo "Written by \`tests/bench/bench_training.sh\` (its header comment says what it"
+	echo "does); each run replaces this file. A PyTorch DataLoader ($WORKERS workers, boto3)"
+	echo "reads $NOBJ objects for $EPOCHS shuffled epochs from an upstream $DELAY_MS ms away,"
+	echo "directly, through nginx proxy_cache and through bucketcache, the caches"
+	echo "holding $CACHE_PCT% of the data set. Every epoch visits every object once in a"
+	echo "new random order, so a cache of half the data set under LRU keeps mostly"
+	echo "objects that the epoch has already read: expect hit ratios below"
+	echo "$CACHE_PCT% in epochs 2+, for nginx and for bucketcache's LRU alike."
+	echo ""
+	echo "Columns: epoch s = wall time of the epoch (epoch 1 includes starting the"
+	echo "workers); data wait s = time the loop was blocked in next() on the loader;"
+	echo "hit ratio and upstream MB (system) = as the system counts them"
+	echo "(bucketcache /_bucketcache/stats, nginx \$upstream_cache_status and"
+	echo "\$upstream_bytes_received, heads included); upstream MB / requests (proxy)"
+	echo "= what the delay proxy forwarded (bodies; the ground truth);"
+	echo "revalidations = bucketcache's HEAD If-None-Match after --meta-ttl;"
+	echo "cache held = sampled while the epoch ran (bucketcache cache_bytes_held"
+	echo "every second; nginx: bytes on disk in its cache dir, what max_size"
+	echo "bounds, every 3 s). nginx enforces max_size only when its cache manager runs, at"
+	echo "most every 10 s, so its cache overshoots the cap by up to ~10 s of fills"
+	echo "(most in short epochs). The model table replays each epoch's recorded"
+	echo "order through an LRU of exactly the cap and through \"fill once, never"
+	echo "evict\". MB = 10^6 bytes."
+	echo "CSV: $(basename "$STEM.csv"); plot: $(basename "$STEM.png")."
+	echo ""
+	cat "$TMP/body.md"
+} >"$MD.tmp"
+mv "$MD.tmp" "$MD"
+if [ "$RESULTS" != none ]; then
+	note "wrote $MD, $STEM.csv$([ -f "$STEM.png" ] && echo ", $STEM.png")"
+fi
+[ "$rc" = 0 ] || echo "bench_training.sh: some checks failed (CHECK FAILED lines above)" >&2
+exit "$rc"
