@@ -108,6 +108,8 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY || true
 PATH=$PATH:/usr/sbin:/sbin
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/bench/lib_bench.sh
+. "$BENCH_DIR/lib_bench.sh"
 SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
 PY=/usr/bin/python3
 HELPER=$BENCH_DIR/bench_peers.py
@@ -317,20 +319,10 @@ REPORT=$DATA/report.txt
 : >"$DATA/commands.txt"
 
 cleanup() {
-	local rc=$? pid i
+	local rc=$?
 	trap - EXIT INT TERM HUP
 	set +e
-	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${PIDS[@]}"; do
-		for i in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	bench_stop_pids "${PIDS[@]}"
 	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
 		echo "# kept $TMP and $SHM" >&2
 	else

@@ -70,6 +70,8 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/bench/lib_bench.sh
+. "$BENCH_DIR/lib_bench.sh"
 SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
 TDIR=$BENCH_DIR/training
 PY=/usr/bin/python3
@@ -194,20 +196,10 @@ HEADER=$TMP/header.txt
 : >"$HEADER"
 
 cleanup() {
-	local rc=$? pid
+	local rc=$?
 	trap - EXIT INT TERM HUP
 	set +e
-	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${PIDS[@]}"; do
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	bench_stop_pids "${PIDS[@]}"
 	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
 		echo "# kept $TMP" >&2
 	else
