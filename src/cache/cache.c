@@ -86,7 +86,7 @@ struct bc_cache_s {
 	/* Bytes held outside the memory tier that count against its bound:
 	 * metadata plus chunks being filled (the tier's external_bytes). */
 	_Atomic uint64_t       outside_bytes;
-	uint64_t               cs, mem_size, meta_ttl_ns;
+	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
 	bc_cache_opts_t        o;
 	bc_upstream_ep_t       ep;
 };
@@ -671,8 +671,14 @@ fill_accept(bc_cache_t *c, fill_t *f, int status, const bc_kvlist_t *h,
 	if (*size == UINT64_MAX || (status == 200 && *size > c->cs) ||
 	    *size / c->cs >= UINT32_MAX)
 		return -1;   /* unsized, whole and too big, or uncountable */
-	if (f->kind == FILL_CHUNK)
-		return o->meta_valid && *size == o->meta.size ? 0 : -1;
+	if (f->kind == FILL_CHUNK) {
+		if (!o->meta_valid || *size != o->meta.size)
+			return -1;
+		/* an If-Match GET answered with the same ETag and size:
+		 * the metadata is as fresh as a revalidation would make it */
+		o->meta_at_ns = mono_ns();
+		return 0;
+	}
 	if (meta_from_headers(c, o, h, *size) < 0)
 		return -1;
 	memcpy(f->etag, o->meta.etag, sizeof(f->etag));
@@ -890,6 +896,39 @@ out:
 
 /* ---- lookups ----------------------------------------------------------- */
 
+static void
+on_tier_get(void *arg, bc_chunk_t *chunk, int err)
+{
+	*(bc_chunk_t **)arg = chunk;
+}
+
+/*
+ * c->mu held: o's metadata is past meta-ttl but within meta-stale, and is
+ * served as it is. Starts a background revalidation (no waiter) unless
+ * one runs, or the request's first chunk (hint) must come from upstream:
+ * that fetch carries If-Match, and its accept refreshes the metadata in
+ * the same round trip (fill_accept). A failed revalidation leaves the
+ * metadata stale; the next request tries again, and past meta-stale
+ * requests wait for one.
+ */
+static void
+stale_revalidate(bc_cache_t *c, bc_object_t *o, uint32_t hint)
+{
+	if (o->meta_fill != NULL)
+		return;
+	if (hint != BC_CACHE_META_ONLY &&
+	    bc_chunk_start(hint, c->cs) < o->meta.size) {
+		bc_chunk_key_t k = { o->bucket, o->key, o->meta.etag, hint };
+		bc_chunk_t *ch = NULL;
+
+		bc_tier_mem.get(c->mem, &k, on_tier_get, &ch);
+		if (ch == NULL)
+			return;   /* its fill will revalidate */
+		bc_chunk_unref(ch);
+	}
+	o->meta_fill = fill_start(c, o, FILL_REVALIDATE, 0);
+}
+
 int
 bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
     bc_objmeta_t *meta, bool *was_cached)
@@ -901,11 +940,21 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		rv = BC_ECANCELED;
 		goto out;
 	}
-	if (o->meta_valid && (c->meta_ttl_ns == 0 ||
-	    mono_ns() - o->meta_at_ns < c->meta_ttl_ns)) {
-		*was_cached = true;
-		rv = objmeta_copy(meta, &o->meta);
-		goto out;
+	if (o->meta_valid) {
+		uint64_t age = mono_ns() - o->meta_at_ns;
+
+		if (c->meta_ttl_ns == 0 || age < c->meta_ttl_ns) {
+			*was_cached = true;
+			rv = objmeta_copy(meta, &o->meta);
+			goto out;
+		}
+		if (age - c->meta_ttl_ns < c->meta_stale_ns) {
+			stale_revalidate(c, o, hint);
+			BC_STATS_INC(cache_stale_served);
+			*was_cached = true;
+			rv = objmeta_copy(meta, &o->meta);
+			goto out;
+		}
 	}
 	if (o->meta_fill != NULL) {
 		/* a first fill of the same chunk serves w too */
@@ -931,12 +980,6 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 out:
 	pthread_mutex_unlock(&c->mu);
 	return rv;
-}
-
-static void
-on_tier_get(void *arg, bc_chunk_t *chunk, int err)
-{
-	*(bc_chunk_t **)arg = chunk;
 }
 
 int
@@ -1081,6 +1124,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	c->cs = o->cfg->chunk_size;
 	c->mem_size = o->cfg->mem_size;
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
+	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
 	c->ep.scheme_host = o->up_scheme_host;
 	c->ep.host = o->up_host;
 	c->ep.virtual_style = strcmp(o->cfg->upstream_addressing,

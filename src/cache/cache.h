@@ -82,7 +82,8 @@ typedef struct bc_objmeta_s {
 
 typedef struct bc_cache_opts_s {
 	const bc_config_t      *cfg;      /* chunk_size, mem_size, meta_ttl,
-					     retries, timeouts, upstream */
+					     meta_stale, retries, timeouts,
+					     upstream */
 	bc_loop_t              *loop;
 	const bc_sigv4_creds_t *creds;
 	const char             *up_scheme_host;  /* "http://h:p" */
@@ -111,12 +112,19 @@ void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
 #define BC_CACHE_META_ONLY UINT32_MAX   /* bc_cache_meta hint for HEAD */
 
 /*
- * Makes sure o's metadata is known and fresh. Returns 0 with *meta filled
- * (a copy the caller finis; *was_cached tells whether it came from the
- * cache), or BC_EAGAIN after registering w (a fetch is under way: the
+ * Makes sure o's metadata is known and fresh enough. Returns 0 with *meta
+ * filled (a copy the caller finis; *was_cached tells whether it came from
+ * the cache), or BC_EAGAIN after registering w (a fetch is under way: the
  * first chunk's ranged GET, chunk hint, or a HEAD when hint is
- * BC_CACHE_META_ONLY, or a revalidation), or a negative code. A first fetch also fills chunk hint; its waiter may end with
- * BC_WAIT_CHUNK for that chunk.
+ * BC_CACHE_META_ONLY, or a revalidation), or a negative code. A first
+ * fetch also fills chunk hint; its waiter may end with BC_WAIT_CHUNK for
+ * that chunk.
+ * Freshness: within meta-ttl of its last validation the metadata is
+ * returned; within meta-stale after that it is returned too and
+ * revalidated in the background (by a HEAD If-None-Match, or by the
+ * If-Match GET of chunk hint when that chunk is not cached); past both,
+ * w waits for a revalidation. A validation is a revalidation's 304 or an
+ * accepted chunk fetch of the same ETag.
  */
 int  bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint,
     bc_waiter_t *w, bc_objmeta_t *meta, bool *was_cached);

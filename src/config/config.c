@@ -284,6 +284,8 @@ parse_ms(void *dst, const char *v, char *why, size_t whylen)
 			mult = 1;
 		else if (strcmp(end, "m") == 0)
 			mult = 60000;
+		else if (strcmp(end, "h") == 0)
+			mult = 3600000;
 		else
 			rv = BC_EINVAL;
 	}
@@ -293,7 +295,7 @@ parse_ms(void *dst, const char *v, char *why, size_t whylen)
 		bc_errf(why, whylen, "'" SHOW "' is too large", v);
 	else if (rv < 0)
 		bc_errf(why, whylen, "'" SHOW "' is not a duration (like "
-		    "250ms, 5s, 2m; a bare number is seconds)", v);
+		    "250ms, 5s, 2m, 1h; a bare number is seconds)", v);
 	return rv;
 }
 

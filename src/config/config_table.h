@@ -58,3 +58,5 @@ BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
 BC_OPT(meta_ttl,      "meta-ttl",      MS,    "60s",
     "how long cached object metadata is trusted before it is revalidated")
+BC_OPT(meta_stale,    "meta-stale",    MS,    "1h",
+    "after meta-ttl, how long metadata is still served while it is revalidated in the background (0: wait)")

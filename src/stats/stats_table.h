@@ -34,6 +34,7 @@ BC_STAT(cache_coalesced_waits, COUNTER, "Requests that waited on a fetch another
 BC_STAT(cache_fills,         COUNTER, "Chunk and metadata fetches the cache sent upstream.")
 BC_STAT(cache_fill_failures, COUNTER, "Cache fetches that failed (transport, changed object, upstream error).")
 BC_STAT(cache_revalidations, COUNTER, "Metadata revalidations sent upstream after meta-ttl.")
+BC_STAT(cache_stale_served,  COUNTER, "Requests answered from metadata past meta-ttl while it was revalidated (meta-stale).")
 BC_STAT(cache_invalidations, COUNTER, "Objects dropped by writes through the gateway or the admin call.")
 BC_STAT(cache_evictions,     COUNTER, "Chunks evicted from the memory tier.")
 BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")

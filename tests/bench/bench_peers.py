@@ -251,7 +251,7 @@ def check_hot(data, runs, entries, anomalies, checks):
                              % (tg, len(bad[tg]), bad[tg][0]))
         else:
             checks.append('hot: origin log: no request from %s during any measured run%s'
-                          % (tg, ' (bucketcache: %d HEAD revalidations, --meta-ttl)' % heads
+                          % (tg, ' (bucketcache: %d background HEAD revalidations, --meta-ttl)' % heads
                              if tg == 'bucketcache' else ''))
     # wrk errors, any target
     for r in runs:
@@ -904,9 +904,10 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              '`worker_processes auto`; X-Cache-Status from `$upstream_cache_status`.')
     L.append('- Varnish: malloc storage (%s), every parameter at its default; VCL: TTL 1h, '
              'do_stream, X-Cache HIT/MISS from obj.hits.' % meta.get('varnish_mem', '?'))
-    L.append('- bucketcache: defaults (HTTP threads: one per CPU, chunk 8M, --meta-ttl 60s, so each '
-             'object\'s metadata is revalidated upstream once a minute with a HEAD If-None-Match; '
-             'the peers keep theirs for 1h) with `--anonymous --mem-size %s`%s; it signs its '
+    L.append('- bucketcache: defaults (HTTP threads: one per CPU, chunk 8M, --meta-ttl 60s and '
+             '--meta-stale 1h, so each object\'s metadata is revalidated upstream once a minute with '
+             'a background HEAD If-None-Match while the cached copy is served; the peers keep theirs '
+             'for 1h) with `--anonymous --mem-size %s`%s; it signs its '
              'upstream requests, which the origin ignores.' % (meta.get('bc_mem', '?'),
                           (' and `%s`' % meta['bc_args']) if meta.get('bc_args') else ''))
     L.append('- keepalive_requests is raised to 1000000 on both nginx instances so that wrk\'s '

@@ -18,10 +18,13 @@
 #      does not make the gateway fetch the whole object;
 #   8. a cache smaller than the data (--mem-size 4M --chunk-size 256K)
 #      stays within its bound after every request, evicts, serves right bytes;
-#   9. --meta-ttl 1s: a change made at the upstream (bypassing the gateway)
-#      is seen after the TTL (revalidation), an unchanged object is
-#      revalidated without its body; a failed fill is counted and the next
-#      request succeeds;
+#   9. --meta-ttl 1s --meta-stale 0: a change made at the upstream
+#      (bypassing the gateway) is seen after the TTL (revalidation), an
+#      unchanged object is revalidated without its body; a failed fill is
+#      counted and the next request succeeds;
+#  9b. --meta-ttl 1s --meta-stale 1h: past the TTL the cached copy is served
+#      at once and revalidated in the background: a change is served by the
+#      requests after that revalidation; an unchanged object costs one HEAD;
 #  10. admin invalidation from a non-loopback client needs the admin token.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -485,7 +488,7 @@ EOF
 bc_stop_gateway
 
 # ---- 9. metadata revalidation; a failed fill ---------------------------------
-bc_start_gateway --upstream "$FX" --cache --chunk-size 8M --meta-ttl 1s --retries 1 --log-level info
+bc_start_gateway --upstream "$FX" --cache --chunk-size 8M --meta-ttl 1s --meta-stale 0 --retries 1 --log-level info
 bc_py "$FX" "$BC_GW_URL" "$B" <<'EOF'
 import os, sys, time
 from botocore.exceptions import ClientError
@@ -555,6 +558,57 @@ done()
 EOF
 bc_stop_gateway
 
+# ---- 9b. stale-while-revalidate (--meta-stale) -------------------------------
+bc_start_gateway --upstream "$FX" --cache --chunk-size 8M --meta-ttl 1s --meta-stale 1h --log-level info
+bc_py "$FX" "$BC_GW_URL" "$B" <<'EOF'
+import os, sys, time
+from itlib import ok, done, client, gw_stats, fx_stats, fx_reset, xbc
+fx, gw, b = sys.argv[1:4]
+up = client(fx)        # straight to the upstream, bypassing the gateway
+c = client(gw)
+v1, v2 = os.urandom(300000), os.urandom(300000 + 77)
+
+def get(k):
+    r = c.get_object(Bucket=b, Key=k)
+    return r["Body"].read(), xbc(r)
+
+up.put_object(Bucket=b, Key="sw/k", Body=v1)
+got, h = get("sw/k")
+ok(got == v1 and h == "miss", "first GET: v1, miss", str(h))
+up.put_object(Bucket=b, Key="sw/k", Body=v2)     # behind the gateway's back
+time.sleep(1.3)
+s0 = gw_stats(gw)
+got, h = get("sw/k")
+s1 = gw_stats(gw)
+ok(got == v1 and h == "hit", "past the TTL, within --meta-stale: the cached copy at once (a hit)",
+   "len %d, %s" % (len(got), h))
+ok(s1["cache_stale_served"] == s0["cache_stale_served"] + 1, "cache_stale_served counted it",
+   "%d -> %d" % (s0["cache_stale_served"], s1["cache_stale_served"]))
+deadline = time.time() + 10
+while time.time() < deadline:
+    got, h = get("sw/k")
+    if got != v1:
+        break
+    time.sleep(0.05)
+ok(got == v2, "the background revalidation saw the change; later GETs serve v2", "len %d" % len(got))
+ok(gw_stats(gw)["cache_revalidations"] > s0["cache_revalidations"], "cache_revalidations went up")
+
+got, h = get("sw/k")               # v2 cached, fresh
+time.sleep(1.3)
+fx_reset(fx)
+got, h = get("sw/k")
+ok(got == v2 and h == "hit", "unchanged past the TTL: served from the cache", str(h))
+deadline = time.time() + 10
+while time.time() < deadline and fx_stats(fx)["requests"] < 1:
+    time.sleep(0.05)
+time.sleep(0.2)
+f = fx_stats(fx)
+ok(f["by_op"] == {"HeadObject": 1}, "its revalidation was one HEAD, no download", str(f["by_op"]))
+ok(f["rejected"] == 0, "every upstream request passed the SigV4 check")
+done()
+EOF
+bc_stop_gateway
+
 # ---- 10. admin invalidation from a non-loopback client ------------------------
 # needs the admin token (x-bucketcache-admin-token); the gateway listens on
 # 0.0.0.0 and is reached through this host's first non-loopback IPv4 address.
@@ -588,4 +642,4 @@ else
 	bc_log "no non-loopback IPv4 address: admin token checks skipped"
 fi
 
-bc_done $((141 + nonlo))
+bc_done $((151 + nonlo))

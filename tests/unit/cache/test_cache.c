@@ -587,6 +587,7 @@ typedef struct env_opts_s {
 	uint64_t chunk_size;
 	uint64_t mem_size;
 	uint64_t meta_ttl;          /* ms */
+	uint64_t meta_stale;        /* ms; 0: revalidations are waited for */
 	unsigned retries;
 	uint64_t upstream_timeout;  /* ms */
 	uint16_t port;              /* 0: the test server's */
@@ -646,6 +647,7 @@ env_start_opts(const env_opts_t *o)
 	E.cfg.chunk_size = o->chunk_size != 0 ? o->chunk_size : CS;
 	E.cfg.mem_size = o->mem_size != 0 ? o->mem_size : 16 * 1024 * 1024;
 	E.cfg.meta_ttl = o->meta_ttl;
+	E.cfg.meta_stale = o->meta_stale;
 	E.cfg.retries = o->retries;
 	E.cfg.connect_timeout = 5000;
 	E.cfg.upstream_timeout = o->upstream_timeout != 0 ?
@@ -2993,6 +2995,202 @@ LTest(cache, stream_ignored_range_partial_waiter_rechecks)
 	cr_assert_eq(srv_count(&E.srv, NULL, NULL), 1);
 	bc_objmeta_fini(&meta);
 	tw_fini(&a);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- meta-stale: stale-while-revalidate ----------------------------------- */
+
+/* Polls until bc_cache_meta answers o's metadata as fresh (not stale):
+ * a background revalidation has landed. */
+static bool
+wait_fresh(bc_object_t *o, tw_t *t)
+{
+	for (int i = 0; i < 500; i++) {
+		uint64_t stale0 = st_get(BC_STAT_cache_stale_served);
+		bc_objmeta_t m;
+		bool cached = false;
+		int rv = bc_cache_meta(E.c, o, BC_CACHE_META_ONLY, &t->w, &m,
+		    &cached);
+
+		cr_assert_eq(rv, 0, "stale metadata is never waited for");
+		bc_objmeta_fini(&m);
+		if (st_get(BC_STAT_cache_stale_served) == stale0)
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+/* Past meta-ttl but within meta-stale, the metadata is served at once and
+ * one HEAD If-None-Match goes out in the background (however many ask);
+ * its 304 makes the metadata fresh again. */
+LTest(cache, meta_stale_serves_and_revalidates_in_background)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = 60000 };
+	uint64_t stale0, reval0;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *first = NULL;
+	bool cached = false;
+	tw_t t;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	sleep_ms(TTL_MS + 50);
+
+	stale0 = st_get(BC_STAT_cache_stale_served);
+	reval0 = st_get(BC_STAT_cache_revalidations);
+	srv_gate(&E.srv, true);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0,
+		    "stale metadata is served without waiting");
+		cr_assert(cached);
+		cr_assert_str_eq(meta.etag, "\"etag-a\"");
+		bc_objmeta_fini(&meta);
+	}
+	cr_assert_eq(st_get(BC_STAT_cache_stale_served), stale0 + 3);
+	cr_assert(srv_wait_held(&E.srv, 1));
+	{
+		sreq_t q = srv_last(&E.srv);
+
+		cr_assert_str_eq(q.method, "HEAD");
+		cr_assert_str_eq(q.if_none_match, "\"etag-a\"");
+	}
+	srv_gate(&E.srv, false);
+	cr_assert(wait_fresh(o, &t));
+	cr_assert_eq(st_get(BC_STAT_cache_revalidations), reval0 + 1);
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 1, "the chunk stayed");
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* The background revalidation finds a new version: the stale answer went
+ * out, then the object is dropped with its chunks and the next lookup
+ * learns the new version. */
+LTest(cache, meta_stale_background_sees_change)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = 60000 };
+	bc_objmeta_t meta;
+	bc_object_t *o, *o2 = NULL;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	first = NULL;
+	bc_objmeta_fini(&meta);
+	srv_put(&E.srv, BUCKET, KEY, obj_b, 2000, "\"etag-b\"");
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0);
+	cr_assert_str_eq(meta.etag, "\"etag-a\"", "the stale answer");
+	bc_objmeta_fini(&meta);
+	for (int i = 0; i < 500; i++) {
+		o2 = bc_cache_object(E.c, BUCKET, KEY);
+		if (o2 != o)
+			break;
+		bc_object_unref(E.c, o2);
+		o2 = NULL;
+		sleep_ms(10);
+	}
+	cr_assert_not_null(o2, "the changed object was never dropped");
+	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_eq(get_meta(o2, 0, &t, &meta, &cached, &first), 0);
+	cr_assert_str_eq(meta.etag, "\"etag-b\"");
+	cr_assert_eq(meta.size, 2000);
+	check_chunk(first, 0, obj_b, 2000, CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o2);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Stale metadata whose request needs an uncached chunk sends no HEAD: the
+ * chunk's If-Match GET is the revalidation, and its accept makes the
+ * metadata fresh in the same round trip. */
+LTest(cache, meta_stale_chunk_fetch_revalidates)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = 60000 };
+	uint64_t stale0;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(bc_cache_meta(E.c, o, 1, &t.w, &meta, &cached), 0);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(get_chunk(o, "\"etag-a\"", 1, &t, &ch), 0);
+	check_chunk(ch, 1, obj_a, 3000, CS);
+	bc_chunk_unref(ch);
+	{
+		sreq_t q = srv_last(&E.srv);
+
+		cr_assert_str_eq(q.method, "GET");
+		cr_assert_str_eq(q.if_match, "\"etag-a\"");
+	}
+	stale0 = st_get(BC_STAT_cache_stale_served);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(st_get(BC_STAT_cache_stale_served), stale0,
+	    "fresh again after the chunk fetch");
+	cr_assert_eq(srv_count(&E.srv, "HEAD", NULL), 0);
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 2);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Past meta-ttl + meta-stale the request waits for the revalidation, as
+ * with meta-stale 0; a failing upstream then fails it (no stale answer
+ * past the window), while inside the window it was still served. */
+LTest(cache, meta_stale_window_ends)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = TTL_MS,
+	    .retries = 0 };
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t t;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	srv_fail(&E.srv, 100, 503);
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0,
+	    "served stale while the upstream fails");
+	bc_objmeta_fini(&meta);
+	sleep_ms(TTL_MS + 50);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+	    BC_WAIT_UPSTREAM, "past the window the failure shows");
+	cr_assert_eq(t.w.up_status, 503);
+	tw_fini(&t);
 	bc_object_unref(E.c, o);
 	env_stop();
 }

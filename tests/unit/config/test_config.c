@@ -214,7 +214,9 @@ LTest(config, parse_ms)
 		{ "18446744073709552s", BC_ERANGE, 0 },
 		{ "307445734561825861m", BC_ERANGE, 0 },
 		{ "", BC_EINVAL, 0 }, { "ms", BC_EINVAL, 0 },
-		{ "5h", BC_EINVAL, 0 }, { "5S", BC_EINVAL, 0 },
+		{ "5h", 0, 18000000 }, { "0h", 0, 0 },
+		{ "5124095576030432h", BC_ERANGE, 0 },
+		{ "5d", BC_EINVAL, 0 }, { "5S", BC_EINVAL, 0 },
 		{ "-5s", BC_EINVAL, 0 }, { "1.5s", BC_EINVAL, 0 },
 		{ "5 s", BC_EINVAL, 0 }, { "5sec", BC_EINVAL, 0 },
 		{ "5mss", BC_EINVAL, 0 },
@@ -344,9 +346,9 @@ LTest(config, flag_errors_are_one_line_naming_option_and_value)
 	    "--threads: '-1' is not a number");
 	load_fails(ARGS("--retries", "4294967296"), NOENV,
 	    "--retries: '4294967296' is too large (max 4294967295)");
-	load_fails(ARGS("--connect-timeout", "5h"), NOENV,
-	    "--connect-timeout: '5h' is not a duration (like 250ms, 5s, 2m; "
-	    "a bare number is seconds)");
+	load_fails(ARGS("--connect-timeout", "5d"), NOENV,
+	    "--connect-timeout: '5d' is not a duration (like 250ms, 5s, 2m, "
+	    "1h; a bare number is seconds)");
 	load_fails(ARGS("--log-level", "loud"), NOENV,
 	    "--log-level: 'loud' is not error, warn, info or debug");
 	load_fails(ARGS("--bogus", "1"), NOENV, "unknown option '--bogus'");
@@ -421,9 +423,9 @@ LTest(config, env_names_and_values)
 	bc_config_fini(&c);
 	load_fails(NOARGS, ENV("BUCKETCACHE_THREADS=abc"),
 	    "BUCKETCACHE_THREADS: 'abc' is not a number");
-	load_fails(NOARGS, ENV("BUCKETCACHE_CONNECT_TIMEOUT=1h"),
-	    "BUCKETCACHE_CONNECT_TIMEOUT: '1h' is not a duration (like 250ms, "
-	    "5s, 2m; a bare number is seconds)");
+	load_fails(NOARGS, ENV("BUCKETCACHE_CONNECT_TIMEOUT=1w"),
+	    "BUCKETCACHE_CONNECT_TIMEOUT: '1w' is not a duration (like 250ms, "
+	    "5s, 2m, 1h; a bare number is seconds)");
 }
 
 LTest(config, env_name_generation)
