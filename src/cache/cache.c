@@ -713,10 +713,8 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 	want = bc_chunk_len(f->index, size, c->cs);
 	if (want > 0) {
 		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
-		uint8_t *data = malloc((size_t)want);
 
-		f->chunk = data != NULL ? bc_chunk_new_filling(&k, data,
-		    (size_t)want) : NULL;   /* takes data even on failure */
+		f->chunk = bc_chunk_new_filling(&k, (size_t)want);
 		if (f->chunk == NULL) {
 			f->accepted = false;    /* fill_done fails it */
 			goto out;

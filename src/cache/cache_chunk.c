@@ -3,7 +3,8 @@
  *
  * One malloc block holds the struct followed by its id
  * "bucket\0key\0etag\0" (c->id points into it); data is the caller's
- * block, owned from bc_chunk_new() on. The key hash is FNV-1a over the id
+ * malloc block, owned from bc_chunk_new() on, or (bc_chunk_new_filling)
+ * a malloc block or an anonymous mapping of the chunk's own. The key hash is FNV-1a over the id
  * bytes and the index (4 bytes, little-endian), finished with MurmurHash3's
  * 64-bit mixer so the low bits a power-of-two table uses are well spread.
  *
@@ -15,6 +16,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cache/cache_chunk.h"
 
@@ -123,14 +126,18 @@ bc_chunk_unref(bc_chunk_t *c)
 		return;
 	if (c->on_free != NULL)
 		c->on_free(c);
-	free(c->data);
+	if (c->map_len > 0)
+		munmap(c->data, c->map_len);
+	else
+		free(c->data);
 	free(c);
 }
 
 size_t
 bc_chunk_charge(const bc_chunk_t *c)
 {
-	return c->len + sizeof(*c) + c->id_len + BC_CHUNK_ALLOC_OVERHEAD;
+	return (c->map_len > 0 ? c->map_len : c->len) + sizeof(*c) +
+	    c->id_len + BC_CHUNK_ALLOC_OVERHEAD;
 }
 
 int
@@ -148,15 +155,35 @@ bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
 }
 
 bc_chunk_t *
-bc_chunk_new_filling(const bc_chunk_key_t *k, uint8_t *data, size_t len)
+bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len)
 {
-	bc_chunk_t *c = bc_chunk_new(k, data, len);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), map_len = 0;
+	uint8_t *data;
+	bc_chunk_t *c;
 
-	if (c != NULL) {
-		atomic_store_explicit(&c->filled, 0, memory_order_relaxed);
-		atomic_store_explicit(&c->state, BC_CHUNK_FILLING,
-		    memory_order_relaxed);
+	if (len >= BC_CHUNK_MAP_MIN && len <= SIZE_MAX - page) {
+		map_len = (len + page - 1) / page * page;
+		data = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS |
+		    (len <= BC_CHUNK_POPULATE_MAX ? MAP_POPULATE : 0), -1, 0);
+		if (data == MAP_FAILED)
+			return NULL;
+	} else {
+		data = malloc(len > 0 ? len : 1);
+		if (data == NULL)
+			return NULL;
 	}
+	c = bc_chunk_new(k, map_len > 0 ? NULL : data, len);
+	if (c == NULL) {
+		if (map_len > 0)
+			munmap(data, map_len);
+		return NULL;
+	}
+	c->data = data;
+	c->map_len = map_len;
+	atomic_store_explicit(&c->filled, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->state, BC_CHUNK_FILLING,
+	    memory_order_relaxed);
 	return c;
 }
 

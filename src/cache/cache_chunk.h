@@ -43,6 +43,8 @@ struct bc_chunk_s {
 	atomic_int       refs;
 	uint8_t         *data;        /* owned; len bytes */
 	size_t           len;
+	size_t           map_len;     /* data is its own mapping of map_len
+				       * bytes; 0: data is malloc'd */
 	uint64_t         hash;        /* of the key, bc_chunk_key_hash() */
 	char            *id;          /* "bucket\0key\0etag\0", owned */
 	size_t           id_len;
@@ -63,10 +65,15 @@ struct bc_chunk_s {
 /* Creates a chunk for k that takes ownership of data (malloc'd, len
  * bytes). Returns NULL when out of memory (data is then freed). */
 bc_chunk_t *bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len);
-/* Like bc_chunk_new, but the chunk starts FILLING with nothing filled:
- * its owner writes data and publishes progress with bc_chunk_fill(). */
-bc_chunk_t *bc_chunk_new_filling(const bc_chunk_key_t *k, uint8_t *data,
-    size_t len);
+/* A chunk for k of len bytes with its own data, that starts FILLING with
+ * nothing filled: its owner writes data and publishes progress with
+ * bc_chunk_fill(). Data of BC_CHUNK_MAP_MIN bytes or more is a mapping of
+ * its own, returned to the kernel when the chunk is freed; up to
+ * BC_CHUNK_POPULATE_MAX it is faulted in at once (one syscall instead of
+ * a fault per page while the bytes arrive), bigger ones fault in as they
+ * fill (populating megabytes up front would delay the first byte by
+ * milliseconds). NULL when out of memory. */
+bc_chunk_t *bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len);
 /* Publishes that data's first n bytes are final. */
 void        bc_chunk_fill(bc_chunk_t *c, size_t n);
 /* Ends filling: COMPLETE (every byte filled) or FAILED. */
@@ -83,9 +90,12 @@ void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
  * up to a page instead (under 4 KiB per block, 0.05% of an 8 MiB chunk),
  * which this estimate does not count. */
 #define BC_CHUNK_ALLOC_OVERHEAD (2 * 16)
+#define BC_CHUNK_MAP_MIN        (64 * 1024)
+#define BC_CHUNK_POPULATE_MAX   (512 * 1024)
 
-/* Bytes the chunk costs in memory: len + sizeof(bc_chunk_t) + id_len +
- * BC_CHUNK_ALLOC_OVERHEAD. What a memory bound counts. */
+/* Bytes the chunk costs in memory: its data (len, or map_len when it is
+ * a mapping) + sizeof(bc_chunk_t) + id_len + BC_CHUNK_ALLOC_OVERHEAD.
+ * What a memory bound counts. */
 size_t      bc_chunk_charge(const bc_chunk_t *c);
 
 uint64_t    bc_chunk_key_hash(const bc_chunk_key_t *k);

@@ -34,7 +34,10 @@
 
 #define MAX_RESTARTS   3
 #define MAX_IOV_CHUNKS 1024
-#define READER_BLOCK   (256 * 1024)
+/* MHD's buffer for a streamed (callback) response: allocated per
+ * response, so it stays under malloc's mmap threshold (64 KiB, main.c);
+ * a 256 KiB block cost an mmap, page faults and a munmap per cold GET. */
+#define READER_BLOCK   (48 * 1024)
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 

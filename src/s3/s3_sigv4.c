@@ -227,9 +227,31 @@ hmac_str(const uint8_t *key, size_t klen, const char *s, uint8_t out[32])
 	bc_hmac_sha256(key, klen, s, strlen(s), out);
 }
 
-void
-bc_sigv4_signing_key(const char *secret, const char *date8,
-    const char *region, const char *service, uint8_t key[32])
+/*
+ * Per-thread cache of derived signing keys: a key changes once a day per
+ * (secret, region, service), and deriving one costs four HMACs, more than
+ * the rest of a signature. Entries hold what they were derived from
+ * (secrets up to KEYCACHE_SECRET bytes; longer ones are never cached) and
+ * are reused round-robin. Thread-local: no lock, nothing to free.
+ */
+#define KEYCACHE_N      4
+#define KEYCACHE_SECRET 128
+
+typedef struct keycache_s {
+	char    secret[KEYCACHE_SECRET + 1];
+	char    date8[9];
+	char    region[64];
+	char    service[16];
+	uint8_t key[32];
+	bool    used;
+} keycache_t;
+
+static _Thread_local keycache_t keycache[KEYCACHE_N];
+static _Thread_local unsigned   keycache_next;
+
+static void
+derive_signing_key(const char *secret, const char *date8, const char *region,
+    const char *service, uint8_t key[32])
 {
 	char stack[4 + 256];
 	char *k = stack;
@@ -254,6 +276,38 @@ bc_sigv4_signing_key(const char *secret, const char *date8,
 	if (k != stack)
 		free(k);
 	memset(stack, 0, sizeof(stack));
+}
+
+void
+bc_sigv4_signing_key(const char *secret, const char *date8,
+    const char *region, const char *service, uint8_t key[32])
+{
+	keycache_t *e;
+
+	if (strlen(secret) > KEYCACHE_SECRET || strlen(date8) != 8 ||
+	    strlen(region) >= sizeof(e->region) ||
+	    strlen(service) >= sizeof(e->service)) {
+		derive_signing_key(secret, date8, region, service, key);
+		return;
+	}
+	for (unsigned i = 0; i < KEYCACHE_N; i++) {
+		e = &keycache[i];
+		if (e->used && strcmp(e->date8, date8) == 0 &&
+		    strcmp(e->region, region) == 0 &&
+		    strcmp(e->service, service) == 0 &&
+		    strcmp(e->secret, secret) == 0) {
+			memcpy(key, e->key, 32);
+			return;
+		}
+	}
+	e = &keycache[keycache_next++ % KEYCACHE_N];
+	derive_signing_key(secret, date8, region, service, e->key);
+	strcpy(e->secret, secret);
+	strcpy(e->date8, date8);
+	strcpy(e->region, region);
+	strcpy(e->service, service);
+	e->used = true;
+	memcpy(key, e->key, 32);
 }
 
 void

@@ -54,7 +54,8 @@ typedef struct bc_sigv4_input_s {
 int bc_sigv4_canonical_request(bc_buf_t *out, const bc_sigv4_input_t *in);
 
 /* kSigning = HMAC chain over "AWS4"+secret, date8 ("20130524"), region,
- * service, "aws4_request". */
+ * service, "aws4_request". Derived keys are kept in a small per-thread
+ * cache (they change once a day). */
 void bc_sigv4_signing_key(const char *secret, const char *date8,
     const char *region, const char *service, uint8_t key[32]);
 

@@ -382,6 +382,9 @@ start_attempt(bc_xfer_t *x)
 		return BC_ENOMEM;
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	/* fewer, larger reads and write callbacks than curl's 16 KiB;
+	 * under malloc's mmap threshold since it is allocated per handle */
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 60L * 1024);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->slist);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);

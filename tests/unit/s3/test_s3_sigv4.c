@@ -556,6 +556,56 @@ LTest(sigv4_suite, signing_key)
 	    "b0d8a43505a000a1a9e090d414db404d");
 }
 
+/* The HMAC chain written out, independent of the per-thread key cache. */
+static void
+derive_plain(const char *secret, const char *date8, const char *region,
+    const char *service, uint8_t out[32])
+{
+	char k[300];
+	uint8_t a[32], b[32];
+
+	snprintf(k, sizeof(k), "AWS4%s", secret);
+	bc_hmac_sha256(k, strlen(k), date8, strlen(date8), a);
+	bc_hmac_sha256(a, 32, region, strlen(region), b);
+	bc_hmac_sha256(b, 32, service, strlen(service), a);
+	bc_hmac_sha256(a, 32, "aws4_request", 12, out);
+}
+
+/* Derived keys are cached per thread (4 entries, round robin): any
+ * difference in secret, date, region or service gives another key, also
+ * when the inputs share a prefix, after evictions, and for secrets too
+ * long to cache. */
+LTest(sigv4_suite, signing_key_cache)
+{
+	static char longsecret[201];
+	const char *in[][4] = {
+		{ "secretA", "20261121", "us-east-1", "s3" },
+		{ "secretB", "20261121", "us-east-1", "s3" },
+		{ "secretA", "20261122", "us-east-1", "s3" },
+		{ "secretA", "20261121", "us-east-2", "s3" },
+		{ "secretA", "20261121", "us-east-1", "iam" },
+		{ "secretAB", "20261121", "us-east-1", "s3" },
+		{ "secret", "20261121", "us-east-1", "s3" },
+		{ longsecret, "20261121", "us-east-1", "s3" },
+	};
+	size_t n = sizeof(in) / sizeof(in[0]);
+
+	memset(longsecret, 'x', sizeof(longsecret) - 1);
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			size_t j = pass == 1 ? n - 1 - i : i;
+			uint8_t got[32], want[32];
+
+			bc_sigv4_signing_key(in[j][0], in[j][1], in[j][2],
+			    in[j][3], got);
+			derive_plain(in[j][0], in[j][1], in[j][2], in[j][3],
+			    want);
+			cr_assert_eq(memcmp(got, want, 32), 0,
+			    "pass %d input %zu", pass, j);
+		}
+	}
+}
+
 /* ---- building blocks ---------------------------------------------------- */
 
 LTest(sigv4_parts, uri_encode)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -322,6 +323,73 @@ LTest(chunk, refs_and_on_free)
 	bc_chunk_unref(c);
 	cr_assert_eq(freed_calls, 1);
 	cr_assert(freed_ok);
+}
+
+/* bc_chunk_new_filling: small data is malloc'd, BC_CHUNK_MAP_MIN and up is
+ * a page-rounded mapping of its own (populated up to
+ * BC_CHUNK_POPULATE_MAX) that the charge counts whole; every byte is
+ * writable, the chunk starts FILLING with nothing filled, and a memory
+ * tier accounts the mapping until the last reference goes. */
+LTest(chunk, new_filling_sizes)
+{
+	static const size_t lens[] = {
+		0, 1, BC_CHUNK_MAP_MIN - 1, BC_CHUNK_MAP_MIN,
+		BC_CHUNK_MAP_MIN + 1, BC_CHUNK_POPULATE_MAX,
+		BC_CHUNK_POPULATE_MAX + 4097, 8u << 20,
+	};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		bc_chunk_key_t k = { "b", "k", "\"e\"", (uint32_t)i };
+		size_t len = lens[i];
+		bc_chunk_t *c = bc_chunk_new_filling(&k, len);
+
+		cr_assert_not_null(c, "len %zu", len);
+		cr_assert_eq(c->len, len);
+		cr_assert_eq(bc_chunk_state(c), BC_CHUNK_FILLING);
+		cr_assert_eq(bc_chunk_avail(c), 0);
+		if (len >= BC_CHUNK_MAP_MIN) {
+			cr_assert_eq(c->map_len % page, 0, "len %zu", len);
+			cr_assert(c->map_len >= len && c->map_len < len + page);
+			cr_assert_eq(bc_chunk_charge(c), c->map_len +
+			    sizeof(*c) + c->id_len + BC_CHUNK_ALLOC_OVERHEAD);
+		} else {
+			cr_assert_eq(c->map_len, 0, "len %zu", len);
+			cr_assert_eq(bc_chunk_charge(c), len + sizeof(*c) +
+			    c->id_len + BC_CHUNK_ALLOC_OVERHEAD);
+		}
+		if (len > 0) {
+			memset(c->data, 0xa5, len);
+			cr_assert_eq(c->data[len - 1], 0xa5);
+		}
+		bc_chunk_fill(c, len);
+		bc_chunk_end(c, BC_CHUNK_COMPLETE);
+		cr_assert_eq(bc_chunk_avail(c), len);
+		bc_chunk_unref(c);
+	}
+}
+
+LTest(tier, mapped_chunk_accounted)
+{
+	bc_chunk_key_t k = { "b", "k", "\"e\"", 0 };
+	bc_tier_t *t = opn(64u << 20, NULL, NULL);
+	bc_chunk_t *c = bc_chunk_new_filling(&k, BC_CHUNK_MAP_MIN * 2 + 1);
+	bc_tier_mem_stats_t st;
+
+	cr_assert_not_null(c);
+	cr_assert_gt(c->map_len, c->len);
+	bc_chunk_fill(c, c->len);
+	bc_chunk_end(c, BC_CHUNK_COMPLETE);
+	cr_assert_eq(T->put(t, c), 0);
+	bc_tier_mem_stats(t, &st);
+	cr_assert_eq(st.bytes, bc_chunk_charge(c));
+	cr_assert_eq(T->del(t, &k), 0);
+	bc_tier_mem_stats(t, &st);
+	cr_assert_eq(st.bytes, bc_chunk_charge(c), "still held by us");
+	bc_chunk_unref(c);
+	bc_tier_mem_stats(t, &st);
+	cr_assert_eq(st.bytes, 0);
+	T->close(t);
 }
 
 /* The count is forced to zero without freeing, so the abort is the
