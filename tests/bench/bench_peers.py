@@ -16,7 +16,8 @@ Subcommands (bench_peers.sh is the only caller):
 
   report DATA RESULTS
       reads what bench_peers.sh wrote to DATA (meta.tsv, hot_runs.tsv,
-      cold_runs.tsv, cold_xfers.tsv, soak.tsv, stats/*.json, windows.tsv,
+      cold_runs.tsv, cold_xfers.tsv, cold_peers.tsv, soak.tsv, stats/*.json,
+      windows.tsv,
       origin_access.log, anomalies.txt, warnings.txt, conf/, commands.txt,
       report.txt), checks the measured phases (no upstream fetch by any
       cache during a measured run, bucketcache's counters), computes
@@ -307,6 +308,13 @@ def check_hot(data, runs, entries, anomalies, checks):
 # ---- report: cold ----------------------------------------------------------------
 
 
+# target -> (cold_xfers.tsv column, header, what a miss says)
+COLD_MISS_HEADER = {'bucketcache': ('xbc', 'x-bucketcache', 'miss'),
+                    'nginx': ('xpeer', 'X-Cache-Status', 'MISS'),
+                    'varnish': ('xpeer', 'X-Cache', 'MISS')}
+COLD_TARGETS = ('direct', 'nginx', 'varnish', 'bucketcache')
+
+
 def cold_summary(data, meta, anomalies, checks):
     runs = read_tsv(os.path.join(data, 'cold_runs.tsv'))
     xfers = read_tsv(os.path.join(data, 'cold_xfers.tsv'))
@@ -319,6 +327,7 @@ def cold_summary(data, meta, anomalies, checks):
         out[key]['walls'].append(wall)
         out[key]['rounds'].append(int(r['round']))
     tputs = {}
+    seen, notmiss = {}, {}  # target -> [GETs, misses]; (up, round, target, kind, size) -> [n, first]
     for x in xfers:
         key = (x['upstream'], x['size'], x['target'])
         try:
@@ -329,9 +338,25 @@ def cold_summary(data, meta, anomalies, checks):
             out.setdefault(key, {'gbps': [], 'walls': [], 'ttfb': [], 'rounds': []})['ttfb'].append(v)
         else:
             tputs.setdefault(key, []).append(v)
-        if x['target'] == 'bucketcache' and x['xbc'] != '[miss]':
-            anomalies.append('cold: bucketcache answered a cold GET with x-bucketcache %s (%s %s round %s)'
-                             % (x['xbc'], x['upstream'], x['size'], x['round']))
+        # every GET through a cache must be a miss in its own header
+        hdr = COLD_MISS_HEADER.get(x['target'])
+        if hdr:
+            n = seen.setdefault(x['target'], [0, 0])
+            n[0] += 1
+            if x.get(hdr[0]) == '[%s]' % hdr[2]:
+                n[1] += 1
+            else:
+                bad = notmiss.setdefault((x['upstream'], x['round'], x['target'], x['kind'], x['size']),
+                                         [0, x.get(hdr[0])])
+                bad[0] += 1
+    for (up, rnd, tg, kind, size), (n, first) in sorted(notmiss.items()):
+        anomalies.append('cold: %s answered %d cold GETs (%s %s %s, round %s) without %s: %s (first: %s)'
+                         % (tg, n, up, kind, size, rnd, COLD_MISS_HEADER[tg][1], COLD_MISS_HEADER[tg][2],
+                            first))
+    for tg in ('bucketcache', 'nginx', 'varnish'):
+        if tg in seen:
+            checks.append('cold: %d of %d GETs through %s answered with %s: %s'
+                          % (seen[tg][1], seen[tg][0], tg, COLD_MISS_HEADER[tg][1], COLD_MISS_HEADER[tg][2]))
     for k, v in out.items():
         v['tput_ttfb'] = tputs.get(k, [])
     # bucketcache's counters, per round: every GET a miss, no hit
@@ -355,7 +380,37 @@ def cold_summary(data, meta, anomalies, checks):
             if hits or part or miss != per_round:
                 anomalies.append('cold %s round %d: bucketcache counted %d misses, %d hits, %d partial '
                                  'for %d cold GETs' % (up, rnd, miss, hits, part, per_round))
+    cold_peers_check(data, meta, per_round, anomalies, checks)
     return out
+
+
+def cold_peers_check(data, meta, per_round, anomalies, checks):
+    """The fresh nginx and Varnish of each round: what they stored, and Varnish's own counters."""
+    # nginx stores one file per 8 MiB slice of each object read
+    files = 0
+    for kv in meta.get('cold_sizes', '').split():
+        size, _, n = kv.partition(':')
+        slices = max(1, -(-size_key(size) // (8 << 20)))
+        files += (int(n) + int(meta.get('ttfb_keys', '0') or 0)) * slices
+    num = lambda v: int(v) if v.isdigit() else None
+    for p in read_tsv(os.path.join(data, 'cold_peers.tsv')):
+        what = 'cold %s round %s: %s' % (p['upstream'], p['round'], p['target'])
+        objs, byts = num(p['objects']), num(p['bytes'])
+        if p['target'] == 'nginx':
+            checks.append('%s cached %s files, %.0f MiB in its proxy_cache_path (%d expected: one per '
+                          '8 MiB slice of each of the %d GETs made)'
+                          % (what, p['objects'], (byts or 0) / MiB, files, per_round))
+            if objs != files:
+                anomalies.append('%s: %s files in its cache after the round, not %d' % (what, p['objects'], files))
+            continue
+        # Varnish also caches the answer to the readiness probe (GET /) as a miss
+        hits, miss = num(p['hits']), num(p['misses'])
+        checks.append('%s: MAIN.cache_miss %s, MAIN.cache_hit %s, %s objects, %.0f MiB in malloc storage '
+                      '(%d GETs made, and the readiness probe GET /)'
+                      % (what, p['misses'], p['hits'], p['objects'], (byts or 0) / MiB, per_round))
+        if hits != 0 or miss is None or not per_round <= miss <= per_round + 1:
+            anomalies.append('%s counted %s misses and %s hits for %d cold GETs'
+                             % (what, p['misses'], p['hits'], per_round))
 
 
 # ---- report: soak ------------------------------------------------------------------
@@ -498,17 +553,66 @@ def cold_targets(V, cold):
             continue
         rb, rd = med(bc['gbps']), med(d['gbps'])
         ratio = rb / rd if rd else 0.0
+        peers = ['%s %.2fx direct' % (p, cold_ratio(cold, 'static', s, p, 'direct')) for p in ('nginx', 'varnish')
+                 if cold_ratio(cold, 'static', s, p, 'direct') is not None]
         V.add('cold', 'cold %s throughput: bucketcache/direct' % s, '%.2fx' % ratio, '>= 0.9x',
-              ratio >= 0.9, 'bucketcache %.3f vs direct %.3f GB/s (medians of %d rounds; per round %s)'
-              % (rb, rd, len(bc['gbps']), ' '.join('%.2fx' % (x / y) for x, y in zip(bc['gbps'], d['gbps']) if y)))
+              ratio >= 0.9, 'bucketcache %.3f vs direct %.3f GB/s (medians of %d rounds; per round %s)%s'
+              % (rb, rd, len(bc['gbps']),
+                 ' '.join('%.2fx' % x for x in cold_round_ratios(cold, 'static', s, 'bucketcache', 'direct')),
+                 '; on the same keys, fresh too: ' + ', '.join(peers) if peers else ''))
     for s in sizes:
         bc, d = cold.get(('static', s, 'bucketcache')), cold.get(('static', s, 'direct'))
         if not bc or not d or not bc['ttfb'] or not d['ttfb']:
             continue
         tb, td = med(bc['ttfb']), med(d['ttfb'])
+        peers = ['%s %+.3f ms' % (p, med(cold[('static', s, p)]['ttfb']) - td) for p in ('nginx', 'varnish')
+                 if cold.get(('static', s, p), {}).get('ttfb')]
         V.add('cold', 'cold %s added time to first byte' % s, '%.3f ms' % (tb - td), '< 1 ms',
               tb - td < 1.0, 'median TTFB bucketcache %.3f ms vs direct %.3f ms over %d GETs each; '
-              'p90 %.3f vs %.3f ms' % (tb, td, len(bc['ttfb']), pct(bc['ttfb'], 90), pct(d['ttfb'], 90)))
+              'p90 %.3f vs %.3f ms%s' % (tb, td, len(bc['ttfb']), pct(bc['ttfb'], 90), pct(d['ttfb'], 90),
+                                         '; added by the peers: ' + ', '.join(peers) if peers else ''))
+
+
+def cold_ratio(cold, up, s, a, b):
+    """Median GB/s of target A over that of target B, cold (UP, SIZE); None if not measured."""
+    ga = med(cold.get((up, s, a), {}).get('gbps', []))
+    gb = med(cold.get((up, s, b), {}).get('gbps', []))
+    return ga / gb if ga is not None and gb else None
+
+
+def cold_round_ratios(cold, up, s, a, b):
+    """GB/s of A over B, round by round (pairs measured in the same round)."""
+    xa, xb = cold.get((up, s, a), {}), cold.get((up, s, b), {})
+    ra = dict(zip(xa.get('rounds', []), xa.get('gbps', [])))
+    rb = dict(zip(xb.get('rounds', []), xb.get('gbps', [])))
+    return [ra[r] / rb[r] for r in sorted(ra) if r in rb and ra[r] is not None and rb[r]]
+
+
+def cold_peer_lines(cold):
+    """Informational (no target): nginx and Varnish on the same cold keys as bucketcache and
+    direct, so that a gap to direct can be told to be bucketcache's or any cache's."""
+    out = []
+    if not any(k[0] == 'static' and k[2] in ('nginx', 'varnish') for k in cold):
+        return out
+    for s in sorted({k[1] for k in cold if k[0] == 'static'}, key=size_key):
+        parts = []
+        for a, b in (('nginx', 'direct'), ('varnish', 'direct'), ('bucketcache', 'direct'),
+                     ('bucketcache', 'nginx'), ('bucketcache', 'varnish')):
+            r = cold_ratio(cold, 'static', s, a, b)
+            if r is None:
+                continue
+            per = cold_round_ratios(cold, 'static', s, a, b)
+            parts.append('%s/%s %.2f%s' % (a, b, r, ' (per round %s)' % ' '.join('%.2f' % x for x in per)
+                                           if len(per) > 1 else ''))
+        if parts:
+            out.append('cold %s throughput: %s' % (s, ', '.join(parts)))
+        td = med(cold.get(('static', s, 'direct'), {}).get('ttfb', []))
+        parts = ['%s %+.3f ms' % (t, med(cold[('static', s, t)]['ttfb']) - td)
+                 for t in ('nginx', 'varnish', 'bucketcache') if cold.get(('static', s, t), {}).get('ttfb')]
+        if td is not None and parts:
+            out.append('cold %s added time to first byte (median, over direct\'s %.3f ms): %s'
+                       % (s, td, ', '.join(parts)))
+    return out
 
 
 def pct(xs, p):
@@ -636,9 +740,10 @@ def plots(results, cells, sizes, conns, targets, cold, soak):
     if cold:
         keys = sorted({(k[0], k[1]) for k in cold}, key=lambda k: (k[0] != 'static', size_key(k[1])))
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
-        w = 0.38
-        for i, t in enumerate(('direct', 'bucketcache')):
-            xs = [j + (i - 0.5) * w for j in range(len(keys))]
+        tgs = [t for t in COLD_TARGETS if any(k[2] == t for k in cold)]
+        w = 0.8 / len(tgs)
+        for i, t in enumerate(tgs):
+            xs = [j + (i - (len(tgs) - 1) / 2.0) * w for j in range(len(keys))]
             a1.bar(xs, [med(cold.get((u, s, t), {}).get('gbps', [])) or 0 for u, s in keys],
                    width=w, label=t, color=COLORS[t])
             a2.bar(xs, [med(cold.get((u, s, t), {}).get('ttfb', [])) or 0 for u, s in keys],
@@ -752,6 +857,12 @@ def report(data, results):
     verdict_line = 'targets: %d PASS, %d MISS, %d n/a%s' % (
         npass, nmiss, nna, '; %d ANOMALIES (see above)' % len(anomalies) if anomalies else '')
     print(verdict_line)
+    peer_lines = cold_peer_lines(cold)
+    if peer_lines:
+        print('')
+        print('=== cold GETs: the peers on the same keys (informational, no target) ===')
+        for line in peer_lines:
+            print(line)
 
     if results != 'none':
         write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
@@ -790,14 +901,16 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
     ours = ('benchmarks.md', 'hot_runs.csv', 'hot_medians.csv', 'cold_runs.csv', 'cold_xfers.csv',
             'soak_samples.csv', 'summary.json', 'hot_reqs.png', 'hot_gbps.png', 'hot_p99.png',
             'hot_ratios.png', 'cold.png', 'soak_rss.png', 'origin-nginx.conf',
-            'nginx-proxy-cache.conf', 'varnish.vcl', 'report.txt')
+            'nginx-proxy-cache.conf', 'varnish.vcl', 'nginx-proxy-cache-cold.conf', 'varnish-cold.vcl',
+            'cold_peers.csv', 'report.txt')
     for f in ours:
         p = os.path.join(results, f)
         if os.path.exists(p):
             os.remove(p)
     # raw data
     for src, dst in (('hot_runs.tsv', 'hot_runs.csv'), ('cold_runs.tsv', 'cold_runs.csv'),
-                     ('cold_xfers.tsv', 'cold_xfers.csv'), ('soak.tsv', 'soak_samples.csv')):
+                     ('cold_xfers.tsv', 'cold_xfers.csv'), ('cold_peers.tsv', 'cold_peers.csv'),
+                     ('soak.tsv', 'soak_samples.csv')):
         rows = read_tsv(os.path.join(data, src))
         if rows:
             with open(os.path.join(results, dst), 'w', newline='') as f:
@@ -820,7 +933,10 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                                                     ('rps', 'gbps', 'p50', 'p99', 'requests', 'load')]
                         w.writerow(row)
                         med_rows.append(row)
-    for f in ('origin-nginx.conf', 'nginx-proxy-cache.conf', 'varnish.vcl'):
+    confs = [f for f in ('origin-nginx.conf', 'nginx-proxy-cache.conf', 'varnish.vcl',
+                         'nginx-proxy-cache-cold.conf', 'varnish-cold.vcl')
+             if os.path.exists(os.path.join(data, 'conf', f))]
+    for f in confs:
         p = os.path.join(data, 'conf', f)
         if os.path.exists(p):
             with open(p) as i, open(os.path.join(results, f), 'w') as o:
@@ -839,6 +955,7 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                                    ttfb_ms_p90=pct(v['ttfb'], 90) if v['ttfb'] else None,
                                    rounds=len(v['gbps']))
               for k, v in cold.items()},
+        cold_peers_informational=cold_peer_lines(cold),
         soak={k: v for k, v in (soak or {}).items() if k != 'points'} or None)
     with open(os.path.join(results, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1, sort_keys=True)
@@ -898,7 +1015,7 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              'port per client: "direct" (what the direct baseline is measured on; not logged), '
              'one for each cache of the hot section, access-logged with `$server_port`, so that '
              'every request a cache makes upstream is seen and attributed, and "bulk" (not logged) '
-             'for the cold and soak gateways.')
+             'for the caches of the cold section and the soak\'s bucketcache.')
     L.append('- nginx: proxy_cache (slice 8m, key with `$slice_range`, proxy_cache_lock on, '
              'proxy_cache_valid 200 206 1h, keepalive 64 to the origin, cache files on /dev/shm), '
              '`worker_processes auto`; X-Cache-Status from `$upstream_cache_status`.')
@@ -910,7 +1027,16 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              'for 1h) with `--anonymous --mem-size %s`%s; it signs its '
              'upstream requests, which the origin ignores.' % (meta.get('bc_mem', '?'),
                           (' and `%s`' % meta['bc_args']) if meta.get('bc_args') else ''))
-    L.append('- keepalive_requests is raised to 1000000 on both nginx instances so that wrk\'s '
+    if any(k[2] in ('nginx', 'varnish') for k in cold):
+        L.append('- cold section (static upstream): in every round, a FRESH nginx proxy_cache and a FRESH '
+                 'Varnish, started for that round only, beside a fresh bucketcache, all three in front of '
+                 'the origin\'s bulk port: the same configs as above apart from ports and paths '
+                 '(nginx: its own proxy_cache_path directory on /dev/shm; Varnish: its own `-n` work dir '
+                 'and malloc storage), so that every cache starts empty and the same key sets are cold '
+                 'for each; stopped, and the nginx cache directory removed, at the end of the round '
+                 '([nginx-proxy-cache-cold.conf](nginx-proxy-cache-cold.conf), '
+                 '[varnish-cold.vcl](varnish-cold.vcl)).')
+    L.append('- keepalive_requests is raised to 1000000 on every nginx instance so that wrk\'s '
              'connections are never closed by nginx after 1000 requests (Varnish and bucketcache '
              'do not close them either).')
     L.append('')
@@ -919,9 +1045,9 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
         L.append(line)
     L.append('```')
     L.append('')
-    L.append('Configs as used: [origin-nginx.conf](origin-nginx.conf), '
-             '[nginx-proxy-cache.conf](nginx-proxy-cache.conf), [varnish.vcl](varnish.vcl) '
-             '(temp paths as they were in the run).')
+    L.append('Configs as used: %s (temp paths and ports as they were in the run%s).'
+             % (', '.join('[%s](%s)' % (f, f) for f in confs),
+                '; the cold ones are those of the last cold round' if 'varnish-cold.vcl' in confs else ''))
     L.append('')
     if runs:
         L.append('## Hot GETs (every cache warm)')
@@ -986,34 +1112,67 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
     if cold:
         L.append('## Cold GETs (nothing cached)')
         L.append('')
-        L.append('Per round, a fresh bucketcache (empty cache). Throughput: one curl process reads every '
+        peers = [t for t in ('nginx', 'varnish') if any(k[2] == t for k in cold)]
+        L.append('Per round, a fresh bucketcache (empty cache)%s. Throughput: one curl process reads every '
                  'key of a set of unique keys once, %s transfers at a time (`--parallel`; sets: %s); '
                  'bytes / wall time of the whole set. Time to first byte: one curl reading '
                  '%s other unique keys per size one after the other; TTFB = time_starttransfer - '
                  'time_pretransfer (request sent to first response byte). The same keys are read '
-                 'directly from the upstream for the baseline; bucketcache first in odd rounds. '
+                 'directly from the upstream for the baseline%s; every GET through a cache had to be a '
+                 'miss in its own header (x-bucketcache%s). The order of the targets rotates every round '
+                 '(round 1: %s). '
                  '"static" is the origin nginx above; "s3rver" the reference S3 server (slow: it is '
-                 'the bottleneck there, shown for information, no target).'
-                 % (meta.get('cold_clients'), meta.get('cold_sizes'), meta.get('ttfb_keys')))
+                 'the bottleneck there, shown for information, no target%s).'
+                 % (' and, for the static upstream, a fresh nginx proxy_cache and a fresh Varnish, each '
+                    'with an empty cache of its own (see Setup), all in front of the same origin port'
+                    if peers else '',
+                    meta.get('cold_clients'), meta.get('cold_sizes'), meta.get('ttfb_keys'),
+                    ' and through each cache: the key sets are shared, and cold for every cache because '
+                    'each starts empty (the origin\'s page cache is warm, for every target alike)'
+                    if peers else '',
+                    ', X-Cache-Status, X-Cache' if peers else '',
+                    ', '.join(t for t in ('bucketcache', 'direct', 'nginx', 'varnish')
+                              if t in ('bucketcache', 'direct') or t in peers),
+                    '; no peers' if peers else ''))
         L.append('')
         rows = []
         keys = sorted({(k[0], k[1]) for k in cold}, key=lambda k: (k[0] != 'static', size_key(k[1])))
         for u, s in keys:
-            b, d = cold.get((u, s, 'bucketcache'), {}), cold.get((u, s, 'direct'), {})
-            gb, gd = med(b.get('gbps', [])), med(d.get('gbps', []))
-            tb, td = med(b.get('ttfb', [])), med(d.get('ttfb', []))
-            rows.append([u, s, fmt(gd, '%.3f'), fmt(gb, '%.3f'),
-                         '%.2fx' % (gb / gd) if gb and gd else '—',
-                         fmt(td, '%.3f'), fmt(tb, '%.3f'),
-                         fmt(tb - td if tb is not None and td is not None else None, '%+.3f'),
-                         fmt(pct(d.get('ttfb', []), 90) if d.get('ttfb') else None, '%.3f'),
-                         fmt(pct(b.get('ttfb', []), 90) if b.get('ttfb') else None, '%.3f'),
-                         len(b.get('gbps', []))])
-        L += md_table(['upstream', 'size', 'direct GB/s', 'bucketcache GB/s', 'bc/direct',
-                       'direct TTFB ms', 'bucketcache TTFB ms', 'added ms', 'direct p90 ms',
-                       'bucketcache p90 ms', 'rounds'], rows,
-                      [':---', ':---'] + ['---:'] * 9)
+            d = cold.get((u, s, 'direct'), {})
+            td = med(d.get('ttfb', []))
+            for t in COLD_TARGETS:
+                x = cold.get((u, s, t))
+                if not x:
+                    continue
+                g, tt = med(x.get('gbps', [])), med(x.get('ttfb', []))
+                vs_d = vs_t = '—'
+                if t != 'direct' and cold_ratio(cold, u, s, t, 'direct') is not None:
+                    r = cold_ratio(cold, u, s, t, 'direct')
+                    vs_d = '%.2fx (%s)' % (r, ' '.join('%.2f' % y for y in cold_round_ratios(cold, u, s, t, 'direct')))
+                if t != 'bucketcache' and cold_ratio(cold, u, s, 'bucketcache', t) is not None:
+                    r = cold_ratio(cold, u, s, 'bucketcache', t)
+                    vs_t = '%s%.2fx%s (%s)' % ('**' if r < 1 else '', r, '**' if r < 1 else '', ' '.join(
+                        '%.2f' % y for y in cold_round_ratios(cold, u, s, 'bucketcache', t)))
+                rows.append([u, s, t if t != 'bucketcache' else '**bucketcache**', fmt(g, '%.3f'), vs_d, vs_t,
+                             fmt(tt, '%.3f'),
+                             fmt(tt - td if t != 'direct' and tt is not None and td is not None else None,
+                                 '%+.3f'),
+                             fmt(pct(x['ttfb'], 90) if x.get('ttfb') else None, '%.3f'),
+                             len(x.get('gbps', []))])
+        L += md_table(['upstream', 'size', 'target', 'GB/s', 'target / direct, GB/s (per round)',
+                       'bucketcache / target, GB/s (per round)', 'TTFB ms (median)', 'added vs direct ms',
+                       'TTFB p90 ms', 'rounds'], rows,
+                      [':---', ':---', ':---', '---:', ':---', ':---', '---:', '---:', '---:', '---:'])
         L.append('')
+        lines = cold_peer_lines(cold)
+        if lines:
+            L.append('What the established caches achieve on the same cold workload (informational, no '
+                     'target; ratios of medians): whether a gap to direct is bucketcache\'s or any '
+                     'cache\'s.')
+            L.append('')
+            for line in lines:
+                L.append('- %s' % line)
+            L.append('')
         if 'cold.png' in made:
             L.append('![cold GETs](cold.png)')
             L.append('')
@@ -1070,7 +1229,8 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
     L.append('- [hot_runs.csv](hot_runs.csv): every measured wrk run (timestamps, load, requests, bytes, '
              'latencies in µs, errors); [hot_medians.csv](hot_medians.csv): medians per cell')
     L.append('- [cold_runs.csv](cold_runs.csv): cold throughput runs; [cold_xfers.csv](cold_xfers.csv): '
-             'every cold transfer with curl\'s timings (seconds)')
+             'every cold transfer with curl\'s timings (seconds) and cache headers; '
+             '[cold_peers.csv](cold_peers.csv): what the cold nginx and Varnish held after each round')
     L.append('- [soak_samples.csv](soak_samples.csv): the soak\'s samples')
     L.append('- [summary.json](summary.json): the verdicts and medians; [report.txt](report.txt): the run\'s log')
     L.append('')

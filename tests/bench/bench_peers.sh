@@ -19,13 +19,15 @@
 #             for the nginx cache, Varnish and bucketcache (access-logged
 #             with $server_port), so that every upstream request can be
 #             attributed to its cache — and on a "bulk" port (not logged)
-#             for the cold and soak gateways.
+#             for the caches of the cold section and the soak's gateway.
 #   nginx     proxy_cache in front of origin: slice 8m (ranges), cache key
 #             with $slice_range, proxy_cache_lock on, proxy_cache_valid
 #             200 206 1h, keepalive upstream, cache files on /dev/shm,
 #             X-Cache-Status: $upstream_cache_status.
 #   varnish   varnishd -F -s malloc,BENCH_VARNISH_MEM, a VCL with origin as
 #             backend, beresp.ttl 1h, do_stream, X-Cache: HIT/MISS.
+#             (The cold section starts its own nginx and Varnish per round,
+#             with the same configs apart from ports and paths.)
 #   bucketcache  --anonymous --upstream http://origin --mem-size BENCH_BC_MEM
 #             (signs upstream requests with AWS_ACCESS_KEY_ID/SECRET
 #             S3RVER/S3RVER, which nginx ignores and s3rver accepts).
@@ -43,11 +45,19 @@
 #         cache during any measured run (bucketcache's HEAD revalidations,
 #         one per object per --meta-ttl, are allowed and counted), and
 #         bucketcache's stats no miss and no upstream byte.
-#   cold  unique keys never read before: a fresh bucketcache per round (empty
-#         cache), one curl reads each key once, BENCH_COLD_CLIENTS transfers
-#         at a time (throughput), then reads other keys one by one (time to
-#         first byte = time_starttransfer - time_pretransfer), through
-#         bucketcache and directly from the upstream, alternating.
+#   cold  unique keys never read before: per round a fresh bucketcache and,
+#         for the static upstream, a fresh nginx proxy_cache (its own
+#         proxy_cache_path under /dev/shm) and a fresh Varnish (its own -n
+#         work dir), all empty, in front of the origin's bulk port; one curl
+#         reads each key once, BENCH_COLD_CLIENTS transfers at a time
+#         (throughput), then reads other keys one by one (time to first
+#         byte = time_starttransfer - time_pretransfer), directly from the
+#         upstream and through each cache, the same keys for each (cold for
+#         every cache, which starts empty), in an order rotated every round.
+#         Every GET through a cache must be a miss in its own header; the
+#         peers are stopped and their caches removed after the round. The
+#         peers are informational: the cold targets compare bucketcache
+#         with direct.
 #   soak  a fresh bucketcache with --mem-size BENCH_SOAK_MEM, random GETs
 #         (random.lua) over a data set BENCH_SOAK_FACTOR times that size for
 #         BENCH_SOAK_SECONDS; VmRSS and cache_bytes_held sampled every
@@ -568,9 +578,12 @@ EOF
 	fail "origin nginx did not start"
 }
 
-NGINX_CACHE_PID=
+# start_nginx_cache NAME ORIGIN_PORT CONF LABEL: an nginx proxy_cache in
+# $TMP/NAME, its cache files in $SHM/NAME, in front of the origin's
+# ORIGIN_PORT; its config copied to conf/CONF, its command noted as LABEL.
+# Sets PEER_PID and PEER_URL. The caller stops it and removes $SHM/NAME.
 start_nginx_cache() {
-	local d=$TMP/nginx-cache pid port
+	local name=$1 oport=$2 conf=$3 label=$4 d=$TMP/$1 pid port
 	mkdir -p "$d/tmp"
 	chmod 755 "$d"
 	for _ in 1 2 3; do
@@ -587,9 +600,9 @@ http {
 	tcp_nopush on;
 	keepalive_requests 1000000;
 $(NGINX_TEMPS "$d")
-	proxy_cache_path $SHM/nginx-cache levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
+	proxy_cache_path $SHM/$name levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
 	upstream origin {
-		server 127.0.0.1:${ORIGIN_PORT[nginx]};
+		server 127.0.0.1:$oport;
 		keepalive 64;
 	}
 	server {
@@ -613,22 +626,25 @@ EOF
 		pid=$!
 		if wait_port "$port" "$pid" 10; then
 			PIDS+=("$pid")
-			NGINX_CACHE_PID=$pid
-			URL[nginx]=http://127.0.0.1:$port
-			cp "$d/nginx.conf" "$DATA/conf/nginx-proxy-cache.conf"
-			command_note "nginx: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: nginx-proxy-cache.conf)"
+			PEER_PID=$pid
+			PEER_URL=http://127.0.0.1:$port
+			cp "$d/nginx.conf" "$DATA/conf/$conf"
+			command_note "$label: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: $conf)"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
 	cat "$d/error.log" "$d/stderr.log" >&2 2>/dev/null || true
-	fail "nginx proxy_cache did not start"
+	fail "nginx proxy_cache ($name) did not start"
 }
 
-VARNISH_PID=
+# start_varnish NAME ORIGIN_PORT CONF LABEL: a varnishd in $TMP/NAME (-n
+# work dir $TMP/NAME/work, its own malloc storage) in front of the origin's
+# ORIGIN_PORT; its VCL copied to conf/CONF, its command noted as LABEL. Sets
+# PEER_PID and PEER_URL.
 start_varnish() {
-	local d=$TMP/varnish pid port
+	local name=$1 oport=$2 conf=$3 label=$4 d=$TMP/$1 pid port
 	mkdir -p "$d/work"
 	chmod 755 "$d" "$d/work"
 	cat >"$d/bench.vcl" <<EOF
@@ -637,7 +653,7 @@ vcl 4.1;
 
 backend origin {
 	.host = "127.0.0.1";
-	.port = "${ORIGIN_PORT[varnish]}";
+	.port = "$oport";
 }
 
 sub vcl_recv {
@@ -669,10 +685,10 @@ EOF
 		pid=$!
 		if wait_port "$port" "$pid" 30; then
 			PIDS+=("$pid")
-			VARNISH_PID=$pid
-			URL[varnish]=http://127.0.0.1:$port
-			cp "$d/bench.vcl" "$DATA/conf/varnish.vcl"
-			command_note "varnish: varnishd -F -a 127.0.0.1:$port -f $d/bench.vcl -s malloc,$VARNISH_MEM -n $d/work -T 127.0.0.1:0   (VCL: varnish.vcl; every parameter at its default)"
+			PEER_PID=$pid
+			PEER_URL=http://127.0.0.1:$port
+			cp "$d/bench.vcl" "$DATA/conf/$conf"
+			command_note "$label: varnishd -F -a 127.0.0.1:$port -f $d/bench.vcl -s malloc,$VARNISH_MEM -n $d/work -T 127.0.0.1:0   (VCL: $conf; every parameter at its default)"
 			return 0
 		fi
 		kill -TERM "$pid" 2>/dev/null || true
@@ -681,7 +697,7 @@ EOF
 		wait "$pid" 2>/dev/null || true
 	done
 	cat "$d/varnishd.log" >&2 2>/dev/null || true
-	fail "varnishd did not start"
+	fail "varnishd ($name) did not start"
 }
 
 # start_gateway NAME UPSTREAM_URL MEM AK SK: a bucketcache; sets GW_PID,
@@ -820,6 +836,9 @@ sha_check() {
 # ---- hot GETs ------------------------------------------------------------------------------
 
 declare -A URL=()
+# the hot section's caches (stopped at its end)
+NGINX_CACHE_PID=
+VARNISH_PID=
 
 # run_wrk OUT CONNS SECS URL LUA: one wrk run (environment from the caller);
 # sets WRK_LINE, WRK_T0, WRK_T1, WRK_LOAD.
@@ -842,8 +861,16 @@ hot_section() {
 	for tg in $TARGETS; do
 		case $tg in
 		direct) URL[direct]=http://127.0.0.1:${ORIGIN_PORT[direct]} ;;
-		nginx) start_nginx_cache ;;
-		varnish) start_varnish ;;
+		nginx)
+			start_nginx_cache nginx-cache "${ORIGIN_PORT[nginx]}" nginx-proxy-cache.conf nginx
+			NGINX_CACHE_PID=$PEER_PID
+			URL[nginx]=$PEER_URL
+			;;
+		varnish)
+			start_varnish varnish "${ORIGIN_PORT[varnish]}" varnish.vcl varnish
+			VARNISH_PID=$PEER_PID
+			URL[varnish]=$PEER_URL
+			;;
 		bucketcache)
 			start_gateway hot "http://127.0.0.1:${ORIGIN_PORT[bucketcache]}" "$BC_MEM" S3RVER S3RVER
 			HOT_GW_PID=$GW_PID
@@ -968,6 +995,10 @@ s3rver_upload() {
 		{ head -n 5 "$out.err" >&2; fail "upload of $name/$size to s3rver: $bad of $n not 200"; }
 }
 
+# curl's -w for every cold transfer: status, bytes, timings, and the cache
+# headers (bucketcache's; nginx's X-Cache-Status or Varnish's X-Cache).
+COLD_W='%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}] [%header{x-cache-status}%header{x-cache}]\n'
+
 # cold_tput UP ROUND TARGET BASE SIZE N: one curl reads the N keys of
 # cold/SIZE once each, COLD_CLIENTS transfers at a time (--parallel: one
 # process, so that no process start-up is measured); one row in
@@ -981,8 +1012,7 @@ cold_tput() {
 	done
 	t0=$(now)
 	curl -sS --no-progress-meter --parallel --parallel-max "$COLD_CLIENTS" --max-time 120 \
-	    -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\n' \
-	    -K "$pre.cfg" >"$pre.all" 2>"$pre.err" || true
+	    -w "$COLD_W" -K "$pre.cfg" >"$pre.all" 2>"$pre.err" || true
 	t1=$(now)
 	local bytes ok bad
 	bytes=$(awk '{ s += $2 } END { print s + 0 }' "$pre.all")
@@ -1001,33 +1031,71 @@ cold_tput() {
 # cold_ttfb UP ROUND TARGET BASE SIZE: one client reads the TTFB_KEYS keys of
 # ttfb/SIZE one after the other (one keep-alive connection).
 cold_ttfb() {
-	local up=$1 r=$2 tg=$3 base=$4 s=$5 i pre out bad
+	local up=$1 r=$2 tg=$3 base=$4 s=$5 i pre bad
 	pre=$DATA/cold/$up.r$r.$tg.ttfb.$s
 	: >"$pre.cfg"
 	for ((i = 0; i < TTFB_KEYS; i++)); do
 		printf 'url = "%s/%s/ttfb/%s/%s"\noutput = "/dev/null"\n' "$base" "$BUCKET" "$s" "$(keyname "$i")" >>"$pre.cfg"
 	done
-	curl -sS --no-progress-meter --max-time 120 \
-	    -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\n' \
-	    -K "$pre.cfg" >"$pre.out" 2>"$pre.err" || true
+	curl -sS --no-progress-meter --max-time 120 -w "$COLD_W" -K "$pre.cfg" >"$pre.out" 2>"$pre.err" || true
 	awk -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '{ printf "%s\t%s\t%s\tttfb\t%s\t%s\n", up, r, tg, s, $0 }' \
 	    "$pre.out" | tr ' ' '\t' >>"$DATA/cold_xfers.tsv"
 	bad=$(awk -v b="$(to_bytes "$s")" '$1 != 200 || $2 != b' "$pre.out" | wc -l)
 	bad=$((bad + TTFB_KEYS - $(wc -l <"$pre.out")))
-	sort -n -k4 "$pre.out" | awk -v n="$(wc -l <"$pre.out")" -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '
-		{ t[NR] = ($4 - $3) * 1000 }
-		END { if (n) printf "  ttfb %-6s r%s %-11s %-4s median %.3f ms (of %d)\n", up, r, tg, s, t[int((n + 1) / 2)], n }' |
+	# the median as bench_peers.py computes it (of time_starttransfer - time_pretransfer)
+	awk '{ printf "%.6f\n", ($4 - $3) * 1000 }' "$pre.out" | sort -n |
+		awk -v up="$up" -v r="$r" -v tg="$tg" -v s="$s" '
+		{ t[NR] = $1 }
+		END { if (NR) printf "  ttfb %-6s r%s %-11s %-4s median %.3f ms (of %d)\n", up, r, tg, s,
+		    (t[int((NR + 1) / 2)] + t[int(NR / 2) + 1]) / 2, NR }' |
 		tee -a "$REPORT"
 	[ "$bad" = 0 ] || echo "ttfb $up round $r $tg $s: $bad of $TTFB_KEYS GETs not '200, full size'" >>"$DATA/anomalies.txt"
 }
 
+# cold_peer_end UP ROUND TARGET PID NAME: after a round, a cold peer's account
+# of what it did (one row in cold_peers.tsv: objects and bytes it stored;
+# Varnish's own hit and miss counters, "-" for nginx, which has none), then
+# it is stopped and its cache removed.
+cold_peer_end() {
+	local up=$1 r=$2 tg=$3 pid=$4 name=$5 d=$TMP/$5 objs bytes hits=- miss=- n
+	kill -0 "$pid" 2>/dev/null || echo "cold: the $tg process died (round $r, $up)" >>"$DATA/anomalies.txt"
+	if [ "$tg" = nginx ]; then
+		objs=$(find "$SHM/$name" -type f | wc -l) || true
+		bytes=$(du -sb "$SHM/$name" | cut -f1) || true
+	else
+		varnishstat -n "$d/work" -1 -f MAIN.n_object -f SMA.s0.g_bytes -f MAIN.cache_hit \
+		    -f MAIN.cache_miss >"$DATA/stats/cold-$up-r$r-varnish.txt" 2>&1 || true
+		read -r objs bytes hits miss < <(awk '{ v[$1] = $2 }
+			END { n = split("MAIN.n_object SMA.s0.g_bytes MAIN.cache_hit MAIN.cache_miss", f, " ")
+			      for (i = 1; i <= n; i++) printf "%s%s", (f[i] in v) ? v[f[i]] : "-", i < n ? " " : "\n" }' \
+			"$DATA/stats/cold-$up-r$r-varnish.txt")
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$up" "$r" "$tg" "${objs:--}" "${bytes:--}" "${hits:--}" "${miss:--}" \
+	    >>"$DATA/cold_peers.tsv"
+	stop_pid "$pid"
+	if [ "$tg" = nginx ]; then
+		n=$(grep -Ec '\[(error|crit|alert|emerg)\]' "$d/error.log" 2>/dev/null || true)
+		say "nginx (cold-$up-r$r): cached $objs files, $bytes bytes; error log: ${n:-0} error lines"
+		if [ "${n:-0}" != 0 ]; then
+			grep -E '\[(error|crit|alert|emerg)\]' "$d/error.log" | head -n 3 | sed 's/^/  /' | tee -a "$REPORT"
+			echo "nginx (cold-$up-r$r) logged $n errors" >>"$DATA/anomalies.txt"
+		fi
+		rm -rf "${SHM:?}/$name"
+	else
+		say "varnish (cold-$up-r$r): $objs objects, $bytes bytes in malloc storage; cache_miss $miss, cache_hit $hits"
+		rm -rf "$d/work"
+	fi
+}
+
 cold_section() {
-	local up base_direct base_up ak sk r kv tg order stats0 stats1 nreq
+	local up base_direct base_up ak sk r kv tg tgs shift_ stats0 stats1 nreq t0
+	local -A base=() peer_pid=()
 	say ""
 	say "=== cold GETs ==="
 	printf 'upstream\tround\ttarget\tsize\tsize_bytes\tnkeys\tclients\tt0\tt1\tbytes\tok\tbad\n' >"$DATA/cold_runs.tsv"
-	printf 'upstream\tround\ttarget\tkind\tsize\tcode\tbytes\tpretransfer\tstarttransfer\ttotal\txbc\n' >"$DATA/cold_xfers.tsv"
-	command_note "curl (cold throughput): curl -sS --parallel --parallel-max $COLD_CLIENTS --max-time 120 -w '%{http_code} %{size_download} %{time_pretransfer} %{time_starttransfer} %{time_total} [%header{x-bucketcache}]\\n' -K CFG  (CFG: a url/output pair per key of the set; throughput = bytes / wall time of the command)"
+	printf 'upstream\tround\ttarget\tkind\tsize\tcode\tbytes\tpretransfer\tstarttransfer\ttotal\txbc\txpeer\n' >"$DATA/cold_xfers.tsv"
+	printf 'upstream\tround\ttarget\tobjects\tbytes\thits\tmisses\n' >"$DATA/cold_peers.tsv"
+	command_note "curl (cold throughput): curl -sS --parallel --parallel-max $COLD_CLIENTS --max-time 120 -w '$COLD_W' -K CFG  (CFG: a url/output pair per key of the set; throughput = bytes / wall time of the command)"
 	command_note "curl (time to first byte): curl -sS --max-time 120 -w (the same) -K CFG  (CFG: the $TTFB_KEYS keys of a set, one after the other on one keep-alive connection); TTFB = time_starttransfer - time_pretransfer"
 	for up in $COLD_UPSTREAMS; do
 		case $up in
@@ -1035,6 +1103,8 @@ cold_section() {
 			base_direct=http://127.0.0.1:${ORIGIN_PORT[direct]}
 			base_up=http://127.0.0.1:${ORIGIN_PORT[bulk]}
 			ak=S3RVER sk=S3RVER
+			# the peers too, each fresh per round in front of the same port
+			tgs=(bucketcache direct nginx varnish)
 			;;
 		s3rver)
 			if [ "$HAVE_S3RVER" != 1 ]; then
@@ -1051,34 +1121,36 @@ cold_section() {
 			base_direct=$S3RVER_URL
 			base_up=$S3RVER_URL
 			ak=S3RVER sk=S3RVER
+			tgs=(bucketcache direct)
 			;;
 		esac
 		for ((r = 1; r <= COLD_ROUNDS; r++)); do
+			# every cache fresh (empty): the same key sets are cold for each
 			start_gateway "cold-$up-r$r" "$base_up" "$BC_MEM" "$ak" "$sk"
+			base=([direct]=$base_direct [bucketcache]=$GW_URL)
+			peer_pid=()
+			if in_list nginx "${tgs[*]}"; then
+				start_nginx_cache "nginx-cold-$up-r$r" "${ORIGIN_PORT[bulk]}" nginx-proxy-cache-cold.conf "nginx (cold-$up-r$r)"
+				peer_pid[nginx]=$PEER_PID
+				base[nginx]=$PEER_URL
+			fi
+			if in_list varnish "${tgs[*]}"; then
+				start_varnish "varnish-cold-$up-r$r" "${ORIGIN_PORT[bulk]}" varnish-cold.vcl "varnish (cold-$up-r$r)"
+				peer_pid[varnish]=$PEER_PID
+				base[varnish]=$PEER_URL
+			fi
 			stats0=$DATA/stats/cold-$up-r$r-before.json
 			stats1=$DATA/stats/cold-$up-r$r-after.json
 			stats_save "$GW_URL" "$stats0"
-			if [ $((r % 2)) = 1 ]; then
-				order="bucketcache direct"
-			else
-				order="direct bucketcache"
-			fi
-			local t0
+			# the order rotates every round
+			shift_=$(( (r - 1) % ${#tgs[@]} ))
 			t0=$(now)
-			for tg in $order; do
+			for tg in "${tgs[@]:$shift_}" "${tgs[@]:0:$shift_}"; do
 				for kv in "${COLD_LIST[@]}"; do
-					if [ "$tg" = direct ]; then
-						cold_tput "$up" "$r" direct "$base_direct" "${kv%%:*}" "${kv#*:}"
-					else
-						cold_tput "$up" "$r" bucketcache "$GW_URL" "${kv%%:*}" "${kv#*:}"
-					fi
+					cold_tput "$up" "$r" "$tg" "${base[$tg]}" "${kv%%:*}" "${kv#*:}"
 				done
 				for kv in "${COLD_LIST[@]}"; do
-					if [ "$tg" = direct ]; then
-						cold_ttfb "$up" "$r" direct "$base_direct" "${kv%%:*}"
-					else
-						cold_ttfb "$up" "$r" bucketcache "$GW_URL" "${kv%%:*}"
-					fi
+					cold_ttfb "$up" "$r" "$tg" "${base[$tg]}" "${kv%%:*}"
 				done
 			done
 			window "cold-$up-r$r" "$t0" "$(now)"
@@ -1086,6 +1158,10 @@ cold_section() {
 			kill -0 "$GW_PID" 2>/dev/null || echo "cold: the bucketcache process died (round $r, $up)" >>"$DATA/anomalies.txt"
 			gateway_log_check "cold-$up-r$r" "$GW_LOG"
 			stop_pid "$GW_PID"
+			for tg in nginx varnish; do
+				[ -z "${peer_pid[$tg]:-}" ] ||
+					cold_peer_end "$up" "$r" "$tg" "${peer_pid[$tg]}" "$tg-cold-$up-r$r"
+			done
 		done
 		if [ "$up" = s3rver ]; then
 			stop_pid "$S3RVER_PID"

@@ -1934,6 +1934,39 @@ sleep_ms(unsigned ms)
 		;
 }
 
+/* The first lookup of o: learns its metadata and chunk 0, drops both
+ * copies (the cache keeps them). */
+static void
+prime(bc_object_t *o, tw_t *t)
+{
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+
+	cr_assert_eq(get_meta(o, 0, t, &meta, &cached, &first), 0);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	bc_waiter_reset(&t->w);
+}
+
+/* o, a new lookup of KEY after it became obj_b's first 2000 bytes with
+ * ETag "etag-b": it learns that version, bytes included. */
+static void
+expect_version_b(bc_object_t *o, tw_t *t)
+{
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+
+	bc_waiter_reset(&t->w);
+	cr_assert_eq(get_meta(o, 0, t, &meta, &cached, &first), 0);
+	cr_assert_str_eq(meta.etag, "\"etag-b\"");
+	cr_assert_eq(meta.size, 2000);
+	check_chunk(first, 0, obj_b, 2000, CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+}
+
 /* After meta_ttl, bc_cache_meta revalidates with one HEAD If-None-Match
  * (a second asker joins it); 304 makes the metadata fresh again and the
  * chunks stay. */
@@ -2025,13 +2058,7 @@ LTest(cache, meta_ttl_revalidation_sees_change)
 	    BC_ECANCELED);
 	o2 = bc_cache_object(E.c, BUCKET, KEY);
 	cr_assert_neq(o2, o);
-	bc_waiter_reset(&t.w);
-	cr_assert_eq(get_meta(o2, 0, &t, &meta, &cached, &first), 0);
-	cr_assert_str_eq(meta.etag, "\"etag-b\"");
-	cr_assert_eq(meta.size, 2000);
-	check_chunk(first, 0, obj_b, 2000, CS);
-	bc_chunk_unref(first);
-	bc_objmeta_fini(&meta);
+	expect_version_b(o2, &t);
 	tw_fini(&t);
 	bc_object_unref(E.c, o2);
 	bc_object_unref(E.c, o);
@@ -3031,16 +3058,13 @@ LTest(cache, meta_stale_serves_and_revalidates_in_background)
 	uint64_t stale0, reval0;
 	bc_objmeta_t meta;
 	bc_object_t *o;
-	bc_chunk_t *first = NULL;
 	bool cached = false;
 	tw_t t;
 
 	env_start_opts(&eo);
 	o = bc_cache_object(E.c, BUCKET, KEY);
 	tw_init(&t);
-	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
-	bc_chunk_unref(first);
-	bc_objmeta_fini(&meta);
+	prime(o, &t);
 	sleep_ms(TTL_MS + 50);
 
 	stale0 = st_get(BC_STAT_cache_stale_served);
@@ -3079,17 +3103,14 @@ LTest(cache, meta_stale_background_sees_change)
 	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = 60000 };
 	bc_objmeta_t meta;
 	bc_object_t *o, *o2 = NULL;
-	bc_chunk_t *first = NULL, *ch = NULL;
+	bc_chunk_t *ch = NULL;
 	bool cached;
 	tw_t t;
 
 	env_start_opts(&eo);
 	o = bc_cache_object(E.c, BUCKET, KEY);
 	tw_init(&t);
-	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
-	bc_chunk_unref(first);
-	first = NULL;
-	bc_objmeta_fini(&meta);
+	prime(o, &t);
 	srv_put(&E.srv, BUCKET, KEY, obj_b, 2000, "\"etag-b\"");
 	sleep_ms(TTL_MS + 50);
 	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0);
@@ -3106,12 +3127,7 @@ LTest(cache, meta_stale_background_sees_change)
 	cr_assert_not_null(o2, "the changed object was never dropped");
 	cr_assert_eq(bc_cache_chunk(E.c, o, "\"etag-a\"", 0, false, NULL, &ch),
 	    BC_ECANCELED);
-	cr_assert_eq(get_meta(o2, 0, &t, &meta, &cached, &first), 0);
-	cr_assert_str_eq(meta.etag, "\"etag-b\"");
-	cr_assert_eq(meta.size, 2000);
-	check_chunk(first, 0, obj_b, 2000, CS);
-	bc_chunk_unref(first);
-	bc_objmeta_fini(&meta);
+	expect_version_b(o2, &t);
 	tw_fini(&t);
 	bc_object_unref(E.c, o2);
 	bc_object_unref(E.c, o);
@@ -3127,16 +3143,14 @@ LTest(cache, meta_stale_chunk_fetch_revalidates)
 	uint64_t stale0;
 	bc_objmeta_t meta;
 	bc_object_t *o;
-	bc_chunk_t *first = NULL, *ch = NULL;
+	bc_chunk_t *ch = NULL;
 	bool cached;
 	tw_t t;
 
 	env_start_opts(&eo);
 	o = bc_cache_object(E.c, BUCKET, KEY);
 	tw_init(&t);
-	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
-	bc_chunk_unref(first);
-	bc_objmeta_fini(&meta);
+	prime(o, &t);
 	sleep_ms(TTL_MS + 50);
 	cr_assert_eq(bc_cache_meta(E.c, o, 1, &t.w, &meta, &cached), 0);
 	bc_objmeta_fini(&meta);
@@ -3171,16 +3185,13 @@ LTest(cache, meta_stale_window_ends)
 	    .retries = 0 };
 	bc_objmeta_t meta;
 	bc_object_t *o;
-	bc_chunk_t *first = NULL;
 	bool cached;
 	tw_t t;
 
 	env_start_opts(&eo);
 	o = bc_cache_object(E.c, BUCKET, KEY);
 	tw_init(&t);
-	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
-	bc_chunk_unref(first);
-	bc_objmeta_fini(&meta);
+	prime(o, &t);
 	srv_fail(&E.srv, 100, 503);
 	sleep_ms(TTL_MS + 50);
 	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0,
