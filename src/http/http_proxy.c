@@ -22,9 +22,9 @@
 #include "http/http_server.h"
 #include "s3/s3_awschunked.h"
 #include "s3/s3_sigv4.h"
+#include "s3/s3_xml.h"
 #include "stats/stats.h"
 #include "cache/cache.h"
-#include "upstream/upstream_file.h"
 #include "upstream/upstream_target.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
@@ -291,7 +291,7 @@ invalidate(bc_http_req_t *r, proxy_t *p)
 		bc_cache_invalidate(c, r->s3.bucket, NULL, "");
 		return;
 	case BC_S3OP_DeleteObjects:
-		if (p->delete_overflow || bc_file_parse_delete(
+		if (p->delete_overflow || bc_s3_xml_parse_delete(
 		    bc_buf_str(&p->delete_body), p->delete_body.len, &keys, &n,
 		    &quiet) != BC_S3E_NONE) {
 			bc_cache_invalidate(c, r->s3.bucket, NULL, "");

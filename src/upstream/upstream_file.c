@@ -36,6 +36,7 @@
 #include "s3/s3_range.h"
 #include "s3/s3_request.h"
 #include "s3/s3_sigv4.h"
+#include "s3/s3_xml.h"
 #include "upstream/upstream_file.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -50,7 +51,6 @@
 #define USER_META_MAX   2048            /* x-amz-meta-* names + values */
 #define HEADER_VALUE_MAX 2048           /* one stored header value */
 #define DELETE_XML_MAX  (1u << 20)
-#define DELETE_MAX_KEYS 1000
 #define COMPLETE_XML_MAX (4u << 20)
 #define DISCARD_MAX     (1u << 20)      /* bodies of ops that take none */
 #define MAX_AWS_CHUNK   (16u << 20)
@@ -87,6 +87,18 @@ cmp_n(const char *s, const char *p, size_t n)
 	if (c != 0)
 		return c;
 	return sl < n ? -1 : sl > n ? 1 : 0;
+}
+
+/* Narrows [*s, *s + *n) to its span without surrounding white space. */
+static void
+trim_span(const char **s, size_t *n)
+{
+	while (*n > 0 && isspace((unsigned char)**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
+		(*n)--;
 }
 
 static void
@@ -710,272 +722,6 @@ collect_headers(const bc_http_req_t *r, bc_kvlist_t *out)
 			return BC_S3E_InternalError;
 	}
 	return BC_S3E_NONE;
-}
-
-/* ---- XML bodies -------------------------------------------------------- */
-
-static int
-put_utf8(char *out, uint32_t cp)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xC0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xE0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		out[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	out[0] = (char)(0xF0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	out[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
-char *
-bc_file_xml_text(const char *s, size_t n)
-{
-	char *out = malloc(n + 1);
-	size_t o = 0, i = 0;
-
-	if (out == NULL)
-		return NULL;
-	while (i < n) {
-		const char *semi;
-		size_t el;
-
-		if (s[i] == '<' || s[i] == '\0')
-			goto bad;
-		if (s[i] != '&') {
-			out[o++] = s[i++];
-			continue;
-		}
-		semi = memchr(s + i, ';', n - i < 12 ? n - i : 12);
-		if (semi == NULL)
-			goto bad;
-		el = (size_t)(semi - s - i - 1);   /* between '&' and ';' */
-		if (el == 3 && memcmp(s + i + 1, "amp", 3) == 0)
-			out[o++] = '&';
-		else if (el == 2 && memcmp(s + i + 1, "lt", 2) == 0)
-			out[o++] = '<';
-		else if (el == 2 && memcmp(s + i + 1, "gt", 2) == 0)
-			out[o++] = '>';
-		else if (el == 4 && memcmp(s + i + 1, "quot", 4) == 0)
-			out[o++] = '"';
-		else if (el == 4 && memcmp(s + i + 1, "apos", 4) == 0)
-			out[o++] = '\'';
-		else if (el >= 2 && s[i + 1] == '#') {
-			bool hex = s[i + 2] == 'x' || s[i + 2] == 'X';
-			size_t j = i + (hex ? 3 : 2);
-			uint32_t cp = 0;
-
-			if (j == (size_t)(semi - s))
-				goto bad;
-			for (; j < (size_t)(semi - s); j++) {
-				int v;
-
-				if (s[j] >= '0' && s[j] <= '9')
-					v = s[j] - '0';
-				else if (hex && isxdigit((unsigned char)s[j]))
-					v = (tolower((unsigned char)s[j]) -
-					    'a') + 10;
-				else
-					goto bad;
-				cp = cp * (hex ? 16 : 10) + (uint32_t)v;
-				if (cp > 0x10FFFF)
-					goto bad;
-			}
-			if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF))
-				goto bad;
-			/* a reference never expands past its own length:
-			 * "&#x10FFFF;" is 10 bytes, its UTF-8 is 4 */
-			o += (size_t)put_utf8(out + o, cp);
-		} else {
-			goto bad;
-		}
-		i = (size_t)(semi - s) + 1;
-	}
-	out[o] = '\0';
-	return out;
-bad:
-	free(out);
-	return NULL;
-}
-
-/* Finds the next <name>...</name> in [*p, end): 1 (inner span set, *p
- * past the end tag), 0 (none), -1 (start tag without end tag). */
-static int
-xml_elem(const char **p, const char *end, const char *name,
-    const char **in, size_t *inlen)
-{
-	char open[40], close_[40];
-	int ol = snprintf(open, sizeof(open), "<%s>", name);
-	int cl = snprintf(close_, sizeof(close_), "</%s>", name);
-	const char *s, *t;
-
-	s = memmem(*p, (size_t)(end - *p), open, (size_t)ol);
-	if (s == NULL)
-		return 0;
-	s += ol;
-	t = memmem(s, (size_t)(end - s), close_, (size_t)cl);
-	if (t == NULL)
-		return -1;
-	*in = s;
-	*inlen = (size_t)(t - s);
-	*p = t + cl;
-	return 1;
-}
-
-static void
-trim_span(const char **s, size_t *n)
-{
-	while (*n > 0 && isspace((unsigned char)**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
-		(*n)--;
-}
-
-bc_s3err_t
-bc_file_parse_delete(const char *xml, size_t len, char ***keys,
-    size_t *nkeys, bool *quiet)
-{
-	const char *p = xml, *end = xml + len, *in;
-	size_t inlen, n = 0;
-	char **v = NULL;
-	int found;
-
-	*keys = NULL;
-	*nkeys = 0;
-	*quiet = false;
-	if (memmem(xml, len, "<Delete", 7) == NULL)
-		return BC_S3E_MalformedXML;
-	{
-		const char *q = xml;
-
-		if (xml_elem(&q, end, "Quiet", &in, &inlen) == 1) {
-			trim_span(&in, &inlen);
-			*quiet = inlen == 4 && strncasecmp(in, "true", 4) == 0;
-		}
-	}
-	v = calloc(DELETE_MAX_KEYS, sizeof(*v));
-	if (v == NULL)
-		return BC_S3E_InternalError;
-	while ((found = xml_elem(&p, end, "Object", &in, &inlen)) == 1) {
-		const char *kp = in, *ks;
-		size_t kl;
-
-		if (n == DELETE_MAX_KEYS ||
-		    xml_elem(&kp, in + inlen, "Key", &ks, &kl) != 1)
-			goto bad;
-		v[n] = bc_file_xml_text(ks, kl);
-		if (v[n] == NULL)
-			goto bad;
-		n++;
-	}
-	if (found < 0 || n == 0)
-		goto bad;
-	*keys = v;
-	*nkeys = n;
-	return BC_S3E_NONE;
-bad:
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	return BC_S3E_MalformedXML;
-}
-
-bc_s3err_t
-bc_file_parse_complete(const char *xml, size_t len, bc_file_part_t **parts,
-    size_t *nparts)
-{
-	const char *p = xml, *end = xml + len, *in;
-	size_t inlen, n = 0, cap = 0;
-	bc_file_part_t *v = NULL;
-	bc_s3err_t e = BC_S3E_MalformedXML;
-	int found;
-
-	*parts = NULL;
-	*nparts = 0;
-	if (memmem(xml, len, "<CompleteMultipartUpload", 24) == NULL)
-		return BC_S3E_MalformedXML;
-	while ((found = xml_elem(&p, end, "Part", &in, &inlen)) == 1) {
-		const char *q = in, *s;
-		size_t sl;
-		char num[8], *etag;
-		uint64_t pn;
-
-		if (n == BC_FILE_MAX_PARTS)
-			goto fail;
-		if (n == cap) {
-			bc_file_part_t *nv;
-
-			cap = cap == 0 ? 64 : cap * 2;
-			nv = realloc(v, cap * sizeof(*v));
-			if (nv == NULL) {
-				e = BC_S3E_InternalError;
-				goto fail;
-			}
-			v = nv;
-		}
-		if (xml_elem(&q, in + inlen, "PartNumber", &s, &sl) != 1)
-			goto fail;
-		trim_span(&s, &sl);
-		if (sl == 0 || sl >= sizeof(num))
-			goto bad_number;
-		memcpy(num, s, sl);
-		num[sl] = '\0';
-		if (!parse_u64(num, &pn) || pn < 1 || pn > BC_FILE_MAX_PARTS)
-			goto bad_number;
-		q = in;
-		if (xml_elem(&q, in + inlen, "ETag", &s, &sl) != 1)
-			goto fail;
-		etag = bc_file_xml_text(s, sl);
-		if (etag == NULL)
-			goto fail;
-		{
-			const char *es = etag;
-			size_t el = strlen(etag);
-
-			trim_span(&es, &el);
-			if (el >= 2 && es[0] == '"' && es[el - 1] == '"') {
-				es++;
-				el -= 2;
-			}
-			if (el >= BC_FILE_ETAG_LEN) {
-				free(etag);
-				e = BC_S3E_InvalidPart;
-				goto fail;
-			}
-			memcpy(v[n].etag, es, el);
-			v[n].etag[el] = '\0';
-		}
-		free(etag);
-		v[n].number = (unsigned)pn;
-		if (n > 0 && v[n].number <= v[n - 1].number) {
-			e = BC_S3E_InvalidPartOrder;
-			goto fail;
-		}
-		n++;
-	}
-	if (found < 0 || n == 0)
-		goto fail;
-	*parts = v;
-	*nparts = n;
-	return BC_S3E_NONE;
-bad_number:
-	e = BC_S3E_InvalidArgument;
-fail:
-	free(v);
-	return e;
 }
 
 /* ---- continuation tokens ----------------------------------------------- */
@@ -2484,7 +2230,7 @@ op_delete_objects(bc_http_req_t *r, fctx_t *c)
 	bc_buf_t b = BC_BUF_INIT;
 	bc_s3err_t e;
 
-	e = bc_file_parse_delete(bc_buf_str(&c->xml), c->xml.len, &keys, &n,
+	e = bc_s3_xml_parse_delete(bc_buf_str(&c->xml), c->xml.len, &keys, &n,
 	    &quiet);
 	if (e != BC_S3E_NONE)
 		return e;
@@ -2992,7 +2738,7 @@ append_file(int src, int dst, uint64_t len)
 static bc_s3err_t
 op_complete_mpu(bc_http_req_t *r, fctx_t *c)
 {
-	bc_file_part_t *parts = NULL;
+	bc_s3_part_t *parts = NULL;
 	size_t nparts = 0;
 	bc_kvlist_t hdrs = BC_KVLIST_INIT;
 	bc_md5ctx_t *all = NULL;
@@ -3007,7 +2753,7 @@ op_complete_mpu(bc_http_req_t *r, fctx_t *c)
 	e = check_body(r, c, md5);
 	if (e != BC_S3E_NONE)
 		return e;
-	e = bc_file_parse_complete(bc_buf_str(&c->xml), c->xml.len, &parts,
+	e = bc_s3_xml_parse_complete(bc_buf_str(&c->xml), c->xml.len, &parts,
 	    &nparts);
 	if (e != BC_S3E_NONE)
 		return e;
@@ -3304,7 +3050,7 @@ file_start(bc_http_req_t *r)
 		int dfd;
 
 		if (pn == NULL || !parse_u64(pn, &v) || v < 1 ||
-		    v > BC_FILE_MAX_PARTS)
+		    v > BC_S3_MAX_PARTS)
 			return BC_S3E_InvalidArgument;
 		c->part = (unsigned)v;
 		c->updfd = open_upload(r, c, NULL, &e);

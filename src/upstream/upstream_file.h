@@ -44,11 +44,11 @@
 #include <time.h>
 
 #include "s3/s3_error.h"
+#include "s3/s3_xml.h"
 
 #define BC_FILE_MAX_OBJECT  (5ULL << 30)   /* single PUT, copy, part */
-#define BC_FILE_MAX_PARTS   10000
 #define BC_FILE_MAX_LIST    1000
-#define BC_FILE_ETAG_LEN    48             /* unquoted ETag + NUL */
+#define BC_FILE_ETAG_LEN    BC_S3_ETAG_LEN /* unquoted ETag + NUL */
 
 /*
  * Serves the directory root (an absolute path; the root itself may be a
@@ -110,26 +110,5 @@ void bc_file_list_fini(bc_file_list_t *l);
  * 2*strlen(s)+1 bytes; decode returns a new string or NULL (malformed). */
 void  bc_file_token_encode(const char *s, char *out);
 char *bc_file_token_decode(const char *tok);
-
-/* <Delete> body: keys (owned by *keys, free each and the array) and
- * Quiet. Returns BC_S3E_NONE or MalformedXML (also for more than 1000
- * objects). */
-bc_s3err_t bc_file_parse_delete(const char *xml, size_t len, char ***keys,
-    size_t *nkeys, bool *quiet);
-
-typedef struct bc_file_part_s {
-	unsigned number;
-	char     etag[BC_FILE_ETAG_LEN];   /* unquoted, as the client sent */
-} bc_file_part_t;
-
-/* <CompleteMultipartUpload> body: parts (free *parts). Returns
- * BC_S3E_NONE, MalformedXML, InvalidArgument (part number outside
- * 1..10000) or InvalidPartOrder (not strictly ascending). */
-bc_s3err_t bc_file_parse_complete(const char *xml, size_t len,
-    bc_file_part_t **parts, size_t *nparts);
-
-/* XML character data: decodes the five named entities and numeric
- * references (not &#0;) into a new string; NULL when malformed. */
-char *bc_file_xml_text(const char *s, size_t n);
 
 #endif

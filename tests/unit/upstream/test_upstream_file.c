@@ -1,7 +1,8 @@
 /* test_upstream_file.c — the file:// backend's pure parts (upstream_file.h):
- * key and bucket validation, XML bodies, continuation tokens, and listing
+ * key and bucket validation, continuation tokens, and listing
  * order/pagination over a real directory tree, checked against a
- * brute-force model of S3's listing rules. */
+ * brute-force model of S3's listing rules. (The XML bodies it reads are
+ * s3_xml.h's: tests/unit/s3/test_s3_xml.c.) */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -142,7 +143,7 @@ LTest(upstream_file, bucket_names)
 	cr_expect(!bc_file_bucket_ok(name, false));
 }
 
-/* ---- tokens and XML ---------------------------------------------------- */
+/* ---- tokens ------------------------------------------------------------ */
 
 LTest(upstream_file, tokens)
 {
@@ -164,209 +165,6 @@ LTest(upstream_file, tokens)
 	cr_expect_null(bc_file_token_decode("6g"));
 	cr_expect_null(bc_file_token_decode("6100"));   /* NUL byte */
 	cr_expect_null(bc_file_token_decode("zz"));
-}
-
-LTest(upstream_file, xml_text)
-{
-	static const struct {
-		const char *in, *out;
-	} ok[] = {
-		{ "plain", "plain" },
-		{ "", "" },
-		{ "a&amp;b&lt;c&gt;d&quot;e&apos;f", "a&b<c>d\"e'f" },
-		{ "&#65;&#x42;&#X43;", "ABC" },
-		{ "&#233;", "\xc3\xa9" },
-		{ "&#x20AC;", "\xe2\x82\xac" },
-		{ "&#x1F600;", "\xf0\x9f\x98\x80" },
-		{ "&#10;&#13;", "\n\r" },
-		{ "a&amp;amp;", "a&amp;" },
-	};
-	static const char *const bad[] = {
-		"a&b", "&amp", "&unknown;", "&#;", "&#x;", "&#0;", "&#x0;",
-		"&#xD800;", "&#x110000;", "&#99999999999;", "&#12a;", "a<b",
-		"&#x41", "&;",
-	};
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		char *s = bc_file_xml_text(ok[i].in, strlen(ok[i].in));
-
-		cr_assert_not_null(s, "'%s'", ok[i].in);
-		cr_expect_str_eq(s, ok[i].out, "'%s'", ok[i].in);
-		free(s);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_expect_null(bc_file_xml_text(bad[i], strlen(bad[i])),
-		    "'%s'", bad[i]);
-	/* only n bytes are read */
-	{
-		char *s = bc_file_xml_text("ab&amp;", 2);
-
-		cr_assert_not_null(s);
-		cr_expect_str_eq(s, "ab");
-		free(s);
-	}
-}
-
-static bc_s3err_t
-parse_delete(const char *xml, char ***keys, size_t *n, bool *quiet)
-{
-	return bc_file_parse_delete(xml, strlen(xml), keys, n, quiet);
-}
-
-static void
-free_keys(char **keys, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(keys[i]);
-	free(keys);
-}
-
-LTest(upstream_file, parse_delete)
-{
-	char **keys;
-	size_t n;
-	bool quiet;
-	bc_buf_t b = BC_BUF_INIT;
-
-	cr_assert_eq(parse_delete("<?xml version=\"1.0\"?>\n<Delete xmlns="
-	    "\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>a/b"
-	    "</Key></Object>\n  <Object><Key>x&amp;y &lt;z&gt;</Key>"
-	    "<VersionId>null</VersionId></Object></Delete>", &keys, &n,
-	    &quiet), BC_S3E_NONE);
-	cr_expect_eq(n, 2);
-	cr_expect(!quiet);
-	cr_expect_str_eq(keys[0], "a/b");
-	cr_expect_str_eq(keys[1], "x&y <z>");
-	free_keys(keys, n);
-
-	cr_assert_eq(parse_delete("<Delete><Quiet> true </Quiet><Object>"
-	    "<Key>k</Key></Object></Delete>", &keys, &n, &quiet),
-	    BC_S3E_NONE);
-	cr_expect(quiet);
-	cr_expect_eq(n, 1);
-	free_keys(keys, n);
-
-	cr_assert_eq(parse_delete("<Delete><Quiet>false</Quiet><Object>"
-	    "<Key></Key></Object></Delete>", &keys, &n, &quiet),
-	    BC_S3E_NONE);
-	cr_expect(!quiet);
-	cr_expect_str_eq(keys[0], "");   /* an empty key: a per-key error */
-	free_keys(keys, n);
-
-	cr_expect_eq(parse_delete("", &keys, &n, &quiet),
-	    BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Delete></Delete>", &keys, &n, &quiet),
-	    BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Object><Key>k</Key></Object>", &keys, &n,
-	    &quiet), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Delete><Object><Key>k</Key>", &keys, &n,
-	    &quiet), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Delete><Object><Key>k</Object></Delete>",
-	    &keys, &n, &quiet), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Delete><Object></Object></Delete>",
-	    &keys, &n, &quiet), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_delete("<Delete><Object><Key>a&b</Key></Object>"
-	    "</Delete>", &keys, &n, &quiet), BC_S3E_MalformedXML);
-	cr_expect_null(keys);
-	cr_expect_eq(n, 0);
-
-	/* 1000 objects pass, 1001 do not */
-	cr_assert_eq(bc_buf_puts(&b, "<Delete>"), 0);
-	for (int i = 0; i < 1000; i++)
-		cr_assert_eq(bc_buf_printf(&b,
-		    "<Object><Key>k%d</Key></Object>", i), 0);
-	cr_assert_eq(bc_file_parse_delete(b.data, b.len, &keys, &n, &quiet),
-	    BC_S3E_NONE);
-	cr_expect_eq(n, 1000);
-	cr_expect_str_eq(keys[999], "k999");
-	free_keys(keys, n);
-	cr_assert_eq(bc_buf_puts(&b, "<Object><Key>more</Key></Object>"), 0);
-	cr_expect_eq(bc_file_parse_delete(b.data, b.len, &keys, &n, &quiet),
-	    BC_S3E_MalformedXML);
-	bc_buf_fini(&b);
-}
-
-static bc_s3err_t
-parse_complete(const char *xml, bc_file_part_t **p, size_t *n)
-{
-	return bc_file_parse_complete(xml, strlen(xml), p, n);
-}
-
-LTest(upstream_file, parse_complete)
-{
-	bc_file_part_t *p;
-	size_t n;
-	bc_buf_t b = BC_BUF_INIT;
-
-	cr_assert_eq(parse_complete("<CompleteMultipartUpload xmlns=\"x\">"
-	    "<Part><ETag>&quot;aa&quot;</ETag><PartNumber>1</PartNumber>"
-	    "</Part>\n<Part><PartNumber> 3 </PartNumber><ETag>\"bb\"</ETag>"
-	    "<ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part>"
-	    "<Part><PartNumber>10000</PartNumber><ETag>cc-2</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_NONE);
-	cr_assert_eq(n, 3);
-	cr_expect_eq(p[0].number, 1);
-	cr_expect_str_eq(p[0].etag, "aa");
-	cr_expect_eq(p[1].number, 3);
-	cr_expect_str_eq(p[1].etag, "bb");
-	cr_expect_eq(p[2].number, 10000);
-	cr_expect_str_eq(p[2].etag, "cc-2");
-	free(p);
-
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload>"
-	    "<Part><PartNumber>2</PartNumber><ETag>a</ETag></Part>"
-	    "<Part><PartNumber>1</PartNumber><ETag>b</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidPartOrder);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload>"
-	    "<Part><PartNumber>2</PartNumber><ETag>a</ETag></Part>"
-	    "<Part><PartNumber>2</PartNumber><ETag>b</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidPartOrder);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>0</PartNumber><ETag>a</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidArgument);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>10001</PartNumber><ETag>a</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidArgument);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>-1</PartNumber><ETag>a</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidArgument);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>99999999999999999999</PartNumber><ETag>a</ETag>"
-	    "</Part></CompleteMultipartUpload>", &p, &n),
-	    BC_S3E_InvalidArgument);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<ETag>a</ETag></Part></CompleteMultipartUpload>", &p, &n),
-	    BC_S3E_MalformedXML);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>1</PartNumber></Part></CompleteMultipartUpload>", &p,
-	    &n), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_complete("<Part><PartNumber>1</PartNumber>"
-	    "<ETag>a</ETag></Part>", &p, &n), BC_S3E_MalformedXML);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>1</PartNumber><ETag>a</ETag>", &p, &n),
-	    BC_S3E_MalformedXML);
-	cr_expect_eq(parse_complete("<CompleteMultipartUpload><Part>"
-	    "<PartNumber>1</PartNumber><ETag>"
-	    "0123456789012345678901234567890123456789012345678</ETag></Part>"
-	    "</CompleteMultipartUpload>", &p, &n), BC_S3E_InvalidPart);
-	cr_expect_null(p);
-
-	/* 10000 parts pass, 10001 do not */
-	cr_assert_eq(bc_buf_puts(&b, "<CompleteMultipartUpload>"), 0);
-	for (int i = 1; i <= 10000; i++)
-		cr_assert_eq(bc_buf_printf(&b, "<Part><PartNumber>%d"
-		    "</PartNumber><ETag>e</ETag></Part>", i), 0);
-	cr_assert_eq(bc_file_parse_complete(b.data, b.len, &p, &n),
-	    BC_S3E_NONE);
-	cr_expect_eq(n, 10000);
-	free(p);
-	cr_assert_eq(bc_buf_puts(&b, "<Part><PartNumber>10000</PartNumber>"
-	    "<ETag>e</ETag></Part>"), 0);
-	cr_expect_eq(bc_file_parse_complete(b.data, b.len, &p, &n),
-	    BC_S3E_MalformedXML);
-	bc_buf_fini(&b);
 }
 
 /* ---- listing ----------------------------------------------------------- */

@@ -1,0 +1,311 @@
+/* s3_xml.c — DeleteObjects and CompleteMultipartUpload bodies, XML
+ * character data (see s3_xml.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* memmem */
+#endif
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "s3/s3_xml.h"
+
+#define ENTITY_MAX 12   /* bytes of a reference, '&' and ';' included */
+#define TAG_MAX    40   /* "</" name ">" + NUL */
+
+/* Writes cp (at most 0x10FFFF) as UTF-8; returns the bytes written. */
+static int
+put_utf8(char *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xC0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xE0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		out[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (char)(0xF0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	out[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+char *
+bc_s3_xml_text(const char *s, size_t n)
+{
+	char *out = malloc(n + 1);
+	size_t o = 0, i = 0;
+
+	if (out == NULL)
+		return NULL;
+	while (i < n) {
+		const char *semi;
+		size_t el;
+
+		if (s[i] == '<' || s[i] == '\0')
+			goto bad;
+		if (s[i] != '&') {
+			out[o++] = s[i++];
+			continue;
+		}
+		semi = memchr(s + i, ';', n - i < ENTITY_MAX ? n - i :
+		    ENTITY_MAX);
+		if (semi == NULL)
+			goto bad;
+		el = (size_t)(semi - s - i - 1);   /* between '&' and ';' */
+		if (el == 3 && memcmp(s + i + 1, "amp", 3) == 0)
+			out[o++] = '&';
+		else if (el == 2 && memcmp(s + i + 1, "lt", 2) == 0)
+			out[o++] = '<';
+		else if (el == 2 && memcmp(s + i + 1, "gt", 2) == 0)
+			out[o++] = '>';
+		else if (el == 4 && memcmp(s + i + 1, "quot", 4) == 0)
+			out[o++] = '"';
+		else if (el == 4 && memcmp(s + i + 1, "apos", 4) == 0)
+			out[o++] = '\'';
+		else if (el >= 2 && s[i + 1] == '#') {
+			bool hex = s[i + 2] == 'x' || s[i + 2] == 'X';
+			size_t j = i + (hex ? 3 : 2);
+			uint32_t cp = 0;
+
+			if (j == (size_t)(semi - s))
+				goto bad;
+			for (; j < (size_t)(semi - s); j++) {
+				int v;
+
+				if (s[j] >= '0' && s[j] <= '9')
+					v = s[j] - '0';
+				else if (hex && isxdigit((unsigned char)s[j]))
+					v = (tolower((unsigned char)s[j]) -
+					    'a') + 10;
+				else
+					goto bad;
+				cp = cp * (hex ? 16 : 10) + (uint32_t)v;
+				if (cp > 0x10FFFF)
+					goto bad;
+			}
+			if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF))
+				goto bad;
+			/* a reference never expands past its own length:
+			 * "&#x10FFFF;" is 10 bytes, its UTF-8 is 4 */
+			o += (size_t)put_utf8(out + o, cp);
+		} else {
+			goto bad;
+		}
+		i = (size_t)(semi - s) + 1;
+	}
+	out[o] = '\0';
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+/* Finds the next <name>...</name> in [*p, end): 1 (inner span set, *p
+ * past the end tag), 0 (none), -1 (start tag without end tag). */
+static int
+xml_elem(const char **p, const char *end, const char *name,
+    const char **in, size_t *inlen)
+{
+	char open[TAG_MAX], close_[TAG_MAX];
+	int ol = snprintf(open, sizeof(open), "<%s>", name);
+	int cl = snprintf(close_, sizeof(close_), "</%s>", name);
+	const char *s, *t;
+
+	s = memmem(*p, (size_t)(end - *p), open, (size_t)ol);
+	if (s == NULL)
+		return 0;
+	s += ol;
+	t = memmem(s, (size_t)(end - s), close_, (size_t)cl);
+	if (t == NULL)
+		return -1;
+	*in = s;
+	*inlen = (size_t)(t - s);
+	*p = t + cl;
+	return 1;
+}
+
+/* Narrows [*s, *s + *n) to its span without leading or trailing white
+ * space. */
+static void
+trim_span(const char **s, size_t *n)
+{
+	while (*n > 0 && isspace((unsigned char)**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
+		(*n)--;
+}
+
+bc_s3err_t
+bc_s3_xml_parse_delete(const char *xml, size_t len, char ***keys,
+    size_t *nkeys, bool *quiet)
+{
+	const char *p = xml, *q = xml, *end = xml + len, *in;
+	size_t inlen, n = 0;
+	char **v = NULL;
+	bc_s3err_t e = BC_S3E_MalformedXML;
+	int found;
+
+	*keys = NULL;
+	*nkeys = 0;
+	*quiet = false;
+	if (memmem(xml, len, "<Delete", 7) == NULL)
+		goto out;
+	if (xml_elem(&q, end, "Quiet", &in, &inlen) == 1) {
+		trim_span(&in, &inlen);
+		*quiet = inlen == 4 && strncasecmp(in, "true", 4) == 0;
+	}
+	v = calloc(BC_S3_DELETE_MAX_KEYS, sizeof(*v));
+	if (v == NULL) {
+		e = BC_S3E_InternalError;
+		goto out;
+	}
+	for (;;) {
+		const char *kp, *ks;
+		size_t kl;
+
+		found = xml_elem(&p, end, "Object", &in, &inlen);
+		if (found != 1)
+			break;
+		kp = in;
+		if (n == BC_S3_DELETE_MAX_KEYS ||
+		    xml_elem(&kp, in + inlen, "Key", &ks, &kl) != 1)
+			goto out;
+		v[n] = bc_s3_xml_text(ks, kl);
+		if (v[n] == NULL)
+			goto out;
+		n++;
+	}
+	if (found < 0 || n == 0)
+		goto out;
+	*keys = v;
+	*nkeys = n;
+	v = NULL;
+	n = 0;
+	e = BC_S3E_NONE;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	return e;
+}
+
+/* Reads one <Part> (inner span in, inlen) into *part. */
+static bc_s3err_t
+parse_part(const char *in, size_t inlen, bc_s3_part_t *part)
+{
+	const char *q = in, *s, *es;
+	size_t sl, el;
+	char *etag = NULL;
+	unsigned pn = 0;
+	bc_s3err_t e = BC_S3E_MalformedXML;
+
+	if (xml_elem(&q, in + inlen, "PartNumber", &s, &sl) != 1)
+		goto out;
+	trim_span(&s, &sl);
+	/* a decimal without sign of at most 7 digits cannot overflow */
+	if (sl == 0 || sl > 7) {
+		e = BC_S3E_InvalidArgument;
+		goto out;
+	}
+	for (size_t i = 0; i < sl; i++) {
+		if (s[i] < '0' || s[i] > '9') {
+			e = BC_S3E_InvalidArgument;
+			goto out;
+		}
+		pn = pn * 10 + (unsigned)(s[i] - '0');
+	}
+	if (pn < 1 || pn > BC_S3_MAX_PARTS) {
+		e = BC_S3E_InvalidArgument;
+		goto out;
+	}
+	q = in;
+	if (xml_elem(&q, in + inlen, "ETag", &s, &sl) != 1)
+		goto out;
+	etag = bc_s3_xml_text(s, sl);
+	if (etag == NULL)
+		goto out;
+	es = etag;
+	el = strlen(etag);
+	trim_span(&es, &el);
+	if (el >= 2 && es[0] == '"' && es[el - 1] == '"') {
+		es++;
+		el -= 2;
+	}
+	if (el >= BC_S3_ETAG_LEN) {
+		e = BC_S3E_InvalidPart;
+		goto out;
+	}
+	memcpy(part->etag, es, el);
+	part->etag[el] = '\0';
+	part->number = pn;
+	e = BC_S3E_NONE;
+out:
+	free(etag);
+	return e;
+}
+
+bc_s3err_t
+bc_s3_xml_parse_complete(const char *xml, size_t len, bc_s3_part_t **parts,
+    size_t *nparts)
+{
+	const char *p = xml, *end = xml + len, *in;
+	size_t inlen, n = 0, cap = 0;
+	bc_s3_part_t *v = NULL;
+	bc_s3err_t e = BC_S3E_MalformedXML;
+	int found;
+
+	*parts = NULL;
+	*nparts = 0;
+	if (memmem(xml, len, "<CompleteMultipartUpload", 24) == NULL)
+		goto out;
+	for (;;) {
+		found = xml_elem(&p, end, "Part", &in, &inlen);
+		if (found != 1)
+			break;
+		if (n == BC_S3_MAX_PARTS)
+			goto out;
+		if (n == cap) {
+			bc_s3_part_t *nv;
+
+			cap = cap == 0 ? 64 : cap * 2;
+			nv = realloc(v, cap * sizeof(*v));
+			if (nv == NULL) {
+				e = BC_S3E_InternalError;
+				goto out;
+			}
+			v = nv;
+		}
+		e = parse_part(in, inlen, &v[n]);
+		if (e != BC_S3E_NONE)
+			goto out;
+		if (n > 0 && v[n].number <= v[n - 1].number) {
+			e = BC_S3E_InvalidPartOrder;
+			goto out;
+		}
+		n++;
+		e = BC_S3E_MalformedXML;
+	}
+	if (found < 0 || n == 0)
+		goto out;
+	*parts = v;
+	*nparts = n;
+	v = NULL;
+	e = BC_S3E_NONE;
+out:
+	free(v);
+	return e;
+}
