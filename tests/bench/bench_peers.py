@@ -994,6 +994,11 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              'round (measured back to back). The machine is shared and noisy: read ratios, not '
              'absolute numbers, and mistrust a verdict whose per-round ratios straddle the bound.')
     L.append('')
+    if (any(r['verdict'] == 'MISS' for r in V.rows)
+            and os.path.exists(os.path.join(results, 'misses.md'))):
+        L.append('Why the misses, with profiles: [misses.md](misses.md) (written by hand after '
+                 'profiling; this suite does not regenerate it: check that its numbers still hold).')
+        L.append('')
     L.append('## Machine and versions')
     L.append('')
     for k, label in (('host', 'host'), ('nproc', 'CPUs (nproc)'), ('cpu', 'CPU'), ('memory', 'memory'),
