@@ -3,9 +3,8 @@
 # bucketcache from a warm cache, against the same objects served directly by
 # the upstream it fronts.
 #
-# Not part of `make check`; it builds nothing. It uses an existing daemon
-# binary, BC_BIN (default build/bucketcache, which the README's build —
-# contrib/quickstart, or configure && make in build/ — produces), and:
+# Not part of `make check`. It uses a daemon binary, BC_BIN (default
+# build/bucketcache, built with contrib/build when missing), and:
 #
 #   1. starts its own upstream on a free loopback port: s3rver (the required
 #      one; tests/integration/node_modules/.bin/s3rver, installed by
@@ -69,6 +68,7 @@ PY=/usr/bin/python3
 S3RVER_BIN=$SRCDIR/tests/integration/node_modules/.bin/s3rver
 LUA=$BENCH_DIR/rotate.lua
 
+BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 UPSTREAMS=${BENCH_UPSTREAM:-s3rver}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -182,7 +182,8 @@ need wrk "apt-get install -y wrk"
 need sha256sum
 need awk
 [ -x "$PY" ] || fail "$PY not found"
-[ -x "$BC_BIN" ] || fail "BC_BIN=$BC_BIN is not an executable (build it first, see the README)"
+bench_default_bin "$SRCDIR" "$BC_BIN_GIVEN" || fail "building build/bucketcache failed"
+[ -x "$BC_BIN" ] || fail "BC_BIN=$BC_BIN is not an executable"
 [ -f "$LUA" ] || fail "$LUA missing"
 for u in $UPSTREAMS; do
 	if [ "$u" = s3rver ]; then

@@ -6,9 +6,9 @@
 #   tests/bench/bench_peers.sh                  # full run, ~30-40 min on 2 cores
 #   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~3 min
 #
-# Not part of `make check`; it builds nothing. It measures an existing daemon
-# binary, BC_BIN (default build/bucketcache), with default settings except
-# --anonymous and --mem-size (BENCH_BC_ARGS adds flags if you must).
+# Not part of `make check`. It measures a daemon binary, BC_BIN (default
+# build/bucketcache, built with contrib/build when missing), with default
+# settings except --anonymous and --mem-size (BENCH_BC_ARGS adds flags if you must).
 #
 # What it starts (every process on a free 127.0.0.1 port, configs and data
 # in a temp dir, stopped and removed on exit whatever the exit status):
@@ -138,6 +138,7 @@ else
 	d_duration=5; d_warmup=1; d_cold_sizes="128K:4096 4M:128"; d_ttfb=64
 	d_cold_rounds=3; d_soak_s=600; d_soak_mem=1G; d_soak_int=5; d_timeout=5400
 fi
+BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 SECTIONS=${BENCH_SECTIONS:-hot cold soak}
 SIZES=${BENCH_SIZES:-4K 128K 4M 64M}
@@ -286,7 +287,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 		exit 77
 	fi
 fi
-[ -x "$BC_BIN" ] || { echo "$ME: BC_BIN=$BC_BIN is not an executable (build it first, see the README)" >&2; exit 1; }
+bench_default_bin "$SRCDIR" "$BC_BIN_GIVEN" ||
+	{ echo "$(basename "$0"): building build/bucketcache failed" >&2; exit 1; }
+[ -x "$BC_BIN" ] || { echo "$ME: BC_BIN=$BC_BIN is not an executable" >&2; exit 1; }
 for f in "$HELPER" "$ROTATE_LUA" "$RANDOM_LUA"; do
 	[ -f "$f" ] || { echo "$ME: $f missing" >&2; exit 1; }
 done

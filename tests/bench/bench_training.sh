@@ -7,8 +7,8 @@
 # epoch time, time the training loop waited for data, hit ratio, upstream
 # bytes and requests.
 #
-# Not part of `make check`; it builds nothing. It uses an existing daemon
-# binary, BC_BIN (default build/bucketcache), and:
+# Not part of `make check`. It uses a daemon binary, BC_BIN (default
+# build/bucketcache, built with contrib/build when missing), and:
 #
 #   1. generates the data set once into BENCH_DATA (tests/bench/training/
 #      gen_data.py: BENCH_NOBJ objects, log-normal sizes, median 110 KiB,
@@ -82,6 +82,7 @@ if [ "$QUICK" = 1 ]; then
 else
 	d_nobj=20000 d_epochs=3 d_timeout=5400 d_results=$BENCH_DIR/results/training.md
 fi
+BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 NOBJ=${BENCH_NOBJ:-$d_nobj}
 EPOCHS=${BENCH_EPOCHS:-$d_epochs}
@@ -219,8 +220,10 @@ fail() {
 	exit 1
 }
 
+bench_default_bin "$SRCDIR" "$BC_BIN_GIVEN" ||
+	{ echo "$(basename "$0"): building build/bucketcache failed" >&2; exit 1; }
 [ -x "$BC_BIN" ] || case " $SYSTEMS " in
-*" bucketcache "*) fail "BC_BIN=$BC_BIN is not an executable (build it first, see the README)" ;;
+*" bucketcache "*) fail "BC_BIN=$BC_BIN is not an executable" ;;
 esac
 for f in gen_data.py delay_proxy.py loader.py report.py; do
 	[ -f "$TDIR/$f" ] || fail "$TDIR/$f missing"

@@ -17,3 +17,15 @@ bench_stop_pids() {
 	done
 	return 0
 }
+
+# bench_default_bin SRCDIR GIVEN: when GIVEN is empty (the caller's BC_BIN
+# was not set) and SRCDIR/build/bucketcache does not exist yet (a fresh
+# clone), builds it with contrib/build, so that every benchmark runs from a
+# clone with one command. Returns non-zero when that build fails. A BC_BIN
+# given by the caller is never built.
+bench_default_bin() {
+	[ -n "$2" ] && return 0
+	[ -x "$1/build/bucketcache" ] && return 0
+	echo "# building $1/build/bucketcache (contrib/build)" >&2
+	"$1/contrib/build" >&2
+}
