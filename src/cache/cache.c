@@ -17,6 +17,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -703,6 +704,7 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 	bc_cache_t *c = f->c;
 	bc_object_t *o = f->o;
 	uint64_t size, want;
+	bool woke = false;
 
 	if (f->kind != FILL_FIRST && f->kind != FILL_CHUNK)
 		return;
@@ -724,11 +726,18 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 		 * evicts for them */
 		f->charge = bc_chunk_charge(f->chunk);
 		atomic_fetch_add(&c->outside_bytes, f->charge);
-		if (!f->recheck)
+		if (!f->recheck && f->waiters != NULL) {
 			waiters_give_partial(&f->waiters, f->chunk);
+			woke = true;
+		}
 	}
 out:
 	pthread_mutex_unlock(&c->mu);
+	/* The rest of the chunk keeps this thread busy: let the woken
+	 * workers send their response headers first (on a busy machine the
+	 * first byte otherwise waits for the whole transfer). */
+	if (woke)
+		sched_yield();
 }
 
 /* Loop thread: total bytes of f's chunk are in. */
