@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "s3/s3_xml.h"
+#include "util/util_buf.h"
 
 #define ENTITY_MAX 12   /* bytes of a reference, '&' and ';' included */
 #define TAG_MAX    40   /* "</" name ">" + NUL */
@@ -138,17 +139,6 @@ xml_elem(const char **p, const char *end, const char *name,
 
 /* Narrows [*s, *s + *n) to its span without leading or trailing white
  * space. */
-static void
-trim_span(const char **s, size_t *n)
-{
-	while (*n > 0 && isspace((unsigned char)**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
-		(*n)--;
-}
-
 bc_s3err_t
 bc_s3_xml_parse_delete(const char *xml, size_t len, char ***keys,
     size_t *nkeys, bool *quiet)
@@ -165,7 +155,7 @@ bc_s3_xml_parse_delete(const char *xml, size_t len, char ***keys,
 	if (memmem(xml, len, "<Delete", 7) == NULL)
 		goto out;
 	if (xml_elem(&q, end, "Quiet", &in, &inlen) == 1) {
-		trim_span(&in, &inlen);
+		bc_span_trim(&in, &inlen);
 		*quiet = inlen == 4 && strncasecmp(in, "true", 4) == 0;
 	}
 	v = calloc(BC_S3_DELETE_MAX_KEYS, sizeof(*v));
@@ -215,7 +205,7 @@ parse_part(const char *in, size_t inlen, bc_s3_part_t *part)
 
 	if (xml_elem(&q, in + inlen, "PartNumber", &s, &sl) != 1)
 		goto out;
-	trim_span(&s, &sl);
+	bc_span_trim(&s, &sl);
 	/* a decimal without sign of at most 7 digits cannot overflow */
 	if (sl == 0 || sl > 7) {
 		e = BC_S3E_InvalidArgument;
@@ -240,7 +230,7 @@ parse_part(const char *in, size_t inlen, bc_s3_part_t *part)
 		goto out;
 	es = etag;
 	el = strlen(etag);
-	trim_span(&es, &el);
+	bc_span_trim(&es, &el);
 	if (el >= 2 && es[0] == '"' && es[el - 1] == '"') {
 		es++;
 		el -= 2;

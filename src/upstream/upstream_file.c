@@ -38,6 +38,7 @@
 #include "s3/s3_sigv4.h"
 #include "s3/s3_xml.h"
 #include "upstream/upstream_file.h"
+#include "util/util_buf.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
@@ -90,17 +91,6 @@ cmp_n(const char *s, const char *p, size_t n)
 }
 
 /* Narrows [*s, *s + *n) to its span without surrounding white space. */
-static void
-trim_span(const char **s, size_t *n)
-{
-	while (*n > 0 && isspace((unsigned char)**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
-		(*n)--;
-}
-
 static void
 close_fd(int *fd)
 {
@@ -1638,7 +1628,7 @@ commit_object(bc_http_req_t *r, fctx_t *c, const char *key,
 		const char *s = cond.if_none_match;
 		size_t n = strlen(s);
 
-		trim_span(&s, &n);
+		bc_span_trim(&s, &n);
 		create_only = n == 1 && s[0] == '*';
 	}
 	if (!create_only && (cond.if_match != NULL ||

@@ -1,4 +1,5 @@
 /* util_buf.c — growable NUL-terminated byte buffer (see util_buf.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,4 +149,15 @@ bc_buf_steal(bc_buf_t *b)
 	b->len = 0;
 	b->cap = 0;
 	return p;
+}
+
+void
+bc_span_trim(const char **s, size_t *n)
+{
+	while (*n > 0 && isspace((unsigned char)**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && isspace((unsigned char)(*s)[*n - 1]))
+		(*n)--;
 }

@@ -39,4 +39,8 @@ const char *bc_buf_str(const bc_buf_t *b);
 /* Hands data to the caller (free() it) and empties the buffer. */
 char *bc_buf_steal(bc_buf_t *b);
 
+/* Narrows the span of *n bytes at *s (need not be NUL-terminated) past
+ * its leading and trailing white space (isspace). */
+void bc_span_trim(const char **s, size_t *n);
+
 #endif

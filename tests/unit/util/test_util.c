@@ -21,6 +21,27 @@
 /* Test() whose body is followed by check_leaks(). */
 /* ---- bc_buf ------------------------------------------------------------- */
 
+/* bc_span_trim narrows a span (not NUL-terminated) on both sides and
+ * leaves the bytes alone. */
+LTest(buf, span_trim)
+{
+	static const struct { const char *in; size_t n; const char *out; } c[] = {
+		{ "", 0, "" }, { "   ", 3, "" }, { " \t\r\nab c\n ", 10, "ab c" },
+		{ "abc", 3, "abc" }, { "  x", 3, "x" }, { "x  ", 3, "x" },
+		{ " a b zzz", 5, "a b" },   /* the span stops before "zzz" */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *s = c[i].in;
+		size_t n = c[i].n;
+
+		bc_span_trim(&s, &n);
+		cr_assert_eq(n, strlen(c[i].out), "case %zu", i);
+		cr_assert_eq(memcmp(s, c[i].out, n), 0, "case %zu", i);
+		cr_assert(s >= c[i].in && s + n <= c[i].in + c[i].n);
+	}
+}
+
 LTest(buf, empty_is_empty_string)
 {
 	bc_buf_t b = BC_BUF_INIT;
