@@ -31,6 +31,7 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 #define TABLE_MIN     4096
 #define OBJ_OVERHEAD  (sizeof(bc_object_t) + 64)
@@ -100,14 +101,6 @@ static const char *const unreplayed_headers[] = {
 	"Server", "Accept-Ranges", "x-amz-mp-parts-count", NULL
 };
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t
 obj_hash(const char *bucket, const char *key)
@@ -464,56 +457,119 @@ static void fill_headers(bc_xfer_t *x, void *arg, int status,
     const bc_kvlist_t *h);
 static void fill_data(void *arg, size_t total);
 
-/* c->mu held: starts a fill of kind for o; returns it, or NULL when the
- * exchange could not start. */
-static fill_t *
-fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index)
+/* The signed upstream request for o: a HEAD, or a GET of bytes
+ * first..last; cond names a conditional header ("If-Match", ...) to send
+ * with etag, or is NULL. Fills url and hdrs. Returns 0 or BC_ENOMEM. */
+static int
+upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
+    uint64_t first, uint64_t last, const char *cond, const char *etag,
+    bc_buf_t *url, bc_kvlist_t *hdrs)
 {
-	bc_buf_t url = BC_BUF_INIT, host = BC_BUF_INIT, path = BC_BUF_INIT;
-	bc_kvlist_t hdrs = BC_KVLIST_INIT;
-	bool head = kind == FILL_HEAD || kind == FILL_REVALIDATE;
-	const bc_config_t *cfg = c->o.cfg;
+	bc_buf_t host = BC_BUF_INIT, path = BC_BUF_INIT;
 	char range[64];
-	bc_xfer_opts_t xo;
-	fill_t *f = calloc(1, sizeof(*f));
 	int rv = 0;
 
+	rv |= bc_upstream_target(&c->ep, o->bucket, o->key, false, NULL, url,
+	    &host, &path);
+	rv |= bc_kv_add(hdrs, "Host", bc_buf_str(&host));
+	if (!head) {
+		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
+		    first, last);
+		rv |= bc_kv_add(hdrs, "Range", range);
+	}
+	if (cond != NULL)
+		rv |= bc_kv_add(hdrs, cond, etag);
+	if (rv == 0)
+		rv = bc_sigv4_sign(hdrs, head ? "HEAD" : "GET",
+		    bc_buf_str(&path), NULL, BC_SIGV4_EMPTY_SHA256, c->o.creds,
+		    time(NULL), NULL);
+	bc_buf_fini(&host);
+	bc_buf_fini(&path);
+	return rv < 0 ? BC_ENOMEM : 0;
+}
+
+/* Exchange options from the config: timeouts, retries. */
+static void
+xfer_opts(const bc_cache_t *c, bc_xfer_opts_t *xo, bool head,
+    const bc_buf_t *url, const bc_kvlist_t *hdrs)
+{
+	bc_xfer_opts_init(xo, c->o.cfg);
+	xo->method = head ? "HEAD" : "GET";
+	xo->url = bc_buf_str(url);
+	xo->headers = hdrs;
+	xo->body_len = BC_XFER_NO_BODY;
+}
+
+/*
+ * c->mu held: what the chunk a fill of kind brings will cost, reserved
+ * under the memory bound (bc_tier_mem_reserve: evicts idle chunks). A
+ * first fill does not know the object's size yet: it reserves a whole
+ * chunk, and fill_headers() trues the charge up. Returns 0 with *charge
+ * (0 for fills that bring no chunk), or BC_ENOSPC when the chunks in use
+ * leave no room.
+ */
+static int
+fill_reserve(bc_cache_t *c, const bc_object_t *o, fill_kind_t kind,
+    uint32_t index, size_t *charge)
+{
+	size_t id = strlen(o->bucket) + strlen(o->key) + 3;
+	uint64_t len;
+
+	*charge = 0;
+	if (kind == FILL_FIRST) {
+		len = c->cs;
+		id += sizeof(o->meta.etag);
+	} else if (kind == FILL_CHUNK) {
+		len = bc_chunk_len(index, o->meta.size, c->cs);
+		id += strlen(o->meta.etag);
+	} else {
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	if (bc_tier_mem_reserve(c->mem, bc_chunk_charge_for((size_t)len,
+	    id)) < 0)
+		return BC_ENOSPC;
+	*charge = bc_chunk_charge_for((size_t)len, id);
+	return 0;
+}
+
+/* c->mu held: starts a fill of kind for o. Returns 0 and *out, BC_ENOSPC
+ * when memory has no room for its chunk (nothing started), or BC_EIO
+ * when the exchange could not start. */
+static int
+fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
+    fill_t **out)
+{
+	bc_buf_t url = BC_BUF_INIT;
+	bc_kvlist_t hdrs = BC_KVLIST_INIT;
+	bool head = kind == FILL_HEAD || kind == FILL_REVALIDATE;
+	uint64_t first = bc_chunk_start(index, c->cs);
+	const char *cond = kind == FILL_CHUNK ? "If-Match" :
+	    kind == FILL_REVALIDATE ? "If-None-Match" : NULL;
+	bc_xfer_opts_t xo;
+	fill_t *f;
+	int rv;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
 	if (f == NULL)
-		return NULL;
+		return BC_EIO;
 	f->c = c;
 	f->o = o;
 	f->kind = kind;
 	f->index = index;
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
-	rv |= bc_upstream_target(&c->ep, o->bucket, o->key, false, NULL, &url,
-	    &host, &path);
-	rv |= bc_kv_add(&hdrs, "Host", bc_buf_str(&host));
-	if (!head) {
-		uint64_t first = bc_chunk_start(index, c->cs);
-
-		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
-		    first, first + c->cs - 1);
-		rv |= bc_kv_add(&hdrs, "Range", range);
+	rv = fill_reserve(c, o, kind, index, &f->charge);
+	if (rv < 0) {
+		free(f);
+		return rv;
 	}
-	if (kind == FILL_CHUNK)
-		rv |= bc_kv_add(&hdrs, "If-Match", f->etag);
-	if (kind == FILL_REVALIDATE)
-		rv |= bc_kv_add(&hdrs, "If-None-Match", f->etag);
-	if (rv == 0)
-		rv = bc_sigv4_sign(&hdrs, head ? "HEAD" : "GET",
-		    bc_buf_str(&path), NULL, BC_SIGV4_EMPTY_SHA256, c->o.creds,
-		    time(NULL), NULL);
-	if (rv < 0)
+	if (upstream_request(c, o, head, first, first + c->cs - 1, cond,
+	    f->etag, &url, &hdrs) < 0)
 		goto fail;
-	memset(&xo, 0, sizeof(xo));
-	xo.method = head ? "HEAD" : "GET";
-	xo.url = bc_buf_str(&url);
-	xo.headers = &hdrs;
-	xo.body_len = BC_XFER_NO_BODY;
-	xo.retries = cfg->retries;
-	xo.connect_timeout_ms = cfg->connect_timeout;
-	xo.stall_timeout_ms = cfg->upstream_timeout;
+	xfer_opts(c, &xo, head, &url, &hdrs);
 	/* an upstream that ignores Range must not make us buffer the whole
 	 * object: anything beyond a chunk fails the fill */
 	xo.collect_max = c->cs > 0 ? (size_t)c->cs : 1;
@@ -534,17 +590,15 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index)
 	if (kind == FILL_REVALIDATE)
 		BC_STATS_INC(cache_revalidations);
 	bc_buf_fini(&url);
-	bc_buf_fini(&host);
-	bc_buf_fini(&path);
 	bc_kv_fini(&hdrs);
-	return f;
+	*out = f;
+	return 0;
 fail:
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
 	bc_buf_fini(&url);
-	bc_buf_fini(&host);
-	bc_buf_fini(&path);
 	bc_kv_fini(&hdrs);
 	free(f);
-	return NULL;
+	return BC_EIO;
 }
 
 /* c->mu held: unlinks f from its object. */
@@ -621,7 +675,7 @@ meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
 	bc_objmeta_fini(&o->meta);
 	o->meta = m;
 	o->meta_valid = true;
-	o->meta_at_ns = mono_ns();
+	o->meta_at_ns = bc_mono_ns();
 	obj_recharge(c, o);
 	return 0;
 }
@@ -677,7 +731,7 @@ fill_accept(bc_cache_t *c, fill_t *f, int status, const bc_kvlist_t *h,
 			return -1;
 		/* an If-Match GET answered with the same ETag and size:
 		 * the metadata is as fresh as a revalidation would make it */
-		o->meta_at_ns = mono_ns();
+		o->meta_at_ns = bc_mono_ns();
 		return 0;
 	}
 	if (meta_from_headers(c, o, h, *size) < 0)
@@ -722,10 +776,11 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 			goto out;
 		}
 		bc_xfer_set_sink(x, f->chunk->data, f->chunk->len);
-		/* the bound covers chunks being filled too: the next put
-		 * evicts for them */
+		/* the bound covers chunks being filled: what fill_reserve()
+		 * estimated becomes what the chunk costs */
+		atomic_fetch_add(&c->outside_bytes, bc_chunk_charge(f->chunk));
+		atomic_fetch_sub(&c->outside_bytes, f->charge);
 		f->charge = bc_chunk_charge(f->chunk);
-		atomic_fetch_add(&c->outside_bytes, f->charge);
 		if (!f->recheck && f->waiters != NULL) {
 			waiters_give_partial(&f->waiters, f->chunk);
 			woke = true;
@@ -765,10 +820,6 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 {
 	bc_chunk_t *ch = f->chunk;
 
-	/* from here the tier counts the chunk, or nobody keeps it */
-	atomic_fetch_sub(&c->outside_bytes, f->charge);
-	f->charge = 0;
-
 	if (rv < 0 || (ch != NULL && bc_chunk_avail(ch) != ch->len)) {
 		if (ch != NULL) {
 			bc_chunk_end(ch, BC_CHUNK_FAILED);
@@ -792,6 +843,14 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 		bc_tier_mem.put(c->mem, ch);   /* may not admit */
 	waiters_end(&f->waiters, f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
 	    ch, 0, 0, NULL, 0);
+	/* The fill's own reference goes now when the tier or a reader holds
+	 * the chunk (else after unlocking, where freeing is cheaper): a
+	 * reader that asks for the next chunk at once must find this one
+	 * evictable (fill_reserve). */
+	if (atomic_load(&ch->refs) > 1) {
+		bc_chunk_unref(ch);
+		f->chunk = NULL;
+	}
 }
 
 static void
@@ -811,6 +870,9 @@ fill_done(bc_xfer_t *x, void *arg)
 		rv = bc_xfer_error(x);
 	pthread_mutex_lock(&c->mu);
 	fill_unlink(o, f);
+	/* from here the tier counts the chunk, or nobody keeps it */
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
+	f->charge = 0;
 	if (f->accepted) {
 		fill_finish_accepted(c, o, f, rv);
 		goto out;
@@ -824,10 +886,10 @@ fill_done(bc_xfer_t *x, void *arg)
 	case FILL_REVALIDATE:
 	case FILL_HEAD:
 		if (status == 304 && f->kind == FILL_REVALIDATE) {
-			o->meta_at_ns = mono_ns();
+			o->meta_at_ns = bc_mono_ns();
 		} else if (status == 200 && f->kind == FILL_REVALIDATE &&
 		    etag != NULL && strcmp(etag, f->etag) == 0) {
-			o->meta_at_ns = mono_ns();   /* ignored If-None-Match */
+			o->meta_at_ns = bc_mono_ns();   /* ignored If-None-Match */
 		} else if (status == 200 && f->kind == FILL_HEAD) {
 			uint64_t size = parse_u64(bc_kv_get(h,
 			    "Content-Length"));
@@ -857,9 +919,9 @@ fill_done(bc_xfer_t *x, void *arg)
 		if (status == 416) {
 			/* an empty object (or a range past its end): learn
 			 * its metadata with a HEAD */
-			fill_t *hf = fill_start(c, o, FILL_HEAD, 0);
+			fill_t *hf;
 
-			if (hf == NULL) {
+			if (fill_start(c, o, FILL_HEAD, 0, &hf) < 0) {
 				fill_fail(o, f, BC_WAIT_FAILED, BC_EIO, 0, NULL,
 				    0);
 				goto out;
@@ -933,7 +995,7 @@ stale_revalidate(bc_cache_t *c, bc_object_t *o, uint32_t hint)
 			return;   /* its fill will revalidate */
 		bc_chunk_unref(ch);
 	}
-	o->meta_fill = fill_start(c, o, FILL_REVALIDATE, 0);
+	(void)fill_start(c, o, FILL_REVALIDATE, 0, &o->meta_fill);
 }
 
 int
@@ -948,7 +1010,7 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		goto out;
 	}
 	if (o->meta_valid) {
-		uint64_t age = mono_ns() - o->meta_at_ns;
+		uint64_t age = bc_mono_ns() - o->meta_at_ns;
 
 		if (c->meta_ttl_ns == 0 || age < c->meta_ttl_ns) {
 			*was_cached = true;
@@ -974,9 +1036,12 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		rv = BC_EAGAIN;
 		goto out;
 	}
-	o->meta_fill = fill_start(c, o, o->meta_valid ? FILL_REVALIDATE :
-	    hint == BC_CACHE_META_ONLY ? FILL_HEAD : FILL_FIRST, hint);
-	if (o->meta_fill == NULL) {
+	rv = fill_start(c, o, o->meta_valid ? FILL_REVALIDATE :
+	    hint == BC_CACHE_META_ONLY ? FILL_HEAD : FILL_FIRST, hint,
+	    &o->meta_fill);
+	if (rv == BC_ENOSPC)   /* no room for the chunk: metadata only */
+		rv = fill_start(c, o, FILL_HEAD, 0, &o->meta_fill);
+	if (rv < 0) {
 		rv = BC_EIO;
 		goto out;
 	}
@@ -1019,11 +1084,9 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		goto out;
 	}
 	if (f == NULL) {
-		f = fill_start(c, o, FILL_CHUNK, i);
-		if (f == NULL) {
-			rv = BC_EIO;
+		rv = fill_start(c, o, FILL_CHUNK, i, &f);
+		if (rv < 0)
 			goto out;
-		}
 	} else if (f->chunk != NULL && !f->recheck && w != NULL &&
 	    w->partial_ok) {
 		bc_chunk_ref(f->chunk);   /* join the fill as it streams */
@@ -1045,6 +1108,27 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 out:
 	pthread_mutex_unlock(&c->mu);
 	return rv;
+}
+
+bc_xfer_t *
+bc_cache_passthrough(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint64_t first, uint64_t last, bc_xfer_wake_fn wake, void *arg)
+{
+	bc_buf_t url = BC_BUF_INIT;
+	bc_kvlist_t hdrs = BC_KVLIST_INIT;
+	bc_xfer_opts_t xo;
+	bc_xfer_t *x = NULL;
+
+	if (upstream_request(c, o, false, first, last, "If-Match", etag, &url,
+	    &hdrs) == 0) {
+		xfer_opts(c, &xo, false, &url, &hdrs);
+		x = bc_xfer_start(c->o.loop, &xo, wake, arg);
+	}
+	if (x != NULL)
+		BC_STATS_INC(cache_passthrough);
+	bc_buf_fini(&url);
+	bc_kv_fini(&hdrs);
+	return x;
 }
 
 ssize_t

@@ -37,6 +37,7 @@
 #include "s3/s3_sigv4.h"
 #include "tier/tier.h"
 #include "upstream/upstream_loop.h"
+#include "upstream/upstream_xfer.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 
@@ -136,11 +137,26 @@ void bc_objmeta_fini(bc_objmeta_t *m);
  * filled); without fetch, BC_EINPROGRESS when another request's fetch of
  * it runs; BC_EAGAIN when it is not in memory: with fetch, a fetch
  * runs (one is started unless one already is) and w, when not NULL, is
- * registered on it; BC_ECANCELED when o is no longer the current version
- * (restart); or another negative code. *out is NULL unless 0 is returned.
+ * registered on it; BC_ENOSPC when none runs and memory has no room for
+ * one (chunks that responses hold fill the bound: read it with
+ * bc_cache_passthrough); BC_ECANCELED when o is no longer the current
+ * version (restart); or another negative code. *out is NULL unless 0 is
+ * returned.
  */
 int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool fetch, bc_waiter_t *w, bc_chunk_t **out);
+
+/*
+ * Bytes first..last of o's version etag straight from the upstream, kept
+ * nowhere: what a reader does when bc_cache_chunk() answers BC_ENOSPC
+ * (memory is full of chunks that responses still hold). A ranged GET with
+ * If-Match in wake mode (upstream_xfer.h: read it with bc_xfer_headers
+ * and bc_xfer_read; detach and unref it when done). NULL when it cannot
+ * start.
+ */
+bc_xfer_t *bc_cache_passthrough(bc_cache_t *c, bc_object_t *o,
+    const char *etag, uint64_t first, uint64_t last, bc_xfer_wake_fn wake,
+    void *arg);
 
 /*
  * For a chunk that may still be filling: returns the bytes readable now

@@ -133,6 +133,26 @@ bc_chunk_unref(bc_chunk_t *c)
 	free(c);
 }
 
+/* The mapping bc_chunk_new_filling() makes for len bytes; 0: malloc. */
+static size_t
+map_len_for(size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (len < BC_CHUNK_MAP_MIN || len > SIZE_MAX - page)
+		return 0;
+	return (len + page - 1) / page * page;
+}
+
+size_t
+bc_chunk_charge_for(size_t len, size_t id_len)
+{
+	size_t map_len = map_len_for(len);
+
+	return (map_len > 0 ? map_len : len) + sizeof(bc_chunk_t) + id_len +
+	    BC_CHUNK_ALLOC_OVERHEAD;
+}
+
 size_t
 bc_chunk_charge(const bc_chunk_t *c)
 {
@@ -157,12 +177,11 @@ bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
 bc_chunk_t *
 bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), map_len = 0;
+	size_t map_len = map_len_for(len);
 	uint8_t *data;
 	bc_chunk_t *c;
 
-	if (len >= BC_CHUNK_MAP_MIN && len <= SIZE_MAX - page) {
-		map_len = (len + page - 1) / page * page;
+	if (map_len > 0) {
 		data = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS |
 		    (len <= BC_CHUNK_POPULATE_MAX ? MAP_POPULATE : 0), -1, 0);

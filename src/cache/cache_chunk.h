@@ -97,6 +97,9 @@ void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
  * a mapping) + sizeof(bc_chunk_t) + id_len + BC_CHUNK_ALLOC_OVERHEAD.
  * What a memory bound counts. */
 size_t      bc_chunk_charge(const bc_chunk_t *c);
+/* What a chunk of len bytes with an id of id_len bytes, made by
+ * bc_chunk_new_filling(), will be charged. */
+size_t      bc_chunk_charge_for(size_t len, size_t id_len);
 
 uint64_t    bc_chunk_key_hash(const bc_chunk_key_t *k);
 /* true when c is the chunk k names. */

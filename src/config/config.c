@@ -432,22 +432,15 @@ bc_config_fini(bc_config_t *c)
 
 /* ---- sources ----------------------------------------------------------- */
 
+/* The lines of a config file open as fp; path names it in errors. */
 static int
-load_file(bc_config_t *c, const char *path, const char *where,
-    unsigned char *srcs, char *err, size_t errlen)
+load_stream(bc_config_t *c, FILE *fp, const char *path, unsigned char *srcs,
+    char *err, size_t errlen)
 {
 	char line[MAX_LINE + 2], at[MAX_LINE + 64];
 	unsigned lineno = 0;
-	FILE *fp;
 	int rv = 0;
 
-	fp = fopen(path, "r");
-	if (fp == NULL) {
-		rv = -errno;
-		bc_errf(err, errlen, "%s: %s: %s", where, path,
-		    bc_strerror(rv));
-		goto fail;
-	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
 		size_t len = strlen(line), nlen;
 		const struct opt *o;
@@ -517,9 +510,52 @@ load_file(bc_config_t *c, const char *path, const char *where,
 		bc_errf(err, errlen, "%s: read error", path);
 	}
 fail:
+	return rv;
+}
+
+static int
+load_file(bc_config_t *c, const char *path, const char *where,
+    unsigned char *srcs, char *err, size_t errlen)
+{
+	FILE *fp;
+	int rv;
+
+	fp = fopen(path, "r");
+	if (fp == NULL) {
+		rv = -errno;
+		bc_errf(err, errlen, "%s: %s: %s", where, path,
+		    bc_strerror(rv));
+		goto fail;
+	}
+	rv = load_stream(c, fp, path, srcs, err, errlen);
+	fclose(fp);
+fail:
+	return rv;
+}
+
+int
+bc_config_load_text(bc_config_t *c, const char *text, size_t len,
+    const char *name, char *err, size_t errlen)
+{
+	unsigned char srcs[NOPTS];
+	FILE *fp = NULL;
+	int rv = 0;
+
+	memset(srcs, SRC_DEFAULT, sizeof(srcs));
+	if (len == 0)
+		goto fail;
+	/* "r": the stream never writes to text */
+	fp = fmemopen((void *)(uintptr_t)text, len, "r");
+	if (fp == NULL) {
+		rv = BC_ENOMEM;
+		bc_errf(err, errlen, "%s: out of memory", name);
+		goto fail;
+	}
+	rv = load_stream(c, fp, name, srcs, err, errlen);
+fail:
 	if (fp != NULL)
 		fclose(fp);
-	return rv;
+	return rv < 0 ? -1 : 0;
 }
 
 static int
@@ -1285,31 +1321,55 @@ bc_config_secret(void *cv, const char *access_key)
  * otherwise an entry "b" allows every key of b and "b/p" the keys that
  * start with p.
  */
+/* What allow-list entry e grants in bucket: NULL (nothing), "" (the
+ * whole bucket) or the key prefix it allows. */
+static const char *
+entry_prefix(const char *e, const char *bucket)
+{
+	const char *slash = strchr(e, '/');
+	size_t elen = slash != NULL ? (size_t)(slash - e) : strlen(e);
+
+	if (elen != strlen(bucket) || memcmp(e, bucket, elen) != 0)
+		return NULL;
+	return slash != NULL ? slash + 1 : "";
+}
+
 bool
 bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
     const char *key)
 {
-	size_t blen;
+	if (k == NULL)
+		return false;
+	if (k->allow == NULL)
+		return true;
+	if (bucket == NULL || bucket[0] == '\0' || key == NULL)
+		return false;
+	for (size_t i = 0; i < k->nallow; i++) {
+		const char *p = entry_prefix(k->allow[i], bucket);
 
+		if (p != NULL && strncmp(key, p, strlen(p)) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+bc_config_key_has_bucket(const bc_client_key_t *k, const char *bucket)
+{
+	return bc_config_key_allows(k, bucket, "");
+}
+
+bool
+bc_config_key_in_bucket(const bc_client_key_t *k, const char *bucket)
+{
 	if (k == NULL)
 		return false;
 	if (k->allow == NULL)
 		return true;
 	if (bucket == NULL || bucket[0] == '\0')
 		return false;
-	if (key == NULL)
-		key = "";
-	blen = strlen(bucket);
-	for (size_t i = 0; i < k->nallow; i++) {
-		const char *e = k->allow[i], *slash = strchr(e, '/');
-		size_t elen = slash != NULL ? (size_t)(slash - e) : strlen(e);
-
-		if (elen != blen || memcmp(e, bucket, blen) != 0)
-			continue;
-		if (slash == NULL || key[0] == '\0')
+	for (size_t i = 0; i < k->nallow; i++)
+		if (entry_prefix(k->allow[i], bucket) != NULL)
 			return true;
-		if (strncmp(key, slash + 1, strlen(slash + 1)) == 0)
-			return true;
-	}
 	return false;
 }

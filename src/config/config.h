@@ -66,6 +66,13 @@ void bc_config_fini(bc_config_t *c);
 int  bc_config_load(bc_config_t *c, int argc, char **argv, char **env,
     char *err, size_t errlen);
 
+/* Applies len bytes of text (need not be NUL-terminated) as the contents
+ * of a config file: the parser --config uses, with name in place of the
+ * file's path in err. A LIST it sets replaces what c held. For tests and
+ * the fuzzer. Returns 0, or -1 with err set. */
+int  bc_config_load_text(bc_config_t *c, const char *text, size_t len,
+    const char *name, char *err, size_t errlen);
+
 /* Validates and derives: upstream URL form, addressing, client keys,
  * upstream credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
  * AWS_SESSION_TOKEN from env, else the profile in
@@ -83,8 +90,15 @@ const char *bc_config_secret(void *c, const char *access_key);
 /* The key entry for access_key, or NULL. */
 const bc_client_key_t *bc_config_key(const bc_config_t *c,
     const char *access_key);
-/* true when key may use bucket/key (prefix match on its allow list). */
+/* true when k may read and write key (or list below it, key being the
+ * listing's prefix) in bucket: an allow-list entry for the whole bucket,
+ * or one whose prefix key starts with. A key without a list may do all;
+ * k NULL, bucket "" or key NULL may do nothing. */
 bool bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
     const char *key);
+/* true when k has all of bucket (what bucket configuration needs). */
+bool bc_config_key_has_bucket(const bc_client_key_t *k, const char *bucket);
+/* true when k has any part of bucket. */
+bool bc_config_key_in_bucket(const bc_client_key_t *k, const char *bucket);
 
 #endif

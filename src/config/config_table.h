@@ -35,13 +35,25 @@ BC_OPT(client_keys,   "client-key",    LIST,  "",
 BC_OPT(anonymous,     "anonymous",     BOOL,  "no",
     "accept unsigned requests (and forward them signed with the upstream key)")
 BC_OPT(admin_token,   "admin-token",   STR,   "",
-    "token for state-changing /_bucketcache/ calls from non-loopback clients")
+    "token for admin calls (and stats) from clients that are not local")
+BC_OPT(public_stats,  "public-stats",  BOOL,  "no",
+    "serve /_bucketcache/stats and /metrics to any client (default: local clients or the admin token)")
 BC_OPT(threads,       "threads",       UINT,  "0",
     "HTTP worker threads (0: one per CPU)")
 BC_OPT(max_connections, "max-connections", UINT, "4096",
     "client connections served at once")
+BC_OPT(header_timeout, "header-timeout", MS,  "10s",
+    "a client must send a request's line and headers within this")
+BC_OPT(body_timeout,  "body-timeout",  MS,    "30s",
+    "an upload must send at least 64 KiB (or finish) in every period this long")
+BC_OPT(client_timeout, "client-timeout", MS,  "30s",
+    "a client that sends or reads nothing for this long is dropped (also the keep-alive idle limit)")
 BC_OPT(connect_timeout, "connect-timeout", MS,  "5s",
     "upstream connect timeout")
+BC_OPT(upstream_ttfb_timeout, "upstream-ttfb-timeout", MS, "10s",
+    "an upstream attempt whose answer has not begun this long after its request was sent fails (and may be retried)")
+BC_OPT(upstream_deadline, "upstream-deadline", MS, "30s",
+    "an upstream request, retries included, must have begun its answer within this")
 BC_OPT(upstream_timeout, "upstream-timeout", MS, "60s",
     "an upstream transfer that moves no byte for this long fails")
 BC_OPT(retries,       "retries",       UINT,  "3",

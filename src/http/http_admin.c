@@ -7,13 +7,17 @@
  *   DELETE /_bucketcache/v1/cache?bucket=B[&prefix=P | &key=K]
  *                              drops cached objects; {"invalidated": n}
  *
- * Read-only endpoints need no credentials (bucket names cannot start with
- * '_', so these paths never shadow S3). State-changing ones need a
- * loopback client or the admin token (--admin-token) in the
- * x-bucketcache-admin-token header; otherwise 403 AccessDenied.
+ * Bucket names cannot start with '_', so these paths never shadow S3.
+ * /health needs no credentials. Everything else needs a local client (on
+ * loopback, and not relayed by a proxy: see http_server.c) or the admin
+ * token (--admin-token) as "x-bucketcache-admin-token: TOKEN" or
+ * "Authorization: Bearer TOKEN" (what Prometheus sends); stats and
+ * metrics, which name buckets, are open to all with --public-stats.
+ * Otherwise 403 AccessDenied.
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cache/cache.h"
 #include "http/http_req.h"
@@ -27,10 +31,22 @@ admin_allowed(const bc_http_req_t *r)
 	const char *token = r->srv->cfg->admin_token;
 	const char *given = bc_kv_get(&r->s3.headers,
 	    "x-bucketcache-admin-token");
+	const char *auth = bc_kv_get(&r->s3.headers, "Authorization");
 
-	if (r->is_loopback)
+	if (r->is_local)
 		return true;
-	return token[0] != '\0' && given != NULL && bc_streq_ct(token, given);
+	if (token[0] == '\0')
+		return false;
+	if (given == NULL && auth != NULL && strncasecmp(auth, "Bearer ",
+	    7) == 0)
+		given = auth + 7;
+	return given != NULL && bc_streq_ct(token, given);
+}
+
+static bool
+stats_allowed(const bc_http_req_t *r)
+{
+	return r->srv->cfg->public_stats || admin_allowed(r);
 }
 
 /* DELETE /_bucketcache/v1/cache */
@@ -46,7 +62,7 @@ invalidate(bc_http_req_t *r)
 	if (!admin_allowed(r))
 		return BC_S3E_AccessDenied;
 	if (bucket == NULL || bucket[0] == '\0' ||
-	    (prefix != NULL && key != NULL))
+	    !bc_s3_bucket_name_ok(bucket) || (prefix != NULL && key != NULL))
 		return BC_S3E_InvalidArgument;
 	if (r->srv->cache != NULL)
 		n = bc_cache_invalidate(r->srv->cache, bucket, key,
@@ -81,6 +97,9 @@ admin_finish(bc_http_req_t *r)
 	if (strcmp(path, "health") == 0 && get) {
 		bc_buf_puts(&body, "ok\n");
 		rv = bc_http_respond_buf(r, 200, "text/plain", &body);
+	} else if ((strcmp(path, "stats") == 0 ||
+	    strcmp(path, "metrics") == 0) && get && !stats_allowed(r)) {
+		return BC_S3E_AccessDenied;
 	} else if (strcmp(path, "stats") == 0 && get) {
 		bc_stats_json(&body);
 		rv = bc_http_respond_buf(r, 200, "application/json", &body);

@@ -62,6 +62,8 @@ typedef struct objreq_s {
 	bc_chunk_t      *first;      /* chunk delivered with the metadata */
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bool             cur_fetched;
+	bc_xfer_t       *pass;       /* the rest, uncached (memory full) */
+	bool             pass_ok;    /* its answer is the bytes asked for */
 } objreq_t;
 
 typedef struct held_s {          /* zero-copy response's references */
@@ -214,6 +216,56 @@ read_ahead(objreq_t *q, const bc_http_req_t *r, uint32_t from, uint32_t to)
 	}
 }
 
+/* The rest of the response (from off) straight from the upstream: every
+ * chunk it needs would go past the memory bound, which chunks still held
+ * by responses fill (see cache.h, BC_ENOSPC). */
+static ssize_t
+pass_read(bc_http_req_t *r, objreq_t *q, uint64_t off, char *buf,
+    size_t max)
+{
+	const bc_kvlist_t *h;
+	const char *etag;
+	ssize_t n;
+	int status, rv;
+
+	if (q->pass == NULL) {
+		q->pass = bc_cache_passthrough(q->c, q->o, q->meta.etag, off,
+		    q->range.last, bc_http_resume_cb, r);
+		if (q->pass == NULL)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (!q->pass_ok) {
+		rv = bc_xfer_headers(q->pass, &status, &h);
+		if (rv == BC_EAGAIN) {
+			bc_http_wait(r);
+			return 0;
+		}
+		etag = rv == 0 ? bc_kv_get(h, "ETag") : NULL;
+		if (rv < 0 || !(status == 206 || (status == 200 && off == 0 &&
+		    q->range.last + 1 == q->meta.size)) || etag == NULL ||
+		    strcmp(etag, q->meta.etag) != 0) {
+			BC_WARN("%s/%s: uncached read from byte %" PRIu64
+			    " failed (%s, status %d); cutting the response "
+			    "off", r->s3.bucket, r->s3.key, off,
+			    rv < 0 ? bc_strerror(rv) : "answered", rv < 0 ?
+			    0 : status);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		q->pass_ok = true;
+	}
+	n = bc_xfer_read(q->pass, buf, max);
+	if (n == BC_EAGAIN) {
+		bc_http_wait(r);
+		return 0;
+	}
+	if (n <= 0)   /* MHD stops asking at the response's length */
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	BC_STATS_ADD(cache_bytes_upstream, n);
+	bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_bytes_upstream,
+	    (uint64_t)n);
+	return n;
+}
+
 static ssize_t
 obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -226,6 +278,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n;
 	int rv;
 
+	if (q->pass != NULL)
+		return pass_read(r, q, off, buf, max);
 	if (q->waiting) {   /* for a chunk, or for a filling chunk's bytes */
 		rv = take_wake(r, q, &e);
 		if (rv == 0)
@@ -249,6 +303,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 				bc_http_wait(r);
 				return 0;
 			}
+			if (rv == BC_ENOSPC)
+				return pass_read(r, q, off, buf, max);
 			if (rv < 0) {
 				BC_WARN("%s/%s: chunk %u: %s; cutting the "
 				    "response off", r->s3.bucket, r->s3.key,
@@ -414,10 +470,12 @@ respond(bc_http_req_t *r, objreq_t *q)
 
 		if (rr == BC_RANGE_UNSATISFIABLE) {
 			bc_buf_t body = BC_BUF_INIT;
+			size_t blen;
 
 			bc_s3err_xml(&body, BC_S3E_InvalidRange, NULL,
 			    r->s3.path, r->s3.request_id);
-			resp = MHD_create_response_from_buffer(body.len,
+			blen = body.len;   /* steal empties body */
+			resp = MHD_create_response_from_buffer(blen,
 			    bc_buf_steal(&body), MHD_RESPMEM_MUST_FREE);
 			if (resp == NULL)
 				return BC_S3E_InternalError;
@@ -544,6 +602,10 @@ obj_done(bc_http_req_t *r, bool ok)
 	if (q == NULL)
 		return;
 	bc_waiter_fini(q->c, &q->w);
+	if (q->pass != NULL) {
+		bc_xfer_detach(q->pass);
+		bc_xfer_unref(q->pass);
+	}
 	bc_chunk_unref(q->first);
 	bc_chunk_unref(q->cur);
 	if (q->have_meta)

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "http/http_proxy.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "s3/s3_awschunked.h"
@@ -97,51 +98,67 @@ upstream_payload_hash(const bc_http_req_t *r, bool body)
 	return body ? BC_SIGV4_UNSIGNED : BC_SIGV4_EMPTY_SHA256;
 }
 
-/* Builds url, headers and signs them. Returns BC_S3E_NONE or an error. */
-static bc_s3err_t
-build_upstream(bc_http_req_t *r, bc_buf_t *url, bc_kvlist_t *hdrs,
-    bc_kvlist_t *query, bc_sigv4_ctx_t *ctx)
+bc_s3err_t
+bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
+    const char *const *drop, const bc_kvlist_t *add, bc_buf_t *url,
+    bc_kvlist_t *hdrs, bc_sigv4_ctx_t *ctx)
 {
 	const bc_server_t *s = r->srv;
-	bool body = r->content_length != UINT64_MAX && r->content_length > 0;
 	bool slash = r->s3.key[0] == '\0' && !r->s3.virtual_host &&
 	    r->s3.path[strlen(r->s3.path) - 1] == '/';
+	bc_kvlist_t query = BC_KVLIST_INIT;
 	bc_buf_t path = BC_BUF_INIT, host = BC_BUF_INIT;
 	bc_s3err_t e = BC_S3E_InternalError;
 
 	for (size_t i = 0; i < r->s3.query.n; i++)
 		if (!is_auth_param(r, r->s3.query.v[i].name) &&
-		    bc_kv_add(query, r->s3.query.v[i].name,
+		    bc_kv_add(&query, r->s3.query.v[i].name,
 		    r->s3.query.v[i].value) < 0)
 			goto fail;
-	if (bc_upstream_target(&s->ep, r->s3.bucket, r->s3.key, slash, query,
+	if (bc_upstream_target(&s->ep, r->s3.bucket, r->s3.key, slash, &query,
 	    url, &host, &path) < 0)
 		goto fail;
 	for (size_t i = 0; i < r->s3.headers.n; i++) {
 		const bc_kv_t *h = &r->s3.headers.v[i];
 
-		if (in_list(dropped_request_headers, h->name))
+		if (in_list(dropped_request_headers, h->name) ||
+		    (drop != NULL && in_list(drop, h->name)))
 			continue;
 		if (bc_kv_add(hdrs, h->name, h->value) < 0)
 			goto fail;
 	}
+	for (size_t i = 0; add != NULL && i < add->n; i++)
+		if (bc_kv_add(hdrs, add->v[i].name, add->v[i].value) < 0)
+			goto fail;
 	if (bc_kv_add(hdrs, "Host", bc_buf_str(&host)) < 0)
 		goto fail;
-	if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), query,
-	    upstream_payload_hash(r, body), &s->creds, time(NULL), ctx) < 0)
+	if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), &query,
+	    payload_hash, &s->creds, time(NULL), ctx) < 0)
 		goto fail;
 	e = BC_S3E_NONE;
 fail:
 	bc_buf_fini(&path);
 	bc_buf_fini(&host);
+	bc_kv_fini(&query);
 	return e;
+}
+
+void
+bc_proxy_copy_headers(struct MHD_Response *resp, const bc_kvlist_t *uh)
+{
+	for (size_t i = 0; i < uh->n; i++) {
+		if (in_list(dropped_response_headers, uh->v[i].name))
+			continue;
+		MHD_add_response_header(resp, uh->v[i].name, uh->v[i].value);
+	}
 }
 
 static bc_s3err_t
 proxy_start(bc_http_req_t *r)
 {
 	bc_buf_t url = BC_BUF_INIT;
-	bc_kvlist_t hdrs = BC_KVLIST_INIT, query = BC_KVLIST_INIT;
+	bc_kvlist_t hdrs = BC_KVLIST_INIT;
+	bool body = r->content_length != UINT64_MAX && r->content_length > 0;
 	bc_sigv4_ctx_t ctx;
 	bc_xfer_opts_t o;
 	proxy_t *p;
@@ -158,26 +175,31 @@ proxy_start(bc_http_req_t *r)
 	    r->content_length == UINT64_MAX &&
 	    bc_kv_get(&r->s3.headers, "Transfer-Encoding") != NULL)
 		return BC_S3E_MissingContentLength;
-	e = build_upstream(r, &url, &hdrs, &query, &ctx);
+	e = bc_proxy_request(r, upstream_payload_hash(r, body), NULL, NULL,
+	    &url, &hdrs, &ctx);
 	if (e != BC_S3E_NONE)
 		goto out;
 	if (r->auth.streaming) {
+		uint64_t dlen;
+
+		/* the signed decoded length, checked as the chunks arrive */
+		e = bc_awschunked_parse_decoded_len(bc_kv_get(&r->s3.headers,
+		    "x-amz-decoded-content-length"), &dlen);
+		if (e != BC_S3E_NONE)
+			goto out;
 		p->chunked = bc_awschunked_new(&r->auth.v4, &ctx,
 		    MAX_AWS_CHUNK);
 		if (p->chunked == NULL) {
 			e = BC_S3E_InternalError;
 			goto out;
 		}
+		bc_awschunked_set_decoded_len(p->chunked, dlen);
 	}
-	memset(&o, 0, sizeof(o));
+	bc_xfer_opts_init(&o, r->srv->cfg);
 	o.method = r->s3.method;
 	o.url = bc_buf_str(&url);
 	o.headers = &hdrs;
-	o.body_len = r->content_length != UINT64_MAX &&
-	    r->content_length > 0 ? r->content_length : BC_XFER_NO_BODY;
-	o.retries = r->srv->cfg->retries;
-	o.connect_timeout_ms = r->srv->cfg->connect_timeout;
-	o.stall_timeout_ms = r->srv->cfg->upstream_timeout;
+	o.body_len = body ? r->content_length : BC_XFER_NO_BODY;
 	BC_DEBUG("upstream %s %s", o.method, o.url);
 	p->x = bc_xfer_start(r->srv->loop, &o, bc_http_resume_cb, r);
 	if (p->x == NULL)
@@ -185,7 +207,6 @@ proxy_start(bc_http_req_t *r)
 out:
 	bc_buf_fini(&url);
 	bc_kv_fini(&hdrs);
-	bc_kv_fini(&query);
 	return e;
 }
 
@@ -250,8 +271,12 @@ proxy_body(bc_http_req_t *r, const char *data, size_t *len)
 		if (*len == 0)
 			return BC_S3E_NONE;
 		n = bc_awschunked_feed(p->chunked, data, *len, &e);
-		if (n < 0)
+		if (n < 0) {
+			/* the body is bad: cancel the exchange now, so the
+			 * upstream never gets the rest of it */
+			bc_xfer_detach(p->x);
 			return e;
+		}
 		data += n;
 		*len -= (size_t)n;
 	}
@@ -379,11 +404,7 @@ proxy_finish(bc_http_req_t *r)
 	}
 	if (resp == NULL)
 		return BC_S3E_InternalError;
-	for (size_t i = 0; i < uh->n; i++) {
-		if (in_list(dropped_response_headers, uh->v[i].name))
-			continue;
-		MHD_add_response_header(resp, uh->v[i].name, uh->v[i].value);
-	}
+	bc_proxy_copy_headers(resp, uh);
 	if (bc_http_respond(r, (unsigned)status, resp) < 0)
 		return BC_S3E_InternalError;
 	return BC_S3E_NONE;

@@ -19,6 +19,7 @@
 
 #include <microhttpd.h>
 
+#include "config/config.h"
 #include "s3/s3_auth.h"
 #include "s3/s3_request.h"
 #include "util/util_buf.h"
@@ -49,6 +50,7 @@ struct bc_http_req_s {
 	void                 *hdata;        /* the handler's own state */
 	bc_s3_req_t           s3;
 	bc_s3_auth_t          auth;
+	const bc_client_key_t *client_key;  /* who signed; NULL: unsigned */
 	char                 *raw_uri;      /* as received */
 	uint64_t              content_length; /* UINT64_MAX when none */
 	uint64_t              bytes_in;     /* upload bytes received */
@@ -57,7 +59,15 @@ struct bc_http_req_s {
 	bc_s3err_t            pending_err;  /* answer at the next call */
 	const char           *pending_msg;  /* static; NULL: the table's */
 	bool                  started;
-	bool                  is_loopback;  /* client address is loopback */
+	bool                  authorized;   /* passed authentication and the
+					       key's allow list */
+	bool                  is_local;     /* loopback client, no
+					       forwarding headers */
+	bool                  close_after;  /* framing in doubt: the
+					       response closes the
+					       connection */
+	bool                  body_ended;   /* the last upload call came */
+	struct bc_conn_s     *cn;           /* its connection's deadlines */
 	uint64_t              start_ns;     /* monotonic */
 	/* suspend/resume handshake (http_server.c) */
 	pthread_mutex_t       wait_mu;
@@ -93,6 +103,8 @@ extern const bc_handler_t bc_handler_proxy;
 extern const bc_handler_t bc_handler_file;
 extern const bc_handler_t bc_handler_admin;
 extern const bc_handler_t bc_handler_object;   /* GET/HEAD via the cache */
+extern const bc_handler_t bc_handler_delete;   /* DeleteObjects of a key
+						  limited to prefixes */
 
 /* true when the cache can answer r exactly as S3 would (http_object.c) */
 bool bc_object_cacheable(const bc_http_req_t *r);

@@ -17,6 +17,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "http/http_authz.h"
+#include "http/http_head.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "stats/stats.h"
@@ -33,17 +36,26 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 #define MHD_CONN_MEMORY (32 * 1024)   /* MHD zeroes it per request */
+#define FDS_SPARE       256           /* descriptors kept for the upstream,
+					 files and logs */
+#define MS_PER_NS       1000000u
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
+/*
+ * libmicrohttpd before 1.0 (Debian 12 has 0.9.75) cannot be made to refuse
+ * bare-LF line ends, folded header lines or a NUL inside the request
+ * target: it accepts them silently. Those are checked here from where its
+ * parser left the request head (mhd_head_layout_ok); 1.0 refuses them
+ * itself at client discipline level 1.
+ */
+#if MHD_VERSION >= 0x01000000
+#define BC_MHD_STRICT 1
+#else
+#define BC_MHD_STRICT 0
+#endif
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- responses --------------------------------------------------------- */
 
@@ -60,6 +72,8 @@ bc_http_respond(bc_http_req_t *r, unsigned int status,
 		    r->s3.request_id);
 	if (MHD_get_response_header(resp, "Server") == NULL)
 		MHD_add_response_header(resp, "Server", "bucketcache");
+	if (r->close_after)
+		MHD_add_response_header(resp, "Connection", "close");
 	ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ok != MHD_YES)
@@ -124,6 +138,7 @@ bc_http_wait(bc_http_req_t *r)
 		r->wake_pending = false;
 	} else {
 		r->suspended = true;
+		bc_conn_held(&r->srv->conns, r->cn, true);
 		MHD_suspend_connection(r->conn);
 	}
 	pthread_mutex_unlock(&r->wait_mu);
@@ -138,6 +153,7 @@ bc_http_resume(bc_http_req_t *r)
 	if (r->suspended) {
 		r->suspended = false;
 		resume = true;
+		bc_conn_held(&r->srv->conns, r->cn, false);
 	} else {
 		r->wake_pending = true;
 	}
@@ -155,21 +171,69 @@ bc_http_resume_cb(void *r)
 
 /* ---- request life ------------------------------------------------------ */
 
+/* The connection's deadline record (NULL when it has none). */
+static bc_conn_t *
+conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+	bc_server_t *s = cls;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_ctx = ci != NULL ?
+		    bc_conns_open(&s->conns, ci->connect_fd) : NULL;
+	} else {
+		bc_conns_close(&s->conns, *socket_ctx);
+		*socket_ctx = NULL;
+	}
+}
+
+/* Called once the request line is in, before MHD parses the query. */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	bc_server_t *s = cls;
-	bc_http_req_t *r = calloc(1, sizeof(*r));
+	bc_http_req_t *r;
 
+	if (uri == NULL)
+		return NULL;
+	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return NULL;
 	r->conn = c;
 	r->srv = s;
+	r->cn = conn_of(c);
 	r->content_length = UINT64_MAX;
-	r->start_ns = now_ns();
+	r->start_ns = bc_mono_ns();
 	pthread_mutex_init(&r->wait_mu, NULL);
 	bc_s3_req_init(&r->s3);
 	r->raw_uri = strdup(uri);
+#if !BC_MHD_STRICT
+	/* MHD 0.9.75 parses the query into its per-connection pool next;
+	 * when the pool runs out (a few hundred parameters) it neither
+	 * answers nor ends the request, and this state leaks. The gateway
+	 * parses the query itself from raw_uri (bounded), so MHD gets none:
+	 * the query in its buffer, which it owns but no longer reads, is cut
+	 * after the '?'. */
+	{
+		char *q = strchr(uri, '?');
+
+		if (q != NULL)
+			q[1] = '\0';
+	}
+#endif
+	bc_conn_request_line(&s->conns, r->cn);
 	BC_STATS_INC(connections);
 	return r;
 }
@@ -188,6 +252,7 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     enum MHD_RequestTerminationCode toe)
 {
+	bc_server_t *s = cls;
 	bc_http_req_t *r = *req_cls;
 	bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
 
@@ -198,26 +263,137 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (r->started) {
 		bc_stats_request(r->s3.op, r->status > 0 ? (unsigned)r->status :
 		    499, r->bytes_in, ok ? r->bytes_out : 0);
-		if (r->s3.bucket != NULL && r->s3.bucket[0] != '\0' &&
-		    r->s3.op != BC_S3OP_Admin)
+		/* Only authorized requests name a bucket in the stats: a
+		 * rejected one may carry any name. */
+		if (r->authorized && r->s3.bucket[0] != '\0')
 			bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_requests, 1);
 	}
 	BC_DEBUG("%s %s -> %d (%.3f ms)%s", r->s3.method,
 	    r->raw_uri != NULL ? r->raw_uri : "?", r->status,
-	    (double)(now_ns() - r->start_ns) / 1e6, ok ? "" : " aborted");
+	    (double)(bc_mono_ns() - r->start_ns) / 1e6, ok ? "" : " aborted");
+	bc_conn_request_done(&s->conns, r->cn);
 	*req_cls = NULL;
 	req_free(r);
 }
 
-static enum MHD_Result
-collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-    const char *value)
-{
-	bc_kvlist_t *h = cls;
+/* The header fields as MHD holds them, in arrival order: pointers into
+ * its read buffer (valid during the access handler's first call). */
+typedef struct fields_s {
+	bc_http_field_t *v;
+	size_t           n, cap;
+	bool             oom;
+} fields_t;
 
-	if (bc_kv_add(h, key, value != NULL ? value : "") < 0)
-		return MHD_NO;
+static enum MHD_Result
+collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+    size_t key_size, const char *value, size_t value_size)
+{
+	fields_t *h = cls;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap > 0 ? h->cap * 2 : 32;
+		bc_http_field_t *v = realloc(h->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			h->oom = true;
+			return MHD_NO;
+		}
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n++] = (bc_http_field_t){ key, key_size,
+	    value != NULL ? value : "", value != NULL ? value_size : 0 };
 	return MHD_YES;
+}
+
+#if !BC_MHD_STRICT
+/*
+ * MHD 0.9.75 parses the head in place: each line's CR LF becomes two NUL
+ * bytes (a bare LF one), the ':' after a name one NUL, and the request
+ * line's separators NULs. So the head was exactly "line CR LF" * n + CR LF,
+ * with no folded line, iff the request target runs to one byte before the
+ * version, the first field starts two bytes past the version's end, each
+ * field's name is followed by NUL and blanks up to its value, and each
+ * value by two NULs and then the next field or a final two NULs (the empty
+ * line). A folded line moves its field out of that sequence; a bare LF
+ * shortens a gap; a NUL in the target ends it early. (The last line cannot
+ * be told from a bare-LF empty line before a body that starts with NUL.)
+ */
+static bool
+mhd_head_layout_ok(const char *url, size_t url_len, const char *version,
+    const fields_t *h)
+{
+	size_t vlen = strlen(version);
+	const char *p;
+
+	if (version != url + url_len + 1 || vlen == 0)
+		return false;
+	p = version + vlen;
+	for (size_t i = 0; i < h->n; i++) {
+		const bc_http_field_t *f = &h->v[i];
+		const char *q;
+
+		if (p[0] != '\0' || p[1] != '\0' || f->name != p + 2)
+			return false;
+		q = f->name + f->name_len;
+		if (*q != '\0')
+			return false;
+		for (q++; q < f->value; q++)
+			if (*q != ' ' && *q != '\t')
+				return false;
+		if (q != f->value)
+			return false;
+		p = f->value + f->value_len;
+	}
+	return p[0] == '\0' && p[1] == '\0' && p[2] == '\0' && p[3] == '\0';
+}
+#endif
+
+/* Framing and syntax checks of the head, before anything reads it; also
+ * copies the fields into r->s3.headers. */
+static bc_s3err_t
+check_head(bc_http_req_t *r, const char *url, const char *version)
+{
+	fields_t h = { NULL, 0, 0, false };
+	size_t ulen = strlen(r->raw_uri);
+	const char *why = NULL;
+	bc_s3err_t e = BC_S3E_NONE;
+
+	MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_field,
+	    &h);
+	if (h.oom) {
+		e = BC_S3E_InternalError;
+		goto out;
+	}
+#if !BC_MHD_STRICT
+	if (!mhd_head_layout_ok(url, ulen, version, &h)) {
+		why = "bare LF, folded header line or NUL in the request line";
+		e = BC_S3E_BadRequest;
+		goto out;
+	}
+#endif
+	e = bc_http_head_check(r->raw_uri, ulen, h.v, h.n, &why);
+	if (e != BC_S3E_NONE)
+		goto out;
+	for (size_t i = 0; i < h.n; i++)
+		if (bc_kv_addn(&r->s3.headers, h.v[i].name, h.v[i].name_len,
+		    h.v[i].value, h.v[i].value_len) < 0) {
+			e = BC_S3E_InternalError;
+			goto out;
+		}
+	if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+	    bc_kv_get(&r->s3.headers, "Host") == NULL) {
+		why = "an HTTP/1.1 request without Host";   /* RFC 9112 3.2 */
+		e = BC_S3E_BadRequest;
+	}
+out:
+	if (e == BC_S3E_BadRequest || e == BC_S3E_NotImplemented) {
+		/* the message's end is in doubt: answer, then close */
+		r->close_after = true;
+		BC_DEBUG("%s: malformed head: %s", r->raw_uri, why);
+	}
+	free(h.v);
+	return e;
 }
 
 static bool
@@ -244,7 +420,23 @@ client_is_loopback(struct MHD_Connection *c)
 	return false;
 }
 
-/* Parses Content-Length; BC_S3E_NONE when absent (UINT64_MAX) or valid. */
+/* Local: from loopback, and not relayed there by a proxy (a request that
+ * names another client is that client's). */
+static bool
+client_is_local(const bc_http_req_t *r)
+{
+	static const char *const relayed[] = { "Forwarded",
+	    "X-Forwarded-For", "X-Real-IP", NULL };
+
+	if (!client_is_loopback(r->conn))
+		return false;
+	for (int i = 0; relayed[i] != NULL; i++)
+		if (bc_kv_get(&r->s3.headers, relayed[i]) != NULL)
+			return false;
+	return true;
+}
+
+/* Content-Length (syntax already checked); UINT64_MAX when absent. */
 static bc_s3err_t
 parse_content_length(bc_http_req_t *r)
 {
@@ -253,11 +445,9 @@ parse_content_length(bc_http_req_t *r)
 
 	if (v == NULL)
 		return BC_S3E_NONE;
-	if (*v == '\0')
-		return BC_S3E_InvalidArgument;
 	for (; *v != '\0'; v++) {
-		if (*v < '0' || *v > '9' || n > (UINT64_MAX - 9) / 10)
-			return BC_S3E_InvalidArgument;
+		if (n > (UINT64_MAX - 9) / 10)
+			return BC_S3E_BadRequest;
 		n = n * 10 + (uint64_t)(*v - '0');
 	}
 	r->content_length = n;
@@ -274,17 +464,19 @@ has_body(const bc_http_req_t *r)
 /* First call: parse, authenticate, authorize, start the handler. Returns
  * the error to answer, or BC_S3E_NONE. */
 static bc_s3err_t
-begin(bc_server_t *s, bc_http_req_t *r, const char *method)
+begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
+    const char *version)
 {
 	const bc_config_t *cfg = s->cfg;
 	const bc_client_key_t *key;
 	bc_s3err_t e;
 
-	r->is_loopback = client_is_loopback(r->conn);
-	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header,
-	    &r->s3.headers);
 	if (r->raw_uri == NULL)
 		return BC_S3E_InternalError;
+	e = check_head(r, url, version);
+	if (e != BC_S3E_NONE)
+		return e;
+	r->is_local = client_is_local(r);
 	e = parse_content_length(r);
 	if (e != BC_S3E_NONE)
 		return e;
@@ -307,15 +499,24 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method)
 	}
 	if (r->auth.kind != BC_S3AUTH_NONE) {
 		key = bc_config_key(cfg, r->auth.access_key);
-		if (key == NULL || !bc_config_key_allows(key, r->s3.bucket,
-		    r->s3.key)) {
+		e = bc_http_authz(key, &r->s3);
+		if (e != BC_S3E_NONE) {
 			BC_STATS_INC(auth_failures);
-			return BC_S3E_AccessDenied;
+			return e;
 		}
+		r->client_key = key;
 	}
+	r->authorized = true;
 	if (r->s3.op == BC_S3OP_PutObject && r->content_length == UINT64_MAX)
 		return BC_S3E_MissingContentLength;
-	r->handler = bc_object_cacheable(r) ? &bc_handler_object : s->backend;
+	if (bc_object_cacheable(r))
+		r->handler = &bc_handler_object;
+	else if (r->s3.op == BC_S3OP_DeleteObjects && r->client_key != NULL &&
+	    s->backend == &bc_handler_proxy &&
+	    bc_http_authz_limited(r->client_key, r->s3.bucket))
+		r->handler = &bc_handler_delete;   /* key by key */
+	else
+		r->handler = s->backend;
 	return r->handler->start(r);
 }
 
@@ -332,8 +533,14 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		return MHD_NO;
 	if (!r->started) {
 		r->started = true;
-		r->pending_err = begin(s, r, method);
-		if (r->pending_err != BC_S3E_NONE && has_body(r))
+		r->pending_err = begin(s, r, method, url, version);
+		bc_conn_request_head(&s->conns, r->cn,
+		    r->pending_err == BC_S3E_NONE && has_body(r));
+		/* An error is answered at once when a body follows (it is
+		 * then skipped) or the connection closes after it anyway;
+		 * otherwise on the next call, so the connection stays. */
+		if (r->pending_err != BC_S3E_NONE && (has_body(r) ||
+		    r->close_after))
 			bc_http_respond_error(r, r->pending_err, r->pending_msg);
 		return MHD_YES;
 	}
@@ -341,12 +548,14 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		size_t len = *upload_data_size;
 
 		if (r->pending_err != BC_S3E_NONE || r->status != 0) {
+			bc_conn_body_bytes(&s->conns, r->cn, len);
 			*upload_data_size = 0;   /* discard */
 			if (r->status == 0)
 				bc_http_respond_error(r, r->pending_err, r->pending_msg);
 			return MHD_YES;
 		}
 		e = r->handler->body(r, upload_data, &len);
+		bc_conn_body_bytes(&s->conns, r->cn, *upload_data_size - len);
 		r->bytes_in += *upload_data_size - len;
 		*upload_data_size = len;
 		if (e == BC_S3E_SignatureDoesNotMatch)   /* aws-chunked */
@@ -357,6 +566,10 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 			bc_http_respond_error(r, e, NULL);
 		}
 		return MHD_YES;
+	}
+	if (!r->body_ended) {
+		r->body_ended = true;
+		bc_conn_body_end(&s->conns, r->cn);
 	}
 	if (r->status != 0)
 		return MHD_YES;
@@ -377,6 +590,32 @@ unescape_nothing(void *cls, struct MHD_Connection *c, char *s)
 }
 
 /* ---- start/stop -------------------------------------------------------- */
+
+/* The connections the process can really hold: raises the soft descriptor
+ * limit to the hard one and keeps FDS_SPARE descriptors for the rest. */
+static unsigned
+connection_limit(unsigned want)
+{
+	struct rlimit rl;
+	rlim_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return want;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > FDS_SPARE +
+	    (rlim_t)want)
+		return want;
+	room = rl.rlim_cur > FDS_SPARE * 2 ? rl.rlim_cur - FDS_SPARE :
+	    rl.rlim_cur / 2;
+	BC_WARN("--max-connections %u: the descriptor limit (%llu) allows "
+	    "%llu", want, (unsigned long long)rl.rlim_cur,
+	    (unsigned long long)room);
+	return (unsigned)room;
+}
 
 static int
 parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
@@ -466,6 +705,7 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
     char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
+	bc_conns_limits_t limits;
 	unsigned threads = cfg->threads;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
@@ -512,22 +752,38 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 
 		threads = n > 0 ? (unsigned)n : 1;
 	}
+	limits.max = connection_limit(cfg->max_connections);
+	limits.reserve = limits.max / 16 > 8 ? limits.max / 16 : 8;
+	limits.idle_ns = cfg->client_timeout * MS_PER_NS;
+	limits.head_ns = cfg->header_timeout * MS_PER_NS;
+	limits.body_ns = cfg->body_timeout * MS_PER_NS;
+	if (bc_conns_start(&s->conns, &limits) < 0) {
+		snprintf(err, errlen, "cannot start the connection sweeper");
+		return -1;
+	}
 	if (bc_log_level >= BC_LOG_DEBUG)
 		flags |= MHD_USE_ERROR_LOG;
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
-	    MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, 300u,
+	    MHD_OPTION_CONNECTION_LIMIT, limits.max,
+	    /* inactivity: seconds, rounded up; 0 turns it off */
+	    MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)((cfg->client_timeout + 999) / 1000),
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_CONN_MEMORY,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL,
 	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+#if BC_MHD_STRICT
+	    MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1,
+#endif
 	    MHD_OPTION_END);
 	if (s->mhd == NULL) {
 		snprintf(err, errlen, "--listen: cannot serve on %s: %s",
 		    cfg->listen, strerror(errno));
+		bc_conns_stop(&s->conns);
 		return -1;
 	}
 	return 0;
@@ -549,6 +805,7 @@ bc_server_stop(bc_server_t *s)
 	if (s->mhd != NULL)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
+	bc_conns_stop(&s->conns);
 	bc_cache_free(s->cache);
 	s->cache = NULL;
 	free(s->up_scheme_host);

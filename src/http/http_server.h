@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "http/http_conns.h"
 #include "http/http_req.h"
 #include "s3/s3_sigv4.h"
 #include "upstream/upstream_loop.h"
@@ -27,6 +28,7 @@ struct bc_server_s {
 	char               *up_host;         /* "h:p" (Host header) */
 	bc_upstream_ep_t    ep;              /* the two above, addressing */
 	struct bc_cache_s  *cache;           /* NULL when not caching */
+	bc_conns_t          conns;           /* connection deadlines */
 };
 
 /* Starts serving cfg->listen. Returns 0, or -1 with err set. */

@@ -6,9 +6,13 @@
  * data (buffered whole, at most max_chunk), CRLF. A chunk is verified
  * against the client's signature chain once complete, then framed into
  * the output buffer with the same size text and the upstream's chained
- * signature (same length), so output length == input length. Errors are
- * sticky. Not thread-safe; one instance per request.
+ * signature (same length), so output length == input length. With a
+ * declared payload length, a chunk announced past it fails before its
+ * data is read, and the final chunk is checked before it is framed, so
+ * a wrong declaration never lets the output end. Errors are sticky. Not
+ * thread-safe; one instance per request.
  */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,8 @@ struct bc_awschunked_s {
 	size_t         got;
 	size_t         crlf_got;
 	uint64_t       decoded;
+	bool           has_declared;    /* the payload's length is known */
+	uint64_t       declared;
 
 	char          *buf;             /* frame: line + data + CRLF */
 	size_t         cap;
@@ -77,6 +83,35 @@ bc_awschunked_new(const bc_sigv4_ctx_t *client,
 	d->max_chunk = max_chunk;
 	d->st = ST_LINE;
 	return d;
+}
+
+bc_s3err_t
+bc_awschunked_parse_decoded_len(const char *value, uint64_t *len)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	if (value == NULL)
+		return BC_S3E_MissingContentLength;
+	for (i = 0; value[i] >= '0' && value[i] <= '9'; i++) {
+		unsigned dig = (unsigned)(value[i] - '0');
+
+		if (i >= 20 || n > (UINT64_MAX - dig) / 10)
+			return BC_S3E_InvalidArgument;
+		n = n * 10 + dig;
+	}
+	if (i == 0 || value[i] != '\0')
+		return BC_S3E_InvalidArgument;
+	*len = n;
+	return BC_S3E_NONE;
+}
+
+void
+bc_awschunked_set_decoded_len(bc_awschunked_t *d, uint64_t len)
+{
+	assert(d->decoded == 0 && d->st == ST_LINE);   /* before any chunk */
+	d->has_declared = true;
+	d->declared = len;
 }
 
 void
@@ -129,6 +164,9 @@ parse_line(bc_awschunked_t *d)
 			return BC_S3E_InvalidArgument;
 	if (size > d->max_chunk || size > SIZE_MAX - MAX_LINE - 2)
 		return BC_S3E_EntityTooLarge;
+	/* past the declared length: fail now, before buffering the data */
+	if (d->has_declared && size > d->declared - d->decoded)
+		return BC_S3E_IncompleteBody;
 	memcpy(d->sig, l + i + SIG_EXT_LEN, 64);
 	d->sig[64] = '\0';
 	d->size = (size_t)size;
@@ -169,6 +207,9 @@ end_chunk(bc_awschunked_t *d)
 		return BC_S3E_SignatureDoesNotMatch;
 	memcpy(d->prev_client, d->sig, sizeof(d->prev_client));
 	d->decoded += d->size;
+	/* the final chunk ends the body only at the declared length */
+	if (d->size == 0 && d->has_declared && d->decoded != d->declared)
+		return BC_S3E_IncompleteBody;
 	if (d->framed) {
 		char *p = d->buf;
 

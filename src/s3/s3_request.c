@@ -161,10 +161,8 @@ host_name(const bc_s3_req_t *r, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* S3's legacy bucket names: 1-255 of [A-Za-z0-9._-], not "." or "..",
- * not starting with '_' (reserved for /_bucketcache/). "" is the service. */
-static bool
-bucket_name_ok(const char *b)
+bool
+bc_s3_bucket_name_ok(const char *b)
 {
 	size_t n = strlen(b);
 
@@ -181,12 +179,8 @@ bucket_name_ok(const char *b)
 	return true;
 }
 
-/* true when key has a "." or ".." segment. S3 stores such keys as they
- * are, but an upstream that normalises paths would serve another key
- * under that name, escaping a client's prefix allow list and the cache's
- * invalidation; the gateway refuses them (README, "Decisions"). */
-static bool
-has_dot_segment(const char *key)
+bool
+bc_s3_key_has_dot_segment(const char *key)
 {
 	const char *p = key;
 
@@ -203,10 +197,44 @@ has_dot_segment(const char *key)
 	}
 }
 
-/* Query parameters that authenticate or tag a request without naming a
- * sub-resource. */
-static bool
-is_neutral_param(const char *n)
+bc_s3err_t
+bc_s3_copy_source_parse(const char *v, char **bucket, char **key)
+{
+	const char *q, *slash;
+	size_t n;
+	bc_s3err_t e = BC_S3E_InvalidArgument;
+
+	*bucket = *key = NULL;
+	if (v == NULL)
+		return e;
+	if (v[0] == '/')
+		v++;
+	q = strchr(v, '?');
+	n = q != NULL ? (size_t)(q - v) : strlen(v);
+	if (n > BC_S3_MAX_URI)
+		return e;
+	slash = memchr(v, '/', n);
+	if (slash == NULL || slash == v || (size_t)(slash - v) + 1 == n)
+		return e;
+	if (q != NULL && (strncmp(q + 1, "versionId=", 10) != 0 ||
+	    strchr(q, '&') != NULL))
+		return e;
+	*bucket = bc_s3_pct_decode(v, (size_t)(slash - v));
+	*key = bc_s3_pct_decode(slash + 1, n - (size_t)(slash - v) - 1);
+	if (*bucket == NULL || *key == NULL || !bc_s3_bucket_name_ok(*bucket) ||
+	    (*bucket)[0] == '\0' || strlen(*key) > BC_S3_MAX_KEY ||
+	    bc_s3_key_has_dot_segment(*key))
+		goto fail;
+	return BC_S3E_NONE;
+fail:
+	free(*bucket);
+	free(*key);
+	*bucket = *key = NULL;
+	return e;
+}
+
+bool
+bc_s3_param_is_neutral(const char *n)
 {
 	return strncmp(n, "X-Amz-", 6) == 0 || strcmp(n, "x-id") == 0 ||
 	    strcmp(n, "AWSAccessKeyId") == 0 || strcmp(n, "Expires") == 0 ||
@@ -254,7 +282,7 @@ classify(const bc_s3_req_t *r)
 					    listing[j]) == 0)
 						found = true;
 				only_listing = found ||
-				    is_neutral_param(r->query.v[i].name);
+				    bc_s3_param_is_neutral(r->query.v[i].name);
 			}
 			if (!((get || head) && only_listing))
 				return BC_S3OP_BucketSubresource;
@@ -287,7 +315,7 @@ classify(const bc_s3_req_t *r)
 		const char *n = r->query.v[i].name;
 
 		/* GET options that do not name a sub-resource */
-		if (is_neutral_param(n) || strcmp(n, "versionId") == 0)
+		if (bc_s3_param_is_neutral(n) || strcmp(n, "versionId") == 0)
 			continue;
 		if ((get || head) && (strcmp(n, "partNumber") == 0 ||
 		    strncmp(n, "response-", 9) == 0))
@@ -360,12 +388,12 @@ bc_s3_req_parse(bc_s3_req_t *r, const char *method, const char *raw_uri,
 	r->op = classify(r);
 	if (r->op == BC_S3OP_Admin)
 		return BC_S3E_NONE;
-	if (!bucket_name_ok(r->bucket) || (r->bucket[0] == '\0' &&
+	if (!bc_s3_bucket_name_ok(r->bucket) || (r->bucket[0] == '\0' &&
 	    r->key[0] != '\0'))
 		return BC_S3E_InvalidBucketName;
 	if (strlen(r->key) > BC_S3_MAX_KEY)
 		return BC_S3E_KeyTooLongError;
-	if (has_dot_segment(r->key))
+	if (bc_s3_key_has_dot_segment(r->key))
 		return BC_S3E_InvalidArgument;
 	return BC_S3E_NONE;
 }

@@ -61,6 +61,31 @@ bc_s3err_t bc_s3_req_parse(bc_s3_req_t *r, const char *method,
  * Returns NULL on malformed escapes, an encoded NUL, or no memory. */
 char *bc_s3_pct_decode(const char *s, size_t n);
 
+/* true when key has a "." or ".." segment. S3 stores such keys as they
+ * are, but an upstream that normalises paths would serve another key
+ * under that name, escaping a client's prefix allow list and the cache's
+ * invalidation; the gateway refuses them (README, "Decisions"). */
+bool bc_s3_key_has_dot_segment(const char *key);
+
+/* true for query parameters that authenticate or tag a request without
+ * naming a sub-resource (X-Amz-*, x-id, SigV2's). */
+bool bc_s3_param_is_neutral(const char *name);
+
+/* S3's legacy bucket names: 1-255 of [A-Za-z0-9._-], not "." or "..",
+ * not starting with '_' (reserved for /_bucketcache/). "" (the service)
+ * passes. */
+bool bc_s3_bucket_name_ok(const char *b);
+
+/*
+ * x-amz-copy-source ("[/]bucket/key[?versionId=V]", percent-encoded):
+ * the decoded bucket and key, new strings the caller frees. Returns
+ * BC_S3E_NONE, or InvalidArgument when either part is missing or
+ * malformed, the bucket name is not valid, the key is too long or has a
+ * "." or ".." segment (as for request paths), or another query follows.
+ */
+bc_s3err_t bc_s3_copy_source_parse(const char *v, char **bucket,
+    char **key);
+
 /* "GetObject" */
 const char *bc_s3op_name(bc_s3op_t op);
 /* true for operations that change what GET returns (invalidate the key) */

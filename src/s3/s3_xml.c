@@ -137,8 +137,6 @@ xml_elem(const char **p, const char *end, const char *name,
 	return 1;
 }
 
-/* Narrows [*s, *s + *n) to its span without leading or trailing white
- * space. */
 bc_s3err_t
 bc_s3_xml_parse_delete(const char *xml, size_t len, char ***keys,
     size_t *nkeys, bool *quiet)
@@ -191,6 +189,217 @@ out:
 		free(v[i]);
 	free(v);
 	return e;
+}
+
+/* The elements of S3's <Delete>, below the root: where each may stand. */
+static const struct {
+	const char *name;
+	bool        in_object;   /* a child of <Object>, else of <Delete> */
+} delete_elems[] = {
+	{ "Object", false }, { "Quiet", false }, { "Key", true },
+	{ "VersionId", true }, { "ETag", true }, { "LastModifiedTime", true },
+	{ "Size", true },
+};
+
+/* The delete_elems index of the tag at p (after '<', n bytes left):
+ * "Name>" or "/Name>" exactly (*close set for the latter), or -1. */
+static int
+delete_tag(const char *p, size_t n, bool *close)
+{
+	*close = n > 0 && p[0] == '/';
+	if (*close) {
+		p++;
+		n--;
+	}
+	for (int i = 0; i < (int)(sizeof(delete_elems) /
+	    sizeof(delete_elems[0])); i++) {
+		size_t l = strlen(delete_elems[i].name);
+
+		if (n > l && memcmp(p, delete_elems[i].name, l) == 0 &&
+		    p[l] == '>')
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * true when the markup of a <Delete> body is what the scanner reads
+ * exactly: an optional prolog first, one root start tag ("<Delete" then
+ * '>' or a blank), then only the exact tags of delete_elems, properly
+ * nested (an <Object> in the root, the others in an <Object>, no element
+ * inside those), one <Key> in each <Object>, and "</Delete>" last. A
+ * body the scanner could read otherwise than S3's XML parser (a comment,
+ * CDATA, a tag with blanks, attributes or a prefix, a second <Key>, a
+ * stray or nested element) is refused rather than filtered: a key hidden
+ * in it would slip past the filter.
+ */
+static bool
+delete_markup_exact(const char *xml, size_t len)
+{
+	const char *p = xml, *end = xml + len;
+	int open = -1;            /* the leaf element open, or -1 */
+	bool root = false, done = false, object = false, key = false;
+
+	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+		size_t n = (size_t)(end - p) - 1;
+		bool close;
+		int t;
+
+		p++;
+		if (done)
+			return false;     /* markup after the root */
+		if (p - 1 == xml && n >= 5 && memcmp(p, "?xml ", 5) == 0)
+			continue;
+		if (!root) {
+			if (n < 7 || memcmp(p, "Delete", 6) != 0 ||
+			    (p[6] != '>' && p[6] != ' '))
+				return false;
+			root = true;
+			continue;
+		}
+		if (n >= 8 && memcmp(p, "/Delete>", 8) == 0) {
+			if (object || open >= 0)
+				return false;
+			done = true;
+			continue;
+		}
+		t = delete_tag(p, n, &close);
+		if (t < 0)
+			return false;
+		if (close) {
+			if (t == 0) {             /* </Object> */
+				if (!object || open >= 0 || !key)
+					return false;
+				object = false;
+			} else if (open != t) {
+				return false;
+			} else {
+				open = -1;
+			}
+		} else if (open >= 0 || delete_elems[t].in_object != object ||
+		    (t == 0 && object)) {
+			return false;
+		} else if (t == 0) {              /* <Object> */
+			object = true;
+			key = false;
+		} else {
+			if (t == 2 && key)        /* a second <Key> */
+				return false;
+			key = key || t == 2;
+			open = t;
+		}
+	}
+	return root && !object && open < 0;
+}
+
+bc_s3err_t
+bc_s3_xml_filter_delete(const char *xml, size_t len,
+    bool (*keep)(void *arg, const char *key), void *arg, bc_buf_t *out,
+    char ***refused, size_t *nrefused, size_t *nkept)
+{
+	const char *p = xml, *copied = xml, *end = xml + len, *in;
+	size_t inlen, nr = 0, nk = 0;
+	char **v = NULL, *key = NULL;
+	bc_s3err_t e = BC_S3E_MalformedXML;
+	int found;
+
+	*refused = NULL;
+	*nrefused = *nkept = 0;
+	if (memmem(xml, len, "<Delete", 7) == NULL ||
+	    !delete_markup_exact(xml, len))
+		goto out;
+	v = calloc(BC_S3_DELETE_MAX_KEYS, sizeof(*v));
+	if (v == NULL) {
+		e = BC_S3E_InternalError;
+		goto out;
+	}
+	for (;;) {
+		const char *start, *kp, *ks;
+		size_t kl;
+
+		found = xml_elem(&p, end, "Object", &in, &inlen);
+		if (found != 1)
+			break;
+		start = in - strlen("<Object>");
+		kp = in;
+		if (nr + nk == BC_S3_DELETE_MAX_KEYS ||
+		    xml_elem(&kp, in + inlen, "Key", &ks, &kl) != 1)
+			goto out;
+		key = bc_s3_xml_text(ks, kl);
+		if (key == NULL)
+			goto out;
+		if (keep(arg, key)) {
+			nk++;
+			free(key);
+		} else {
+			/* copy up to this <Object>, skip through its end */
+			if (bc_buf_append(out, copied,
+			    (size_t)(start - copied)) < 0) {
+				e = BC_S3E_InternalError;
+				goto out;
+			}
+			copied = p;
+			v[nr++] = key;
+		}
+		key = NULL;
+	}
+	if (found < 0 || nr + nk == 0)
+		goto out;
+	if (bc_buf_append(out, copied, (size_t)(end - copied)) < 0) {
+		e = BC_S3E_InternalError;
+		goto out;
+	}
+	*refused = v;
+	*nrefused = nr;
+	*nkept = nk;
+	v = NULL;
+	nr = 0;
+	e = BC_S3E_NONE;
+out:
+	free(key);
+	for (size_t i = 0; i < nr; i++)
+		free(v[i]);
+	free(v);
+	return e;
+}
+
+int
+bc_s3_xml_key_error(bc_buf_t *b, const char *key, bc_s3err_t e)
+{
+	int rv = 0;
+
+	rv |= bc_buf_puts(b, "<Error><Key>");
+	rv |= bc_buf_put_xml(b, key);
+	rv |= bc_buf_puts(b, "</Key><Code>");
+	rv |= bc_buf_put_xml(b, bc_s3err_code(e));
+	rv |= bc_buf_puts(b, "</Code><Message>");
+	rv |= bc_buf_put_xml(b, bc_s3err_message(e));
+	rv |= bc_buf_puts(b, "</Message></Error>");
+	return rv < 0 ? rv : 0;
+}
+
+int
+bc_s3_xml_delete_result_errors(const char *xml, size_t len,
+    char *const *keys, size_t n, bc_s3err_t e, bc_buf_t *out)
+{
+	static const char tail[] = "</DeleteResult>";
+	const char *at = NULL, *p = xml;
+	int rv = 0;
+
+	/* the last end tag: a key's text cannot hold one (its '<' is
+	 * escaped) */
+	while ((p = memmem(p, len - (size_t)(p - xml), tail,
+	    sizeof(tail) - 1)) != NULL) {
+		at = p;
+		p += sizeof(tail) - 1;
+	}
+	if (at == NULL)
+		return bc_buf_append(out, xml, len);
+	rv |= bc_buf_append(out, xml, (size_t)(at - xml));
+	for (size_t i = 0; i < n; i++)
+		rv |= bc_s3_xml_key_error(out, keys[i], e);
+	rv |= bc_buf_append(out, at, len - (size_t)(at - xml));
+	return rv < 0 ? rv : 0;
 }
 
 /* Reads one <Part> (inner span in, inlen) into *part. */

@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "s3/s3_error.h"
+#include "util/util_buf.h"
 
 #define BC_S3_DELETE_MAX_KEYS 1000    /* <Object>s in one DeleteObjects */
 #define BC_S3_MAX_PARTS       10000   /* part numbers are 1..this */
@@ -58,6 +59,36 @@ char *bc_s3_xml_text(const char *s, size_t n);
  */
 bc_s3err_t bc_s3_xml_parse_delete(const char *xml, size_t len, char ***keys,
     size_t *nkeys, bool *quiet);
+
+/*
+ * A <Delete> body of len bytes rewritten into out without the <Object>
+ * elements whose decoded <Key> keep(arg, key) refuses; everything else
+ * (the prolog, <Quiet>, <VersionId>s, white space) is copied as it was.
+ * The refused keys come back in order in *refused (*nrefused new strings;
+ * free each, then the array); *nkept counts the others. Returns
+ * BC_S3E_NONE, or what bc_s3_xml_parse_delete() would return for the
+ * same body (out then holds a part, to be discarded); also MalformedXML
+ * for a body whose markup is not just the prolog, the root's start tag
+ * and the exact tags of S3's <Delete> (Object, Key, VersionId, Quiet,
+ * ETag, LastModifiedTime, Size) properly nested, one <Key> per <Object>:
+ * comments, CDATA, tags with blanks or prefixes, repeated or stray
+ * elements could hide a key from this scanner that S3's parser reads.
+ */
+bc_s3err_t bc_s3_xml_filter_delete(const char *xml, size_t len,
+    bool (*keep)(void *arg, const char *key), void *arg,
+    bc_buf_t *out, char ***refused, size_t *nrefused, size_t *nkept);
+
+/* Appends S3's per-key error of a DeleteResult:
+ * <Error><Key>key</Key><Code>..</Code><Message>..</Message></Error>.
+ * Returns 0 or BC_ENOMEM. */
+int bc_s3_xml_key_error(bc_buf_t *b, const char *key, bc_s3err_t e);
+
+/* A <DeleteResult> of len bytes copied into out with an <Error> of code e
+ * for each of the n keys added before its last end tag (a body without
+ * one, an S3 <Error> document, is copied unchanged). Returns 0 or
+ * BC_ENOMEM. */
+int bc_s3_xml_delete_result_errors(const char *xml, size_t len,
+    char *const *keys, size_t n, bc_s3err_t e, bc_buf_t *out);
 
 /* One <Part> of a CompleteMultipartUpload. */
 typedef struct bc_s3_part_s {

@@ -7,7 +7,10 @@
  * Renderers work from one bc_stats_snap_t so a document is self-consistent
  * where it matters (the histogram's _count is the sum of its buckets).
  * Each family renders in its own section function; a new family (per
- * bucket, per job) adds one for JSON and one for Prometheus.
+ * bucket, per job) adds one for JSON and one for Prometheus. Every name
+ * is escaped as it is rendered (put_json_str, put_label), so whatever
+ * bytes a name holds, /stats stays valid JSON and /metrics valid UTF-8
+ * exposition text; the per-bucket table takes only valid bucket names.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"     /* autoconf's: PACKAGE_VERSION */
@@ -21,6 +24,7 @@
 #include <time.h>
 
 #include "stats/stats.h"
+#include "util/util_time.h"
 #include "util/util_error.h"
 
 #ifndef PACKAGE_VERSION
@@ -63,7 +67,10 @@ static _Atomic int64_t  start_ns;     /* CLOCK_MONOTONIC; 0: not started */
 /*
  * Per-bucket counters: a fixed table of slots. A slot's name is written
  * once, under bucket_mu, before its `used` flag is released; readers scan
- * used slots without a lock. Slot BC_STATS_MAX_BUCKETS is "_other".
+ * used slots without a lock. Slots are never freed: once all are taken
+ * (the first BC_STATS_MAX_BUCKETS names seen), other names count in slot
+ * BC_STATS_MAX_BUCKETS, "_other", as do names that are not valid bucket
+ * names (slot_name_ok).
  */
 static const struct {
 	const char *name;
@@ -83,13 +90,25 @@ typedef struct bucket_slot_s {
 static bucket_slot_t    bucket_slots[BC_STATS_MAX_BUCKETS + 1];
 static pthread_mutex_t  bucket_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* A name that may have a slot: a valid bucket name (never "" nor
+ * "_other", which starts with '_') short enough for it. Anything else
+ * reaching the stats (a name no request could be authorized for) shares
+ * "_other". */
+static bool
+slot_name_ok(const char *b)
+{
+	return b != NULL && b[0] != '\0' &&
+	    strlen(b) < sizeof(((bucket_slot_t *)0)->name) &&
+	    bc_s3_bucket_name_ok(b);
+}
+
 static bucket_slot_t *
 bucket_slot(const char *bucket)
 {
 	bucket_slot_t *s;
 	unsigned i;
 
-	if (strlen(bucket) >= sizeof(s->name) || bucket[0] == '\0')
+	if (!slot_name_ok(bucket))
 		return &bucket_slots[BC_STATS_MAX_BUCKETS];
 	for (i = 0; i < BC_STATS_MAX_BUCKETS; i++) {
 		s = &bucket_slots[i];
@@ -98,6 +117,8 @@ bucket_slot(const char *bucket)
 		if (strcmp(s->name, bucket) == 0)
 			return s;
 	}
+	if (i == BC_STATS_MAX_BUCKETS)   /* full for good: no lock needed */
+		return &bucket_slots[BC_STATS_MAX_BUCKETS];
 	pthread_mutex_lock(&bucket_mu);
 	for (i = 0; i < BC_STATS_MAX_BUCKETS; i++) {
 		s = &bucket_slots[i];
@@ -158,14 +179,6 @@ add(_Atomic uint64_t *p, uint64_t n)
 	atomic_fetch_add_explicit(p, n, memory_order_relaxed);
 }
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static unsigned
 status_class(unsigned status)
@@ -182,7 +195,7 @@ status_class(unsigned status)
 void
 bc_stats_start(void)
 {
-	int64_t now = mono_ns();
+	int64_t now = (int64_t)bc_mono_ns();
 
 	atomic_store_explicit(&start_ns, now > 0 ? now : 1,
 	    memory_order_relaxed);
@@ -242,7 +255,7 @@ bc_stats_snapshot(bc_stats_snap_t *s)
 	}
 	s->lat_sum_usec = ld(&lat_sum_usec);
 	if (t0 != 0)
-		s->uptime_seconds = (uint64_t)(mono_ns() - t0) / 1000000000;
+		s->uptime_seconds = (uint64_t)((int64_t)bc_mono_ns() - t0) / 1000000000;
 }
 
 void
@@ -302,6 +315,14 @@ static void
 put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
+put_bytes(struct out *o, const void *p, size_t n)
+{
+	if (o->rv < 0)
+		return;
+	o->rv = bc_buf_append(o->b, p, n);
+}
+
+static void
 put(struct out *o, const char *fmt, ...)
 {
 	va_list ap;
@@ -313,38 +334,86 @@ put(struct out *o, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* s as a JSON string (quotes included). */
+/* U+FFFD REPLACEMENT CHARACTER in UTF-8 */
+#define REPLACEMENT "\xef\xbf\xbd"
+
+/* s as a JSON string (quotes included): '"' and '\\' escaped, control
+ * characters and DEL as \u00XX, each byte that is not part of valid
+ * UTF-8 as \ufffd; the result is valid JSON whatever s holds. */
 static void
 put_json_str(struct out *o, const char *s)
 {
-	put(o, "\"");
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
 
-		if (ch == '"' || ch == '\\')
-			put(o, "\\%c", ch);
-		else if (ch < 0x20)
-			put(o, "\\u%04x", ch);
-		else
-			put(o, "%c", ch);
+	put(o, "\"");
+	while (*p != '\0') {
+		size_t n = bc_utf8_len(p);
+
+		if (n == 0) {
+			put(o, "\\ufffd");
+			n = 1;
+		} else if (n > 1) {
+			put_bytes(o, p, n);
+		} else if (*p == '"' || *p == '\\') {
+			put(o, "\\%c", *p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			put(o, "\\u%04x", *p);
+		} else {
+			put_bytes(o, p, 1);
+		}
+		p += n;
 	}
 	put(o, "\"");
 }
 
-/* s as a Prometheus label value (quotes included). */
+/* s as a Prometheus label value (quotes included): '\\', '"' and newline
+ * escaped as the text format wants; other control characters, DEL and
+ * each byte that is not part of valid UTF-8 become U+FFFD, so the line
+ * stays one valid UTF-8 line whatever s holds. */
 static void
 put_label(struct out *o, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	put(o, "\"");
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			put(o, "\\%c", *s);
-		else if (*s == '\n')
+	while (*p != '\0') {
+		size_t n = bc_utf8_len(p);
+
+		if (n == 0) {
+			put(o, REPLACEMENT);
+			n = 1;
+		} else if (n > 1) {
+			put_bytes(o, p, n);
+		} else if (*p == '"' || *p == '\\') {
+			put(o, "\\%c", *p);
+		} else if (*p == '\n') {
 			put(o, "\\n");
-		else
-			put(o, "%c", *s);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			put(o, REPLACEMENT);
+		} else {
+			put_bytes(o, p, 1);
+		}
+		p += n;
 	}
 	put(o, "\"");
+}
+
+int
+bc_stats_json_string(bc_buf_t *b, const char *s)
+{
+	struct out o = { b, 0 };
+
+	put_json_str(&o, s);
+	return o.rv;
+}
+
+int
+bc_stats_prom_label(bc_buf_t *b, const char *s)
+{
+	struct out o = { b, 0 };
+
+	put_label(&o, s);
+	return o.rv;
 }
 
 static bool
@@ -464,7 +533,16 @@ static void
 prom_header(struct out *o, const char *name, const char *type,
     const char *help)
 {
-	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	put(o, "# HELP %s ", name);
+	for (; *help != '\0'; help++) {   /* the format's HELP escapes */
+		if (*help == '\\')
+			put(o, "\\\\");
+		else if (*help == '\n')
+			put(o, "\\n");
+		else
+			put_bytes(o, help, 1);
+	}
+	put(o, "\n# TYPE %s %s\n", name, type);
 }
 
 static void

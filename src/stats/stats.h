@@ -60,8 +60,10 @@ typedef enum bc_bstat_e {
 #define BC_STATS_MAX_BUCKETS 64
 
 /* Adds n to bucket's counter id. Lock-free once the bucket has a slot;
- * the first BC_STATS_MAX_BUCKETS names get one, later ones count as
- * "_other". */
+ * the first BC_STATS_MAX_BUCKETS names get one for the process's life,
+ * later ones count as "_other", and so do names (NULL included) that are
+ * not valid bucket names or longer than 63 bytes: only [A-Za-z0-9._-],
+ * not starting with '_', not "." or "..". */
 void bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n);
 uint64_t bc_stats_bucket_get(const char *bucket, bc_bstat_t id);
 
@@ -113,6 +115,13 @@ double bc_stats_lat_quantile(const bc_stats_snap_t *s, double q);
  * the buffer (out then holds a truncated document: discard it). */
 int  bc_stats_json(bc_buf_t *out);
 int  bc_stats_prometheus(bc_buf_t *out);
+
+/* Append s, quotes included, as a JSON string / a Prometheus label value,
+ * escaped so the document stays valid whatever bytes s holds (invalid
+ * UTF-8 becomes U+FFFD; see stats.c). Return 0, or BC_ENOMEM / BC_E2BIG
+ * from the buffer. The renderers use them for every name. */
+int  bc_stats_json_string(bc_buf_t *out, const char *s);
+int  bc_stats_prom_label(bc_buf_t *out, const char *s);
 
 /* Zeroes every counter, gauge and histogram (tests). */
 void bc_stats_reset(void);

@@ -81,6 +81,17 @@ typedef struct bc_tier_mem_stats_s {
 	uint64_t deleted;     /* chunks dropped by del, del_object, replace */
 } bc_tier_mem_stats_t;
 
+/*
+ * Makes room for bytes that are about to be held outside the table (a
+ * chunk being filled) and adds them to opts.external_bytes (which must
+ * not be NULL), so the bound covers them from now on: evicts chunks no
+ * one else holds, in the policy's order, until usage + bytes fits the
+ * capacity. Returns 0, or BC_E2BIG, changing nothing, when the chunks in
+ * use leave too little room. The caller subtracts the bytes from
+ * external_bytes when it no longer holds them.
+ */
+int  bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes);
+
 /* Fills *out with one consistent snapshot (taken under t's lock). */
 void bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out);
 

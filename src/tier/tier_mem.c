@@ -348,12 +348,50 @@ dry_skip(void *arg, const bc_chunk_t *c)
 	return d->sum < d->need;
 }
 
+/* Lock held: true when evicting chunks no one else holds (old, being
+ * replaced, aside) can bring usage + add within room. */
+static bool
+room_possible(bc_tier_t *t, uint64_t add, uint64_t room,
+    const bc_chunk_t *old)
+{
+	uint64_t have = sat_add(atomic_load(&t->acct->bytes), ext_bytes(t));
+	struct dry d;
+
+	if (sat_add(have, add) <= room)
+		return true;
+	d.old = old;
+	d.need = sat_add(have, add) - room;
+	d.sum = 0;
+	return t->pol_ops->choose_victim(t->pol, dry_skip, &d) != NULL;
+}
+
+/* Lock held: evicts, in the policy's order, until usage + add fits the
+ * capacity. Returns 0, or BC_E2BIG when the policy contradicted the dry
+ * run (room_possible) that must precede. */
+static int
+evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
+{
+	bc_chunk_t *v;
+	size_t i;
+
+	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext_bytes(t)),
+	    add) > t->capacity) {
+		v = t->pol_ops->choose_victim(t->pol, busy_skip, NULL);
+		if (v == NULL)
+			return BC_E2BIG;
+		i = find_chunk(t, v);
+		assert(i != NONE);
+		drop(t, i, deferred);
+		atomic_fetch_add(&t->evictions, 1);
+	}
+	return 0;
+}
+
 static int
 mem_put(bc_tier_t *t, bc_chunk_t *c)
 {
-	bc_chunk_t *deferred = NULL, *old = NULL, *v;
-	uint64_t    ch = bc_chunk_charge(c), add, ext, have, room;
-	struct dry  d;
+	bc_chunk_t *deferred = NULL, *old = NULL;
+	uint64_t    ch = bc_chunk_charge(c), add, room;
 	bool        ours;
 	size_t      i;
 	int         rv = 0;
@@ -375,19 +413,12 @@ mem_put(bc_tier_t *t, bc_chunk_t *c)
 		goto reject;
 	}
 	add = ours ? 0 : ch;
-	ext = ext_bytes(t);
-	have = sat_add(atomic_load(&t->acct->bytes), ext);
 	room = t->capacity;
 	if (old != NULL && atomic_load(&old->refs) == 1)
 		room = sat_add(room, bc_chunk_charge(old));
-	if (sat_add(have, add) > room) {
-		d.old = old;
-		d.need = sat_add(have, add) - room;
-		d.sum = 0;
-		if (t->pol_ops->choose_victim(t->pol, dry_skip, &d) == NULL) {
-			rv = BC_E2BIG;
-			goto reject;
-		}
+	if (!room_possible(t, add, room, old)) {
+		rv = BC_E2BIG;
+		goto reject;
 	}
 	if (old == NULL) {
 		rv = reserve(t);
@@ -397,19 +428,9 @@ mem_put(bc_tier_t *t, bc_chunk_t *c)
 		drop(t, i, &deferred);
 		t->deleted++;
 	}
-	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext), add) >
-	    t->capacity) {
-		v = t->pol_ops->choose_victim(t->pol, busy_skip, NULL);
-		if (v == NULL) {
-			/* The policy contradicted its dry run. */
-			rv = BC_E2BIG;
-			goto reject;
-		}
-		i = find_chunk(t, v);
-		assert(i != NONE);
-		drop(t, i, &deferred);
-		atomic_fetch_add(&t->evictions, 1);
-	}
+	rv = evict_to_fit(t, add, &deferred);
+	if (rv < 0)
+		goto reject;
 	table_insert(t->slots, t->mask, c);
 	t->n++;
 	bc_chunk_ref(c);
@@ -426,6 +447,25 @@ mem_put(bc_tier_t *t, bc_chunk_t *c)
 reject:
 	t->rejected++;
 out:
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(deferred);
+	return rv;
+}
+
+int
+bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes)
+{
+	bc_chunk_t *deferred = NULL;
+	int         rv = BC_E2BIG;
+
+	assert(t->ops == &bc_tier_mem && t->external != NULL);
+	pthread_mutex_lock(&t->lock);
+	if (bytes <= t->capacity && room_possible(t, bytes, t->capacity,
+	    NULL)) {
+		rv = evict_to_fit(t, bytes, &deferred);
+		if (rv == 0)
+			atomic_fetch_add(t->external, bytes);
+	}
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(deferred);
 	return rv;

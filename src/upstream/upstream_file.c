@@ -2226,19 +2226,18 @@ op_delete_objects(bc_http_req_t *r, fctx_t *c)
 		return e;
 	bc_buf_puts(&b, XML_PROLOG "<DeleteResult xmlns=\"" S3_XMLNS "\">");
 	for (size_t i = 0; i < n; i++) {
-		bc_s3err_t ke = delete_key(c->bfd, keys[i]);
+		/* a key limited to prefixes deletes only under them */
+		bc_s3err_t ke = r->client_key != NULL &&
+		    !bc_config_key_allows(r->client_key, r->s3.bucket,
+		    keys[i]) ? BC_S3E_AccessDenied :
+		    delete_key(c->bfd, keys[i]);
 
 		if (ke == BC_S3E_NONE && !quiet) {
 			bc_buf_puts(&b, "<Deleted>");
 			xml_elem_out(&b, "Key", keys[i], false);
 			bc_buf_puts(&b, "</Deleted>");
 		} else if (ke != BC_S3E_NONE) {
-			bc_buf_puts(&b, "<Error>");
-			xml_elem_out(&b, "Key", keys[i], false);
-			xml_elem_out(&b, "Code", bc_s3err_code(ke), false);
-			xml_elem_out(&b, "Message", bc_s3err_message(ke),
-			    false);
-			bc_buf_puts(&b, "</Error>");
+			bc_s3_xml_key_error(&b, keys[i], ke);
 		}
 		free(keys[i]);
 	}
@@ -2904,7 +2903,15 @@ setup_body(bc_http_req_t *r, fctx_t *c)
 	    strncmp(sha, "STREAMING-", 10) == 0) {
 		c->chunked = true;   /* anonymous: framing only */
 	}
-	if (c->chunked) {
+	if (c->verify != NULL) {
+		/* signed: the length is required, and checked per chunk */
+		bc_s3err_t e = bc_awschunked_parse_decoded_len(dlen,
+		    &c->expect);
+
+		if (e != BC_S3E_NONE)
+			return e;
+		bc_awschunked_set_decoded_len(c->verify, c->expect);
+	} else if (c->chunked) {
 		if (dlen != NULL && !parse_u64(dlen, &c->expect))
 			return BC_S3E_InvalidArgument;
 	} else {

@@ -6,7 +6,13 @@
  * only. Lock order: x->mu, then whatever wake() takes; curl is never
  * called with x->mu held, since curl_easy_pause() may re-enter the
  * callbacks.
+ *
+ * Timers: x->timer is the backoff wait between attempts and, while an
+ * attempt runs, its time limit: the earlier of the attempt's TTFB limit
+ * (until its status line) and the exchange's deadline (until the final
+ * headers). The two uses never overlap, so one handle (one close) does.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,6 +45,7 @@ struct bc_xfer_s {
 	uint64_t         body_len;
 	unsigned         retries;
 	uint64_t         connect_timeout_ms, stall_timeout_ms;
+	uint64_t         ttfb_timeout_ms, deadline_ms;
 	size_t           collect_max;
 	bc_xfer_done_fn  on_done;
 	void            *done_arg;
@@ -55,6 +62,13 @@ struct bc_xfer_s {
 	size_t           header_bytes;
 	bool             discarding;     /* retrying: drop this answer */
 	uint64_t         attempt_ns;
+	uint64_t         sent;           /* body bytes handed to curl */
+	bool             req_sent;       /* the attempt's request is all out */
+	bool             answering;      /* the attempt's status line came */
+	bool             limits_off;     /* final headers: no TTFB, deadline */
+	bool             limit_is_deadline;  /* what x->timer stands for */
+	uint64_t         ttfb_at_ns;     /* answer must begin by; 0: none */
+	uint64_t         deadline_at_ns; /* final headers by; 0: none (yet) */
 	struct bc_xfer_s *prev, *next;   /* running exchanges */
 
 	/* shared, under mu */
@@ -186,6 +200,63 @@ do_unpause(bc_xfer_t *x)
 	x->unpause_queued = true;
 }
 
+/* ---- time limits (loop thread) ----------------------------------------- */
+
+static void on_limit(uv_timer_t *t);
+
+/* Whole milliseconds from now until at_ns, rounded up; 0 when past. */
+static uint64_t
+ms_until(uint64_t at_ns, uint64_t now_ns)
+{
+	return at_ns > now_ns ? (at_ns - now_ns + 999999) / 1000000 : 0;
+}
+
+/* While an attempt runs: points x->timer at the earlier of the attempt's
+ * TTFB limit (until its status line) and the exchange's deadline (until
+ * the final headers), or stops it when neither applies. */
+static void
+arm_limit(bc_xfer_t *x)
+{
+	uint64_t at = 0;
+	bool deadline = false;
+
+	if (!x->limits_off) {
+		if (x->ttfb_at_ns != 0 && !x->answering)
+			at = x->ttfb_at_ns;
+		if (x->deadline_at_ns != 0 && (at == 0 ||
+		    x->deadline_at_ns <= at)) {
+			at = x->deadline_at_ns;
+			deadline = true;
+		}
+	}
+	if (at == 0) {
+		uv_timer_stop(&x->timer);
+		return;
+	}
+	x->limit_is_deadline = deadline;
+	/* timers count from the loop's cached time: bring it to now */
+	uv_update_time(bc_loop_uv(x->loop));
+	uv_timer_start(&x->timer, on_limit, ms_until(at, uv_hrtime()), 0);
+}
+
+/* The attempt's request is wholly sent: its TTFB clock starts, and so
+ * does the exchange's deadline if it has not yet (a request with a body
+ * starts it at the end of the body). */
+static void
+request_sent(bc_xfer_t *x)
+{
+	uint64_t now = uv_hrtime();
+
+	if (x->req_sent)
+		return;
+	x->req_sent = true;
+	if (x->ttfb_timeout_ms > 0)
+		x->ttfb_at_ns = now + x->ttfb_timeout_ms * 1000000;
+	if (x->deadline_ms > 0 && x->deadline_at_ns == 0)
+		x->deadline_at_ns = now + x->deadline_ms * 1000000;
+	arm_limit(x);
+}
+
 /* ---- curl callbacks (loop thread) -------------------------------------- */
 
 static bool
@@ -206,6 +277,10 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 	x->header_bytes += len;
 	if (x->header_bytes > MAX_HEADER_BYTES)
 		return 0;
+	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0 && !x->answering) {
+		x->answering = true;    /* the TTFB limit is met */
+		arm_limit(x);
+	}
 	pthread_mutex_lock(&x->mu);
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		const char *sp = memchr(buf, ' ', len);
@@ -247,6 +322,10 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 		}
 	}
 	pthread_mutex_unlock(&x->mu);
+	if (final) {            /* the body may take as long as it takes */
+		x->limits_off = true;
+		uv_timer_stop(&x->timer);
+	}
 	/* the headers no longer change: the callback reads them unlocked */
 	if (final && x->on_headers != NULL)
 		x->on_headers(x, x->done_arg, x->status, &x->hdrs);
@@ -322,10 +401,14 @@ read_cb(char *p, size_t size, size_t n, void *ud)
 		do_wake(x);
 		pthread_mutex_unlock(&x->mu);
 		BC_STATS_ADD(upstream_bytes_out, got);
+		x->sent += got;
+		if (x->sent >= x->body_len)   /* the last byte is curl's */
+			request_sent(x);
 		return got;
 	}
 	if (x->req_end) {
 		pthread_mutex_unlock(&x->mu);
+		request_sent(x);
 		return 0;
 	}
 	x->read_paused = true;
@@ -427,6 +510,10 @@ start_attempt(bc_xfer_t *x)
 	x->cur_status = 0;
 	x->header_bytes = 0;
 	x->discarding = false;
+	x->sent = 0;
+	x->req_sent = false;
+	x->answering = false;
+	x->ttfb_at_ns = 0;
 	x->attempt_ns = uv_hrtime();
 	BC_STATS_INC(upstream_requests);
 	if (curl_multi_add_handle(bc_loop_multi(x->loop), e) != CURLM_OK) {
@@ -434,6 +521,10 @@ start_attempt(bc_xfer_t *x)
 		curl_easy_cleanup(e);
 		return BC_EIO;
 	}
+	/* curl does not say when a bodiless request is out: from now (on
+	 * the first attempt, the exchange's deadline starts too) */
+	if (x->body_len == BC_XFER_NO_BODY || x->body_len == 0)
+		request_sent(x);
 	return 0;
 }
 
@@ -452,10 +543,23 @@ attempt_or_end(bc_xfer_t *x)
 		end(x, rv);
 }
 
+static void end_timed_out(bc_xfer_t *x, const char *why);
+
 static void
 on_retry(uv_timer_t *t)
 {
-	attempt_or_end(t->data);
+	bc_xfer_t *x = t->data;
+	bool cancelled;
+
+	pthread_mutex_lock(&x->mu);
+	cancelled = x->cancelled;
+	pthread_mutex_unlock(&x->mu);
+	/* a busy loop may run this late: no attempt past the deadline */
+	if (!cancelled && x->deadline_at_ns != 0 &&
+	    uv_hrtime() >= x->deadline_at_ns)
+		end_timed_out(x, "no answer within upstream-deadline");
+	else
+		attempt_or_end(x);
 }
 
 static bool
@@ -475,42 +579,112 @@ transport_retryable(CURLcode rc)
 	}
 }
 
+/* Schedules the next attempt after a jittered exponential backoff.
+ * Returns false, scheduling nothing, when the exchange's deadline would
+ * pass before that attempt could start. */
+static bool
+retry_later(bc_xfer_t *x, const char *why)
+{
+	uint64_t ms = RETRY_BASE_MS << (x->attempt < 5 ? x->attempt : 5);
+
+	if (ms > RETRY_MAX_MS)
+		ms = RETRY_MAX_MS;
+	ms = ms / 2 + (uint64_t)random() % (ms / 2 + 1);  /* jitter */
+	if (x->deadline_at_ns != 0 &&
+	    ms_until(x->deadline_at_ns, uv_hrtime()) <= ms)
+		return false;
+	x->attempt++;
+	BC_STATS_INC(upstream_retries);
+	BC_DEBUG("upstream %s %s: retry %u in %llu ms (%s)", x->method,
+	    x->url, x->attempt, (unsigned long long)ms, why);
+	uv_timer_start(&x->timer, on_retry, ms, 0);
+	return true;
+}
+
+/* Ends x, which ran out of time (why says which limit). */
+static void
+end_timed_out(bc_xfer_t *x, const char *why)
+{
+	BC_STATS_INC(upstream_errors);
+	BC_STATS_INC(upstream_timeouts);
+	BC_WARN("upstream %s %s: %s (attempt %u)", x->method, x->url, why,
+	    x->attempt + 1);
+	end(x, BC_ETIMEDOUT);
+}
+
+/* x->timer while an attempt runs: its TTFB limit or the deadline passed.
+ * The attempt is dropped; a retryable request whose deadline leaves room
+ * tries again. */
+static void
+on_limit(uv_timer_t *t)
+{
+	bc_xfer_t *x = t->data;
+	bool cancelled, retry;
+
+	assert(x->easy != NULL);
+	curl_multi_remove_handle(bc_loop_multi(x->loop), x->easy);
+	curl_easy_cleanup(x->easy);
+	x->easy = NULL;
+	pthread_mutex_lock(&x->mu);
+	cancelled = x->cancelled;
+	retry = !x->limit_is_deadline && retry_allowed(x);
+	pthread_mutex_unlock(&x->mu);
+	if (cancelled)
+		end(x, BC_ECANCELED);
+	else if (!retry)
+		end_timed_out(x, x->limit_is_deadline ?
+		    "no answer within upstream-deadline" :
+		    "no answer within upstream-ttfb-timeout");
+	else if (!retry_later(x, "no answer within upstream-ttfb-timeout"))
+		end_timed_out(x, "no time left within upstream-deadline for a "
+		    "retry");
+}
+
 static void
 on_done(CURL *easy, CURLcode rc)
 {
 	bc_xfer_t *x = NULL;
-	bool retry;
+	bool retry, cancelled;
 
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 	curl_multi_remove_handle(bc_loop_multi(x->loop), easy);
 	curl_easy_cleanup(easy);
 	x->easy = NULL;
+	uv_timer_stop(&x->timer);   /* the attempt's time limit */
 
 	pthread_mutex_lock(&x->mu);
-	retry = !x->cancelled && (x->discarding || (rc != CURLE_OK &&
+	cancelled = x->cancelled;
+	retry = !cancelled && (x->discarding || (rc != CURLE_OK &&
 	    !x->hdrs_done && transport_retryable(rc) && retry_allowed(x)));
 	pthread_mutex_unlock(&x->mu);
 	if (retry) {
-		uint64_t ms = RETRY_BASE_MS << (x->attempt < 5 ? x->attempt : 5);
-
-		if (ms > RETRY_MAX_MS)
-			ms = RETRY_MAX_MS;
-		ms = ms / 2 + (uint64_t)random() % (ms / 2 + 1);  /* jitter */
-		x->attempt++;
-		BC_STATS_INC(upstream_retries);
-		BC_DEBUG("upstream %s %s: retry %u in %llu ms (%s)", x->method,
-		    x->url, x->attempt, (unsigned long long)ms,
-		    rc == CURLE_OK ? "5xx" : curl_easy_strerror(rc));
-		uv_timer_start(&x->timer, on_retry, ms, 0);
+		if (retry_later(x, rc == CURLE_OK ? "5xx" :
+		    curl_easy_strerror(rc)))
+			return;
+		end_timed_out(x, "no time left within upstream-deadline for a "
+		    "retry");
 		return;
 	}
-	if (rc != CURLE_OK && !x->cancelled) {
+	if (rc != CURLE_OK && !cancelled) {
 		BC_STATS_INC(upstream_errors);
+		if (rc == CURLE_OPERATION_TIMEDOUT)
+			BC_STATS_INC(upstream_timeouts);
 		BC_WARN("upstream %s %s: %s", x->method, x->url,
 		    curl_easy_strerror(rc));
 	}
 	end(x, rc == CURLE_OK ? 0 : rc == CURLE_OPERATION_TIMEDOUT ?
-	    BC_ETIMEDOUT : x->cancelled ? BC_ECANCELED : BC_EIO);
+	    BC_ETIMEDOUT : cancelled ? BC_ECANCELED : BC_EIO);
+}
+
+void
+bc_xfer_opts_init(bc_xfer_opts_t *o, const bc_config_t *cfg)
+{
+	memset(o, 0, sizeof(*o));
+	o->retries = cfg->retries;
+	o->connect_timeout_ms = cfg->connect_timeout;
+	o->stall_timeout_ms = cfg->upstream_timeout;
+	o->ttfb_timeout_ms = cfg->upstream_ttfb_timeout;
+	o->deadline_ms = cfg->upstream_deadline;
 }
 
 bc_loop_t *
@@ -632,6 +806,8 @@ bc_xfer_start(bc_loop_t *loop, const bc_xfer_opts_t *o,
 	x->retries = o->retries;
 	x->connect_timeout_ms = o->connect_timeout_ms;
 	x->stall_timeout_ms = o->stall_timeout_ms;
+	x->ttfb_timeout_ms = o->ttfb_timeout_ms;
+	x->deadline_ms = o->deadline_ms;
 	x->wake = wake;
 	x->wake_arg = wake_arg;
 	x->collect_max = o->collect_max;

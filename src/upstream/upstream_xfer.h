@@ -12,8 +12,33 @@
  * resume an MHD connection), never call back into the xfer.
  *
  * Retries: a request without a body is retried with jittered exponential
- * backoff on 500/503 answers and on connect/transport failures, up to the
+ * backoff on 500/503 answers, on connect/transport failures and on an
+ * attempt that timed out (stall_timeout_ms, ttfb_timeout_ms), up to the
  * configured count, as long as nothing was handed to the client yet.
+ *
+ * Time limits (ttfb_timeout_ms and deadline_ms are enforced on the loop
+ * thread with a libuv timer; 0 disables either):
+ *   connect_timeout_ms  per attempt, to set up the connection (curl);
+ *   ttfb_timeout_ms     per attempt, from the moment the request is wholly
+ *                       sent (a request with a body: its last byte was
+ *                       handed to curl; a bodiless one: the attempt's
+ *                       start, connect included) until the answer's status
+ *                       line arrives; past it the attempt fails and is
+ *                       retried as above;
+ *   deadline_ms         for the whole exchange, from its start (a request
+ *                       with a body: from the end of its body, since the
+ *                       client's upload speed is not the upstream's fault)
+ *                       until the final answer's headers are in, all
+ *                       attempts and backoff waits included; no attempt
+ *                       starts past it (nor a retry whose backoff would
+ *                       reach it: the exchange fails at once instead), and
+ *                       the running one is failed;
+ *   stall_timeout_ms    no byte moved for this long (curl's low-speed
+ *                       limit), also while the body streams.
+ * Once the final response headers are in, neither ttfb_timeout_ms nor
+ * deadline_ms applies any more (a big body may stream for long). An
+ * exchange ended by any of them fails with BC_ETIMEDOUT (counted in the
+ * upstream_errors and upstream_timeouts stats).
  *
  * Ownership: refcounted. bc_xfer_new() returns one reference (the
  * client's); the loop holds its own while the transfer runs. The client
@@ -27,6 +52,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config/config.h"
 #include "upstream/upstream_loop.h"
 #include "util/util_kv.h"
 
@@ -56,6 +82,8 @@ typedef struct bc_xfer_opts_s {
 	unsigned    retries;           /* extra attempts for bodiless requests */
 	uint64_t    connect_timeout_ms;
 	uint64_t    stall_timeout_ms;  /* no byte moved for this long: fail */
+	uint64_t    ttfb_timeout_ms;   /* per attempt: answer begins within */
+	uint64_t    deadline_ms;       /* all attempts: final headers within */
 	/* Collect mode (collect_max > 0): the response body is gathered into
 	 * one buffer of at most collect_max bytes (more fails the exchange
 	 * with BC_E2BIG) and on_done fires at the end; wake is not used. */
@@ -65,6 +93,10 @@ typedef struct bc_xfer_opts_s {
 	bc_xfer_headers_fn on_headers;  /* may be NULL */
 	bc_xfer_data_fn    on_data;     /* may be NULL */
 } bc_xfer_opts_t;
+
+/* Zeroes o and sets what the configuration decides: retries and every
+ * time limit (connect, TTFB, deadline, stall). */
+void bc_xfer_opts_init(bc_xfer_opts_t *o, const bc_config_t *cfg);
 
 /* Must be called once before any xfer (sets the loop's done callback). */
 bc_loop_t *bc_xfer_loop_new(void);

@@ -114,20 +114,61 @@ bc_buf_printf(bc_buf_t *b, const char *fmt, ...)
 	return rv;
 }
 
+size_t
+bc_utf8_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;           /* overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f;           /* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;           /* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f;           /* past U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
 int
 bc_buf_put_xml(bc_buf_t *b, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	int rv = 0;
 
-	for (; *s != '\0' && rv == 0; s++) {
-		switch (*s) {
+	while (*p != '\0' && rv == 0) {
+		size_t n = bc_utf8_len(p);
+
+		switch (*p) {
 		case '&':  rv = bc_buf_puts(b, "&amp;"); break;
 		case '<':  rv = bc_buf_puts(b, "&lt;"); break;
 		case '>':  rv = bc_buf_puts(b, "&gt;"); break;
 		case '"':  rv = bc_buf_puts(b, "&quot;"); break;
 		case '\'': rv = bc_buf_puts(b, "&apos;"); break;
-		default:   rv = bc_buf_putc(b, *s); break;
+		default:
+			if (n == 0)   /* not UTF-8: U+FFFD */
+				rv = bc_buf_puts(b, "\xef\xbf\xbd");
+			else
+				rv = bc_buf_append(b, p, n);
+			break;
 		}
+		p += n > 0 ? n : 1;
 	}
 	return rv;
 }

@@ -32,8 +32,15 @@ int  bc_buf_printf(bc_buf_t *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int  bc_buf_vprintf(bc_buf_t *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
-/* Appends s with the five XML special characters escaped. */
+/* Appends s with the five XML special characters escaped, and each byte
+ * that is not part of valid UTF-8 as U+FFFD (the output is UTF-8 text
+ * whatever s holds). */
 int  bc_buf_put_xml(bc_buf_t *b, const char *s);
+
+/* Length of the well-formed UTF-8 sequence s starts with (1-4), or 0 (RFC
+ * 3629: no overlong forms, surrogates or code points past U+10FFFF). s is
+ * NUL-terminated, so a cut sequence stops at the NUL. */
+size_t bc_utf8_len(const unsigned char *s);
 /* Returns data (or "" when empty); the buffer keeps ownership. */
 const char *bc_buf_str(const bc_buf_t *b);
 /* Hands data to the caller (free() it) and empties the buffer. */

@@ -24,6 +24,7 @@
 #define BC_EACCES    (-EACCES)
 #define BC_EPROTO    (-EPROTO)
 #define BC_EINPROGRESS (-EINPROGRESS)
+#define BC_ENOSPC    (-ENOSPC)
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);

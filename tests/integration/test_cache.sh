@@ -25,7 +25,8 @@
 #  9b. --meta-ttl 1s --meta-stale 1h: past the TTL the cached copy is served
 #      at once and revalidated in the background: a change is served by the
 #      requests after that revalidation; an unchanged object costs one HEAD;
-#  10. admin invalidation from a non-loopback client needs the admin token.
+#  10. admin invalidation and stats from a non-loopback client need the
+#      admin token.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -621,7 +622,9 @@ if [ -n "$ADDR" ]; then
 	bc_expect adm-c2 200 - "non-loopback: it is cached" "${SIG[@]}" "${UNS[@]}" "$BC_GW_URL/$B/hd/obj.txt"
 	v=$(bc_hdr adm-c2 x-bucketcache)
 	bc_assert_eq hit "$v" "non-loopback: x-bucketcache: hit before"
-	bc_expect adm-ext-stats 200 - "non-loopback client reads stats without a token" "$EXT/_bucketcache/stats"
+	bc_expect adm-ext-stats 403 AccessDenied "non-loopback client reads no stats without a token" "$EXT/_bucketcache/stats"
+	bc_expect adm-ext-stats2 200 - "non-loopback client reads stats with the token" \
+		-H 'Authorization: Bearer tok-3f9a' "$EXT/_bucketcache/stats"
 	bc_expect adm-notok 403 AccessDenied "non-loopback DELETE /_bucketcache/v1/cache without the token" \
 		-X DELETE "$EXT/_bucketcache/v1/cache?bucket=$B&prefix=hd/"
 	bc_expect adm-badtok 403 AccessDenied "non-loopback DELETE with a wrong token" \
@@ -637,7 +640,7 @@ if [ -n "$ADDR" ]; then
 	v=$(bc_hdr adm-c4 x-bucketcache)
 	bc_assert_eq miss "$v" "non-loopback: a miss after the invalidation"
 	bc_stop_gateway
-	nonlo=16
+	nonlo=18
 else
 	bc_log "no non-loopback IPv4 address: admin token checks skipped"
 fi

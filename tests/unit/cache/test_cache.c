@@ -590,6 +590,8 @@ typedef struct env_opts_s {
 	uint64_t meta_stale;        /* ms; 0: revalidations are waited for */
 	unsigned retries;
 	uint64_t upstream_timeout;  /* ms */
+	uint64_t ttfb_timeout;      /* ms; 0: the default (10 s) */
+	uint64_t deadline;          /* ms; 0: the default (30 s) */
 	uint16_t port;              /* 0: the test server's */
 } env_opts_t;
 
@@ -652,6 +654,10 @@ env_start_opts(const env_opts_t *o)
 	E.cfg.connect_timeout = 5000;
 	E.cfg.upstream_timeout = o->upstream_timeout != 0 ?
 	    o->upstream_timeout : 30000;
+	if (o->ttfb_timeout != 0)
+		E.cfg.upstream_ttfb_timeout = o->ttfb_timeout;
+	if (o->deadline != 0)
+		E.cfg.upstream_deadline = o->deadline;
 	free(E.cfg.upstream_addressing);
 	E.cfg.upstream_addressing = strdup("path");
 	free(E.cfg.upstream);
@@ -1463,6 +1469,43 @@ LTest(cache, stalled_upstream_times_out)
 	cr_assert(srv_wait_held(&E.srv, 1));
 	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
 	cr_assert_eq(t.w.err, BC_ETIMEDOUT, "%s", bc_strerror(t.w.err));
+	srv_gate(&E.srv, false);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A hung upstream (requests held, never answered) under
+ * upstream-ttfb-timeout 300 ms and upstream-deadline 1 s: each attempt is
+ * cut at 300 ms and retried; the deadline ends the fill at 1 s (attempts
+ * start at 0, 350-400 and 750-900 ms) and FAILED carries BC_ETIMEDOUT
+ * (504 GatewayTimeout for the client, http_object.c). */
+LTest(cache, hung_upstream_fails_at_the_deadline)
+{
+	env_opts_t eo = { .retries = 10, .ttfb_timeout = 300,
+	    .deadline = 1000 };
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bool cached;
+	struct timespec t0, t1;
+	long ms;
+	tw_t t;
+
+	env_start_opts(&eo);
+	srv_gate(&E.srv, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_FAILED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	cr_assert_eq(t.w.err, BC_ETIMEDOUT, "%s", bc_strerror(t.w.err));
+	cr_assert(ms >= 990 && ms < 1800, "failed after %ld ms", ms);
+	cr_assert(srv_wait_held(&E.srv, 3));
+	cr_assert_eq(srv_count(&E.srv, "GET", NULL), 3);
 	srv_gate(&E.srv, false);
 	tw_fini(&t);
 	bc_object_unref(E.c, o);

@@ -542,6 +542,34 @@ LTest(config, file_line_too_long)
 	load_fails(ARGS("--config", path), NOENV, want);
 }
 
+/* bc_config_load_text: the file parser on a buffer (not NUL-terminated),
+ * errors naming the given name; a LIST it sets replaces the one held. */
+LTest(config, load_text)
+{
+	static const char text[] = "threads 3\n# c\nregion \"eu-west-1\"\r\n"
+	    "client-key T1:S1\nclient-key T2:S2\nretries 9 trailing";
+	bc_config_t c;
+
+	cr_assert_eq(load(&c, ARGS("--client-key", "F:S"), NOENV), 0);
+	/* the last line cut before " trailing": no terminator needed */
+	cr_assert_eq(bc_config_load_text(&c, text, sizeof(text) - 1 - 9,
+	    "mem", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.threads, 3);
+	cr_assert_str_eq(c.region, "eu-west-1");
+	cr_assert_eq(c.retries, 9);
+	cr_assert_eq(c.client_keys.n, 2);
+	cr_assert_str_eq(c.client_keys.v[0], "T1:S1");
+	cr_assert_eq(bc_config_load_text(&c, "", 0, "mem", err, sizeof(err)),
+	    0);
+	cr_assert_eq(bc_config_load_text(&c, "threads 1\nbogus 2\n", 18,
+	    "mem", err, sizeof(err)), -1);
+	cr_assert_str_eq(err, "mem:2: unknown option 'bogus'");
+	cr_assert_eq(bc_config_load_text(&c, "threads x", 9, "mem", err,
+	    sizeof(err)), -1);
+	cr_assert_str_eq(err, "mem:1: threads: 'x' is not a number");
+	bc_config_fini(&c);
+}
+
 LTest(config, file_found_through_env)
 {
 	bc_config_t c;
@@ -1128,12 +1156,19 @@ LTest(keys, parse_and_allow)
 	cr_assert(bc_config_key_allows(a, "datasets", "imagenet/train/0.jpg"));
 	cr_assert(!bc_config_key_allows(a, "datasets", "imagenet"));
 	cr_assert(!bc_config_key_allows(a, "datasets", "coco/x"));
-	/* bucket-level ops: any entry for the bucket */
-	cr_assert(bc_config_key_allows(a, "datasets", ""));
-	cr_assert(bc_config_key_allows(a, "datasets", NULL));
+	/* the empty key (a listing without prefix) is not under it */
+	cr_assert(!bc_config_key_allows(a, "datasets", ""));
+	cr_assert(!bc_config_key_allows(a, "datasets", NULL));
+	/* a prefix grants part of the bucket, not the bucket */
+	cr_assert(bc_config_key_in_bucket(a, "datasets"));
+	cr_assert(!bc_config_key_has_bucket(a, "datasets"));
 	/* "bucket": everything in it */
 	cr_assert(bc_config_key_allows(a, "models", "any/key"));
 	cr_assert(bc_config_key_allows(a, "models", ""));
+	cr_assert(bc_config_key_has_bucket(a, "models"));
+	cr_assert(!bc_config_key_in_bucket(a, "model"));
+	cr_assert(!bc_config_key_has_bucket(a, ""));
+	cr_assert(!bc_config_key_in_bucket(NULL, "models"));
 	/* other buckets, bucket-name prefixes, service level: no */
 	cr_assert(!bc_config_key_allows(a, "model", "any"));
 	cr_assert(!bc_config_key_allows(a, "modelsx", "any"));
@@ -1149,6 +1184,9 @@ LTest(keys, parse_and_allow)
 	cr_assert(bc_config_key_allows(d, "b1", "p2/y"));
 	cr_assert(!bc_config_key_allows(d, "b1", "p3"));
 	cr_assert(bc_config_key_allows(d, "b2", "anything"));
+	cr_assert(bc_config_key_has_bucket(d, "b2"));
+	cr_assert(!bc_config_key_has_bucket(d, "b1"));
+	cr_assert(bc_config_key_has_bucket(b, "whatever"));
 	bc_config_fini(&c);
 }
 

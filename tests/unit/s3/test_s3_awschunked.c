@@ -3,11 +3,14 @@
  * S3 reference example "Transfer Payload in Multiple Chunks" (66560 bytes
  * of 'a' in 64 KiB chunks, seed 4f232c43...): chunk signatures, decoded
  * and re-signed output, every way of splitting the input, tampering,
- * oversize chunks, truncation, trailing garbage and malformed framing.
+ * oversize chunks, truncation, trailing garbage and malformed framing;
+ * the declared payload length (x-amz-decoded-content-length): parsing,
+ * exact / too long / too short, whole and split, framed and not.
  */
 #include <criterion/criterion.h>
 
 #include "../bc_test.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -532,4 +535,175 @@ LTest(awschunked, fuzz)
 	}
 	free(buf);
 	free(body);
+}
+
+/* ---- the declared payload length (x-amz-decoded-content-length) ---------- */
+
+LTest(awschunked, parse_decoded_len)
+{
+	static const struct {
+		const char *v;
+		bc_s3err_t  e;
+		uint64_t    n;
+	} t[] = {
+		{ "0", BC_S3E_NONE, 0 },
+		{ "66560", BC_S3E_NONE, 66560 },
+		{ "007", BC_S3E_NONE, 7 },
+		{ "18446744073709551615", BC_S3E_NONE, UINT64_MAX },
+		{ NULL, BC_S3E_MissingContentLength, 0 },
+		{ "", BC_S3E_InvalidArgument, 0 },
+		{ "18446744073709551616", BC_S3E_InvalidArgument, 0 },
+		{ "99999999999999999999", BC_S3E_InvalidArgument, 0 },
+		{ "000000000000000000001", BC_S3E_InvalidArgument, 0 },
+		{ "-1", BC_S3E_InvalidArgument, 0 },
+		{ "+1", BC_S3E_InvalidArgument, 0 },
+		{ " 1", BC_S3E_InvalidArgument, 0 },
+		{ "1 ", BC_S3E_InvalidArgument, 0 },
+		{ "0x10", BC_S3E_InvalidArgument, 0 },
+		{ "12x", BC_S3E_InvalidArgument, 0 },
+		{ "1,2", BC_S3E_InvalidArgument, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		uint64_t n = 12345;
+		bc_s3err_t e = bc_awschunked_parse_decoded_len(t[i].v, &n);
+
+		cr_expect_eq(e, t[i].e, "case %zu (%s): %s", i,
+		    t[i].v != NULL ? t[i].v : "NULL", bc_s3err_code(e));
+		cr_expect_eq(n, t[i].e == BC_S3E_NONE ? t[i].n : 12345,
+		    "case %zu", i);
+	}
+}
+
+static const size_t one_byte[] = { 1 };
+static const size_t odd_split[] = { 7, 13, 1, 4093, 2, 65537, 3, 88 };
+static const size_t edge_split[] = { 87, 1, 65536, 1, 1, 86, 1025, 2 };
+
+/* The example body under a declared length, whole and in pieces, framed
+ * (proxy) and not (decoded payload alone). */
+LTest(awschunked, declared_length)
+{
+	static const struct {
+		uint64_t   declared;
+		bc_s3err_t e;
+		size_t     framed;     /* output bytes before the end/error */
+		size_t     plain;
+	} t[] = {
+		/* exact: the whole body */
+		{ PAYLOAD, BC_S3E_NONE, BODY_LEN, PAYLOAD },
+		/* one byte more: every data chunk, never the final one */
+		{ PAYLOAD + 1, BC_S3E_IncompleteBody, BODY_LEN - 86, PAYLOAD },
+		{ UINT64_MAX, BC_S3E_IncompleteBody, BODY_LEN - 86, PAYLOAD },
+		/* one byte less: the second chunk would pass it */
+		{ PAYLOAD - 1, BC_S3E_IncompleteBody, 88 + 65538, 65536 },
+		{ 65536, BC_S3E_IncompleteBody, 88 + 65538, 65536 },
+		/* the first chunk is already too long */
+		{ 65535, BC_S3E_IncompleteBody, 0, 0 },
+		{ 0, BC_S3E_IncompleteBody, 0, 0 },
+	};
+	static const size_t *const plans[] = { all_at_once, one_byte,
+	    odd_split, edge_split };
+	static const size_t nplan[] = { 1, 1, 8, 8 };
+	bc_sigv4_ctx_t c = client_ctx(), u = upstream_ctx();
+	size_t len;
+	char *body = example_body(&len);
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		for (size_t p = 0; p < 4; p++) {
+			for (int framed = 0; framed < 2; framed++) {
+				bc_awschunked_t *d = bc_awschunked_new(&c,
+				    framed ? &u : NULL, 65536);
+				bc_buf_t out = BC_BUF_INIT;
+				bc_s3err_t e, again;
+				char x = '0';
+
+				bc_awschunked_set_decoded_len(d,
+				    t[i].declared);
+				e = run(d, body, len, plans[p], nplan[p], &out);
+				cr_expect_eq(e, t[i].e, "case %zu plan %zu "
+				    "framed %d: %s", i, p, framed,
+				    bc_s3err_code(e));
+				cr_expect_eq(out.len, framed ? t[i].framed :
+				    t[i].plain, "case %zu plan %zu framed %d: "
+				    "%zu bytes out", i, p, framed, out.len);
+				cr_expect_eq(bc_awschunked_done(d),
+				    t[i].e == BC_S3E_NONE, "case %zu", i);
+				if (t[i].e != BC_S3E_NONE) {
+					/* sticky, and nothing more comes out */
+					cr_expect_eq(bc_awschunked_feed(d, &x,
+					    1, &again), -1);
+					cr_expect_eq(again, t[i].e);
+					cr_expect_eq(drain(d, &out, 1000), 0);
+				} else if (!framed) {
+					cr_expect_eq(strspn(out.data, "a"),
+					    PAYLOAD);
+				}
+				bc_awschunked_free(d);
+				bc_buf_fini(&out);
+			}
+		}
+	}
+	free(body);
+}
+
+/* A chunk past the declared length fails on its header line, before any
+ * of its data is read. */
+LTest(awschunked, declared_length_fails_at_once)
+{
+	bc_sigv4_ctx_t c = client_ctx(), u = upstream_ctx();
+	bc_awschunked_t *d = bc_awschunked_new(&c, &u, 65536);
+	bc_buf_t out = BC_BUF_INIT;
+	bc_s3err_t e = BC_S3E_NONE;
+	size_t len, line2 = 88 + 65538 + 86;   /* through chunk 2's line */
+	char *body = example_body(&len);
+	ssize_t n;
+
+	bc_awschunked_set_decoded_len(d, PAYLOAD - 1);
+	n = bc_awschunked_feed(d, body, line2 - 1, &e);
+	cr_assert_eq(n, 88 + 65538);
+	cr_assert_eq(drain(d, &out, (size_t)-1), 88 + 65538);
+	n = bc_awschunked_feed(d, body + 88 + 65538, 85, &e);
+	cr_assert_eq(n, 85, "chunk 2's line is not complete yet");
+	n = bc_awschunked_feed(d, body + line2 - 1, 1, &e);
+	cr_expect_eq(n, -1, "its last byte ends the line: refused");
+	cr_expect_eq(e, BC_S3E_IncompleteBody);
+	cr_expect_eq(drain(d, &out, (size_t)-1), 0);
+	cr_expect_eq(bc_awschunked_decoded_len(d), 65536);
+	cr_expect_eq(bc_awschunked_finish(d), BC_S3E_IncompleteBody);
+	bc_awschunked_free(d);
+	bc_buf_fini(&out);
+	free(body);
+}
+
+/* An empty payload: the final chunk alone, declared 0 (or not). */
+LTest(awschunked, declared_length_empty_payload)
+{
+	bc_sigv4_ctx_t c = client_ctx(), u = upstream_ctx();
+	char sig[65], body[128];
+	static const struct {
+		bool       declare;
+		uint64_t   declared;
+		bc_s3err_t e;
+	} t[] = {
+		{ true, 0, BC_S3E_NONE },
+		{ false, 0, BC_S3E_NONE },
+		{ true, 1, BC_S3E_IncompleteBody },
+	};
+
+	bc_sigv4_chunk_signature(&c, SEED, "", 0, sig);
+	snprintf(body, sizeof(body), "0;chunk-signature=%s\r\n\r\n", sig);
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		bc_awschunked_t *d = bc_awschunked_new(&c, &u, 65536);
+		bc_buf_t out = BC_BUF_INIT;
+		bc_s3err_t e;
+
+		if (t[i].declare)
+			bc_awschunked_set_decoded_len(d, t[i].declared);
+		e = run(d, body, strlen(body), all_at_once, 1, &out);
+		cr_expect_eq(e, t[i].e, "case %zu: %s", i, bc_s3err_code(e));
+		cr_expect_eq(out.len, t[i].e == BC_S3E_NONE ? 86 : 0,
+		    "case %zu", i);
+		bc_awschunked_free(d);
+		bc_buf_fini(&out);
+	}
 }

@@ -589,3 +589,522 @@ LTest(s3_xml, hostile_bodies)
 		free(buf);
 	}
 }
+
+/* ---- DeleteObjects filtered by key (bc_s3_xml_filter_delete) ------------ */
+
+/* keep() for the tests: refuses keys starting with the prefix in arg,
+ * and records every key it saw. */
+typedef struct {
+	const char *refuse;      /* prefix to refuse; NULL: keep all */
+	char        seen[4096];  /* keys seen, '|'-separated */
+	size_t      calls;
+} keep_ctx_t;
+
+static bool
+keep_fn(void *arg, const char *key)
+{
+	keep_ctx_t *c = arg;
+	size_t n = strlen(c->seen);
+
+	c->calls++;
+	snprintf(c->seen + n, sizeof(c->seen) - n, "%s%s", n > 0 ? "|" : "",
+	    key);
+	return c->refuse == NULL ||
+	    strncmp(key, c->refuse, strlen(c->refuse)) != 0;
+}
+
+/* Filters xml (strlen) refusing keys that start with refuse; the output
+ * in *out (caller finis), refused keys joined by '|' into joined. */
+static bc_s3err_t
+filter(const char *xml, const char *refuse, bc_buf_t *out, char *joined,
+    size_t jlen, size_t *nrefused, size_t *nkept, keep_ctx_t *ctx)
+{
+	char **refused = (char **)1;
+	bc_s3err_t e;
+
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->refuse = refuse;
+	bc_buf_init(out, 0);
+	*nrefused = *nkept = 7;
+	e = bc_s3_xml_filter_delete(xml, strlen(xml), keep_fn, ctx, out,
+	    &refused, nrefused, nkept);
+	joined[0] = '\0';
+	if (e != BC_S3E_NONE) {
+		cr_expect_null(refused, "'%s'", xml);
+		cr_expect_eq(*nrefused, 0, "'%s'", xml);
+		cr_expect_eq(*nkept, 0, "'%s'", xml);
+		return e;
+	}
+	for (size_t i = 0; i < *nrefused; i++) {
+		size_t n = strlen(joined);
+
+		snprintf(joined + n, jlen - n, "%s%s", i > 0 ? "|" : "",
+		    refused[i]);
+	}
+	free_keys(refused, *nrefused);
+	return e;
+}
+
+static const char filter_doc[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+    "  <Quiet>true</Quiet>\n"
+    "  <Object><Key>allowed/a.txt</Key><VersionId>v1</VersionId></Object>\n"
+    "  <Object>\n    <Key>secret/top.txt</Key>\n  </Object>\n"
+    "\t<Object><Key>allowed/b&amp;c&#x3C;d</Key></Object>\r\n"
+    "  <Object><VersionId>v3</VersionId><Key>secret/&lt;x&gt;</Key>"
+    "</Object>\n"
+    "  <Object><Key>allowed/last</Key><VersionId>null</VersionId></Object>\n"
+    "</Delete>\n";
+
+LTest(s3_xml, filter_keep_all_is_identity)
+{
+	keep_ctx_t ctx;
+	bc_buf_t out;
+	char joined[1024];
+	size_t nr, nk;
+
+	cr_assert_eq(filter(filter_doc, NULL, &out, joined, sizeof(joined),
+	    &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_eq(out.len, strlen(filter_doc));
+	cr_expect(out.len == strlen(filter_doc) &&
+	    memcmp(out.data, filter_doc, out.len) == 0,
+	    "output differs:\n%.*s", (int)out.len, bc_buf_str(&out));
+	cr_expect_eq(nr, 0);
+	cr_expect_eq(nk, 5);
+	/* keep() sees decoded keys, in document order */
+	cr_expect_eq(ctx.calls, 5);
+	cr_expect_str_eq(ctx.seen, "allowed/a.txt|secret/top.txt|"
+	    "allowed/b&c<d|secret/<x>|allowed/last");
+	bc_buf_fini(&out);
+}
+
+LTest(s3_xml, filter_removes_only_refused)
+{
+	static const char want[] =
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+	    "  <Quiet>true</Quiet>\n"
+	    "  <Object><Key>allowed/a.txt</Key><VersionId>v1</VersionId>"
+	    "</Object>\n"
+	    "  \n"
+	    "\t<Object><Key>allowed/b&amp;c&#x3C;d</Key></Object>\r\n"
+	    "  \n"
+	    "  <Object><Key>allowed/last</Key><VersionId>null</VersionId>"
+	    "</Object>\n"
+	    "</Delete>\n";
+	keep_ctx_t ctx;
+	bc_buf_t out;
+	char joined[1024];
+	size_t nr, nk;
+	char **keys;
+	size_t n;
+	bool quiet;
+
+	cr_assert_eq(filter(filter_doc, "secret/", &out, joined,
+	    sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_str_eq(bc_buf_str(&out), want);
+	cr_expect_eq(nr, 2);
+	cr_expect_eq(nk, 3);
+	cr_expect_str_eq(joined, "secret/top.txt|secret/<x>");
+	/* what goes upstream parses to the kept keys, Quiet intact */
+	cr_assert_eq(bc_s3_xml_parse_delete(out.data, out.len, &keys, &n,
+	    &quiet), BC_S3E_NONE);
+	cr_expect_eq(n, 3);
+	cr_expect(quiet);
+	cr_expect_str_eq(keys[1], "allowed/b&c<d");
+	free_keys(keys, n);
+	bc_buf_fini(&out);
+
+	/* the first and the last object */
+	cr_assert_eq(filter("<Delete><Object><Key>x1</Key></Object><Object>"
+	    "<Key>k</Key></Object><Object><Key>x2</Key></Object></Delete>",
+	    "x", &out, joined, sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_str_eq(bc_buf_str(&out),
+	    "<Delete><Object><Key>k</Key></Object></Delete>");
+	cr_expect_str_eq(joined, "x1|x2");
+	bc_buf_fini(&out);
+
+	/* all refused: the rest of the document stays, nothing kept */
+	cr_assert_eq(filter("<Delete><Quiet>false</Quiet><Object><Key>x1</Key>"
+	    "</Object><Object><Key>x2</Key></Object></Delete>", "x", &out,
+	    joined, sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_str_eq(bc_buf_str(&out),
+	    "<Delete><Quiet>false</Quiet></Delete>");
+	cr_expect_eq(nr, 2);
+	cr_expect_eq(nk, 0);
+	bc_buf_fini(&out);
+
+	/* the same key twice: each occurrence on its own */
+	cr_assert_eq(filter("<Delete><Object><Key>x</Key></Object><Object>"
+	    "<Key>x</Key></Object><Object><Key>y</Key></Object></Delete>",
+	    "x", &out, joined, sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_str_eq(joined, "x|x");
+	cr_expect_eq(nk, 1);
+	bc_buf_fini(&out);
+
+	/* an empty key is passed to keep() like any other */
+	cr_assert_eq(filter("<Delete><Object><Key></Key></Object></Delete>",
+	    "", &out, joined, sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_expect_eq(nr, 1);
+	cr_expect_eq(ctx.calls, 1);
+	bc_buf_fini(&out);
+
+	/* the end tag of the root is not required (as for parsing) */
+	cr_assert_eq(filter("<Delete><Object><Key>x</Key></Object><Object>"
+	    "<Key>y</Key></Object>", "x", &out, joined, sizeof(joined), &nr,
+	    &nk, &ctx), BC_S3E_NONE);
+	cr_expect_str_eq(bc_buf_str(&out), "<Delete><Object><Key>y</Key>"
+	    "</Object>");
+	bc_buf_fini(&out);
+}
+
+/* Every body bc_s3_xml_parse_delete refuses, filter refuses the same way,
+ * whatever keep() says. */
+LTest(s3_xml, filter_malformed)
+{
+	static const char *const bad[] = {
+		"", "garbage", "<Delete></Delete>", "<Delete/>",
+		"<Delete><Quiet>true</Quiet></Delete>",
+		"<Object><Key>k</Key></Object>",
+		"<delete><Object><Key>k</Key></Object></delete>",
+		"<Delete><Object><Key>k</Key>",
+		"<Delete><Object><Key>k</Key></Delete>",
+		"<Delete><Object><Key>k</Object></Delete>",
+		"<Delete><Object><Key>k", "<Delete><Object>",
+		"<Delete><Object><Key>a</Key></Object><Object><Key>b</Key>",
+		"<Delete><Object></Object></Delete>",
+		"<Delete><Object><VersionId>1</VersionId></Object></Delete>",
+		"<Delete><Object></Object><Key>k</Key></Delete>",
+		"<Delete><Object><Key a=\"1\">k</Key></Object></Delete>",
+		"<Delete><Object><Key>k</Key></Object><Object></Object>"
+		    "</Delete>",
+		/* bad key text, in a kept and in a refused object */
+		"<Delete><Object><Key>a&b</Key></Object></Delete>",
+		"<Delete><Object><Key>x&b</Key></Object></Delete>",
+		"<Delete><Object><Key>k</Key></Object><Object><Key>&#0;</Key>"
+		    "</Object></Delete>",
+		"<Delete><Object><Key>x&#xD800;</Key></Object></Delete>",
+		"<Delete><Object><Key>x<y</Key></Object></Delete>",
+		"<Delete><Object><Key><![CDATA[x]]></Key></Object></Delete>",
+		/* a refused object first, a malformed one after */
+		"<Delete><Object><Key>x</Key></Object><Object><Key>k</Key>"
+		    "</Delete>",
+	};
+	static const char *const refuse[] = { NULL, "x", "" };
+	keep_ctx_t ctx;
+	bc_buf_t out;
+	char joined[256];
+	size_t nr, nk;
+
+	for (size_t i = 0; i < N(bad); i++) {
+		char **keys;
+		size_t n;
+		bool quiet;
+
+		cr_expect_eq(bc_s3_xml_parse_delete(bad[i], strlen(bad[i]),
+		    &keys, &n, &quiet), BC_S3E_MalformedXML, "'%s'", bad[i]);
+		for (size_t r = 0; r < N(refuse); r++) {
+			cr_expect_eq(filter(bad[i], refuse[r], &out, joined,
+			    sizeof(joined), &nr, &nk, &ctx),
+			    BC_S3E_MalformedXML, "'%s' refusing %s", bad[i],
+			    refuse[r] != NULL ? refuse[r] : "none");
+			bc_buf_fini(&out);
+		}
+	}
+}
+
+LTest(s3_xml, filter_limit)
+{
+	keep_ctx_t ctx;
+	bc_buf_t b = BC_BUF_INIT, out;
+	char **refused;
+	size_t nr, nk;
+
+	/* 1000 objects pass, half refused */
+	cr_assert_eq(bc_buf_puts(&b, "<Delete>"), 0);
+	for (int i = 0; i < BC_S3_DELETE_MAX_KEYS; i++)
+		cr_assert_eq(bc_buf_printf(&b, "<Object><Key>%s%d</Key>"
+		    "</Object>", i % 2 ? "x" : "k", i), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.refuse = "x";
+	bc_buf_init(&out, 0);
+	cr_assert_eq(bc_s3_xml_filter_delete(b.data, b.len, keep_fn, &ctx,
+	    &out, &refused, &nr, &nk), BC_S3E_NONE);
+	cr_expect_eq(nr, 500);
+	cr_expect_eq(nk, 500);
+	cr_expect_str_eq(refused[0], "x1");
+	cr_expect_str_eq(refused[499], "x999");
+	free_keys(refused, nr);
+	bc_buf_fini(&out);
+	/* 1001: MalformedXML, refused or kept alike, nothing leaks */
+	for (int all = 0; all < 2; all++) {
+		bc_buf_t c = BC_BUF_INIT;
+
+		cr_assert_eq(bc_buf_append(&c, b.data, b.len), 0);
+		cr_assert_eq(bc_buf_puts(&c, all ? "<Object><Key>x</Key>"
+		    "</Object>" : "<Object><Key>k</Key></Object>"), 0);
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.refuse = all ? "" : "x";
+		bc_buf_init(&out, 0);
+		cr_expect_eq(bc_s3_xml_filter_delete(c.data, c.len, keep_fn,
+		    &ctx, &out, &refused, &nr, &nk), BC_S3E_MalformedXML);
+		cr_expect_null(refused);
+		cr_expect_eq(nr, 0);
+		bc_buf_fini(&out);
+		bc_buf_fini(&c);
+	}
+	bc_buf_fini(&b);
+}
+
+/* Every prefix and byte mutation of a valid body: filter agrees with the
+ * parser (same error, or MalformedXML for markup it does not read
+ * exactly; same keys kept plus refused), keeping all copies
+ * the body unchanged, and never crashes or leaks. */
+static void
+filter_agrees(const char *xml, size_t len)
+{
+	char **keys = NULL, **refused = NULL;
+	size_t n = 0, nr, nk;
+	bool quiet;
+	bc_s3err_t pe, fe;
+	bc_buf_t out;
+	keep_ctx_t ctx;
+
+	pe = bc_s3_xml_parse_delete(xml, len, &keys, &n, &quiet);
+	free_keys(keys, n);
+	memset(&ctx, 0, sizeof(ctx));
+	bc_buf_init(&out, 0);
+	fe = bc_s3_xml_filter_delete(xml, len, keep_fn, &ctx, &out, &refused,
+	    &nr, &nk);
+	/* the filter may only be stricter: it refuses markup it does not
+	 * read exactly (a mutated tag) that the lenient parser skips */
+	cr_assert(fe == pe || (fe == BC_S3E_MalformedXML &&
+	    pe == BC_S3E_NONE), "filter %d, parser %d", (int)fe, (int)pe);
+	if (fe == BC_S3E_NONE) {
+		cr_assert_eq(nr + nk, n);
+		cr_assert_eq(out.len, len);
+		cr_assert_eq(memcmp(out.data, xml, len), 0);
+	}
+	free_keys(refused, nr);
+	bc_buf_fini(&out);
+	/* refusing every other key */
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.refuse = "a";
+	bc_buf_init(&out, 0);
+	fe = bc_s3_xml_filter_delete(xml, len, keep_fn, &ctx, &out, &refused,
+	    &nr, &nk);
+	/* the filter may only be stricter: it refuses markup it does not
+	 * read exactly (a mutated tag) that the lenient parser skips */
+	cr_assert(fe == pe || (fe == BC_S3E_MalformedXML &&
+	    pe == BC_S3E_NONE), "filter %d, parser %d", (int)fe, (int)pe);
+	if (fe == BC_S3E_NONE) {
+		cr_assert_eq(nr + nk, n);
+		cr_assert_leq(out.len, len);
+		free_keys(refused, nr);
+	}
+	bc_buf_fini(&out);
+}
+
+/* Markup the scanner does not read exactly could hide a key from it that
+ * S3's XML parser reads: such bodies are refused whole. */
+LTest(s3_xml, filter_refuses_inexact_markup)
+{
+	static const char *const bad[] = {
+	    "<Delete><Object><Key>allowed/a</Key></Object>"
+	    "<Object ><Key>secret/h1</Key></Object ></Delete>",
+	    "<Delete><Object><!--<Key>allowed/a</Key>--><Key>secret/h2</Key>"
+	    "</Object></Delete>",
+	    "<Delete><Object><Key >secret/h3</Key ><Key>allowed/a</Key>"
+	    "</Object></Delete>",
+	    "<Delete><s3:Object><s3:Key>secret/h4</s3:Key></s3:Object>"
+	    "<Object><Key>allowed/a</Key></Object></Delete>",
+	    "<Delete><Object><Key><![CDATA[secret/h5]]></Key></Object>"
+	    "</Delete>",
+	    "<Delete><Object\n><Key>secret/h6</Key></Object></Delete>",
+	    " <?xml version=\"1.0\"?><Delete><Object><Key>a</Key></Object>"
+	    "</Delete>",
+	};
+	char joined[256];
+	size_t nr, nk;
+	keep_ctx_t ctx;
+	bc_buf_t out;
+
+	for (size_t i = 0; i < N(bad); i++) {
+		cr_expect_eq(filter(bad[i], "secret/", &out, joined,
+		    sizeof(joined), &nr, &nk, &ctx), BC_S3E_MalformedXML,
+		    "'%s'", bad[i]);
+		bc_buf_fini(&out);
+	}
+	/* what SDKs send passes */
+	cr_assert_eq(filter("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	    "<Object><Key>secret/x</Key><VersionId>v</VersionId></Object>"
+	    "<Object><Key>a</Key><ETag>\"e\"</ETag></Object>"
+	    "<Quiet>false</Quiet></Delete>", "secret/", &out, joined,
+	    sizeof(joined), &nr, &nk, &ctx), BC_S3E_NONE);
+	cr_assert_str_eq(joined, "secret/x");
+	bc_buf_fini(&out);
+}
+
+LTest(s3_xml, filter_hostile_bodies)
+{
+	static const char *const docs[] = { delete_doc, filter_doc };
+	static const char subst[] = { '<', '>', '&', ';', '/', '#', '\0',
+		'"', ' ', 'x', '\xff' };
+
+	for (size_t d = 0; d < N(docs); d++) {
+		size_t len = strlen(docs[d]);
+		char *buf = malloc(len);
+
+		cr_assert_not_null(buf);
+		for (size_t l = 0; l <= len; l++) {
+			char *cut = malloc(l > 0 ? l : 1);
+
+			cr_assert_not_null(cut);
+			memcpy(cut, docs[d], l);
+			filter_agrees(cut, l);
+			free(cut);
+		}
+		for (size_t i = 0; i < len; i++)
+			for (size_t s = 0; s < N(subst); s++) {
+				memcpy(buf, docs[d], len);
+				buf[i] = subst[s];
+				filter_agrees(buf, len);
+			}
+		free(buf);
+	}
+}
+
+/* ---- per-key errors of a DeleteResult ---------------------------------- */
+
+LTest(s3_xml, key_error)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	cr_assert_eq(bc_s3_xml_key_error(&b, "a&b<c>\"d'e", BC_S3E_AccessDenied),
+	    0);
+	cr_expect_str_eq(bc_buf_str(&b), "<Error><Key>a&amp;b&lt;c&gt;&quot;d"
+	    "&apos;e</Key><Code>AccessDenied</Code><Message>Access Denied"
+	    "</Message></Error>");
+	bc_buf_fini(&b);
+	/* the escaped key decodes back to itself */
+	cr_assert_eq(bc_s3_xml_key_error(&b, "k/\xc3\xa9&", BC_S3E_NoSuchKey),
+	    0);
+	{
+		const char *s = strstr(bc_buf_str(&b), "<Key>") + 5;
+		const char *e = strstr(s, "</Key>");
+		char *k = bc_s3_xml_text(s, (size_t)(e - s));
+
+		cr_assert_not_null(k);
+		cr_expect_str_eq(k, "k/\xc3\xa9&");
+		free(k);
+	}
+	cr_expect(strstr(bc_buf_str(&b), "<Code>NoSuchKey</Code>") != NULL);
+	bc_buf_fini(&b);
+}
+
+static const char result_doc[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+    "<Deleted><Key>allowed/a</Key></Deleted></DeleteResult>\n";
+
+LTest(s3_xml, delete_result_errors)
+{
+	char k1[] = "secret/top.txt", k2[] = "s/<&>";
+	char *keys[] = { k1, k2 };
+	bc_buf_t out = BC_BUF_INIT;
+
+	cr_assert_eq(bc_s3_xml_delete_result_errors(result_doc,
+	    strlen(result_doc), keys, 2, BC_S3E_AccessDenied, &out), 0);
+	cr_expect_str_eq(bc_buf_str(&out),
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	    "<Deleted><Key>allowed/a</Key></Deleted>"
+	    "<Error><Key>secret/top.txt</Key><Code>AccessDenied</Code>"
+	    "<Message>Access Denied</Message></Error>"
+	    "<Error><Key>s/&lt;&amp;&gt;</Key><Code>AccessDenied</Code>"
+	    "<Message>Access Denied</Message></Error>"
+	    "</DeleteResult>\n");
+	bc_buf_fini(&out);
+
+	/* no keys: unchanged */
+	cr_assert_eq(bc_s3_xml_delete_result_errors(result_doc,
+	    strlen(result_doc), keys, 0, BC_S3E_AccessDenied, &out), 0);
+	cr_expect_str_eq(bc_buf_str(&out), result_doc);
+	bc_buf_fini(&out);
+
+	/* an empty result (what the gateway answers when no key is left) */
+	{
+		static const char empty[] = "<DeleteResult></DeleteResult>";
+
+		cr_assert_eq(bc_s3_xml_delete_result_errors(empty,
+		    strlen(empty), keys, 1, BC_S3E_AccessDenied, &out), 0);
+		cr_expect_str_eq(bc_buf_str(&out), "<DeleteResult><Error><Key>"
+		    "secret/top.txt</Key><Code>AccessDenied</Code><Message>"
+		    "Access Denied</Message></Error></DeleteResult>");
+		bc_buf_fini(&out);
+	}
+	/* inserted before the LAST end tag */
+	{
+		static const char two[] = "<DeleteResult><Deleted><Key>a</Key>"
+		    "</Deleted></DeleteResult><!-- x --></DeleteResult>";
+
+		cr_assert_eq(bc_s3_xml_delete_result_errors(two, strlen(two),
+		    keys, 1, BC_S3E_AccessDenied, &out), 0);
+		cr_expect_str_eq(bc_buf_str(&out), "<DeleteResult><Deleted><Key>"
+		    "a</Key></Deleted></DeleteResult><!-- x --><Error><Key>"
+		    "secret/top.txt</Key><Code>AccessDenied</Code><Message>"
+		    "Access Denied</Message></Error></DeleteResult>");
+		bc_buf_fini(&out);
+	}
+	/* only len bytes are read: a tag past len is not seen */
+	{
+		size_t cut = strlen(result_doc) - strlen("</DeleteResult>\n");
+
+		cr_assert_eq(bc_s3_xml_delete_result_errors(result_doc, cut,
+		    keys, 1, BC_S3E_AccessDenied, &out), 0);
+		cr_expect_eq(out.len, cut);
+		cr_expect_eq(memcmp(out.data, result_doc, cut), 0);
+		bc_buf_fini(&out);
+	}
+}
+
+LTest(s3_xml, delete_result_errors_passes_errors_through)
+{
+	static const char *const docs[] = {
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+		    "AccessDenied</Code><Message>Access Denied</Message>"
+		    "<RequestId>1</RequestId></Error>",
+		"<Error><Code>InternalError</Code></Error>",
+		"",
+		"not xml at all \xff",
+		"<DeleteResult>",                 /* no end tag */
+		"</DeleteResul",
+	};
+	char k1[] = "secret/top.txt";
+	char *keys[] = { k1 };
+	bc_buf_t out = BC_BUF_INIT;
+
+	for (size_t i = 0; i < N(docs); i++) {
+		size_t len = strlen(docs[i]);
+
+		cr_assert_eq(bc_s3_xml_delete_result_errors(docs[i], len, keys,
+		    1, BC_S3E_AccessDenied, &out), 0);
+		cr_expect_eq(out.len, len, "'%s'", docs[i]);
+		cr_expect(len == 0 || memcmp(out.data, docs[i], len) == 0,
+		    "'%s'", docs[i]);
+		bc_buf_fini(&out);
+	}
+	/* a body with a NUL byte before its end tag is still searched whole */
+	{
+		static const char x[] = "<DeleteResult>\0</DeleteResult>";
+
+		cr_assert_eq(bc_s3_xml_delete_result_errors(x, sizeof(x) - 1,
+		    keys, 1, BC_S3E_AccessDenied, &out), 0);
+		cr_expect_gt(out.len, sizeof(x) - 1);
+		cr_expect_eq(memcmp(out.data + out.len - 15, "</DeleteResult>",
+		    15), 0);
+		bc_buf_fini(&out);
+	}
+}

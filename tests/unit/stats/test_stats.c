@@ -1,7 +1,8 @@
 /*
  * test_stats.c — counters, requests by operation, the latency histogram
  * and its quantiles, JSON (checked by Python's json module) and the
- * Prometheus text format (checked line by line), concurrent updates.
+ * Prometheus text format (checked line by line and as UTF-8), concurrent
+ * updates, per-bucket counters, and hostile names (escaping, no slot).
  * Criterion runs each test in its own process, so the globals start at 0.
  */
 #include <pthread.h>
@@ -246,32 +247,32 @@ sample(const char *doc, const char *series)
 	return strtoull(v, NULL, 10);
 }
 
-LTest(stats, prometheus_lines_are_well_formed)
+/*
+ * Checks doc line by line against the Prometheus text format 0.0.4 (label
+ * values may escape only '\\', '"' and newline), that every sample follows
+ * the TYPE of its family, and that the whole is valid UTF-8 (Python's
+ * strict decoder). Returns the number of samples.
+ */
+static size_t
+check_prometheus(const char *text)
 {
 	static const char sample_re[] =
 	    "^[a-zA-Z_:][a-zA-Z0-9_:]*"
-	    "(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\""
-	    "(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\")*\\})?"
+	    "(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\\n]|\\\\[\\\\\"n])*\""
+	    "(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\\n]|\\\\[\\\\\"n])*\")*\\})?"
 	    " (-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?|[-+]Inf|NaN)$";
 	static const char comment_re[] =
 	    "^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+$";
-	bc_buf_t b = BC_BUF_INIT;
 	regex_t rs, rc;
 	char *doc, *line, *save = NULL;
 	char typed[64][128];
 	size_t ntyped = 0, nsamples = 0;
 
-	bc_stats_reset();
-	bc_stats_start();
-	bc_stats_request(BC_S3OP_GetObject, 200, 10, 1000);
-	bc_stats_request(BC_S3OP_HeadObject, 403, 0, 0);
-	BC_STATS_ADD(upstream_bytes_in, 5000);
-	bc_stats_upstream_latency(42000);
-	cr_assert_eq(bc_stats_prometheus(&b), 0);
 	cr_assert_eq(regcomp(&rs, sample_re, REG_EXTENDED | REG_NOSUB), 0);
 	cr_assert_eq(regcomp(&rc, comment_re, REG_EXTENDED | REG_NOSUB), 0);
-	cr_assert(b.len > 0 && b.data[b.len - 1] == '\n');
-	doc = strdup(bc_buf_str(&b));
+	cr_assert(text[0] != '\0' && text[strlen(text) - 1] == '\n');
+	cr_assert_eq(strstr(text, "\n\n"), NULL, "an empty line");
+	doc = strdup(text);
 	for (line = strtok_r(doc, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] == '#') {
@@ -293,7 +294,27 @@ LTest(stats, prometheus_lines_are_well_formed)
 		    typed[ntyped - 1]);
 		nsamples++;
 	}
-	cr_assert_gt(nsamples, 20);
+	regfree(&rs);
+	regfree(&rc);
+	free(doc);
+	cr_assert_eq(python_check(text, "import sys\n"
+	    "sys.stdin.buffer.read().decode(\"utf-8\")\n"), 0,
+	    "not valid UTF-8:\n%s", text);
+	return nsamples;
+}
+
+LTest(stats, prometheus_lines_are_well_formed)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	bc_stats_reset();
+	bc_stats_start();
+	bc_stats_request(BC_S3OP_GetObject, 200, 10, 1000);
+	bc_stats_request(BC_S3OP_HeadObject, 403, 0, 0);
+	BC_STATS_ADD(upstream_bytes_in, 5000);
+	bc_stats_upstream_latency(42000);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	cr_assert_gt(check_prometheus(bc_buf_str(&b)), 20);
 	/* counters end in _total, gauges do not */
 	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_requests_total"), 2);
 	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_bytes_out_total"),
@@ -312,9 +333,6 @@ LTest(stats, prometheus_lines_are_well_formed)
 	    "bucketcache_s3_requests_total{op=\"HeadObject\",status=\"4xx\"}"),
 	    1);
 	cr_assert_null(strstr(bc_buf_str(&b), "op=\"PutObject\""));
-	regfree(&rs);
-	regfree(&rc);
-	free(doc);
 	bc_buf_fini(&b);
 }
 
@@ -449,5 +467,175 @@ LTest(stats, per_bucket_counters_and_overflow)
 	cr_assert_eq(bc_stats_prometheus(&b), 0);
 	cr_expect_not_null(strstr(bc_buf_str(&b),
 	    "bucketcache_bucket_cache_hits_total{bucket=\"alpha\"} 5\n"));
+	bc_buf_fini(&b);
+}
+
+/* ---- hostile names ---------------------------------------------------- */
+
+#define REPL "\xef\xbf\xbd"   /* U+FFFD in UTF-8 */
+
+/* Exactly how names are escaped: JSON string rules, Prometheus label
+ * rules, and U+FFFD for every byte that is not part of valid UTF-8. */
+LTest(stats, escaping_of_hostile_names)
+{
+	static const struct {
+		const char *in, *json, *prom;
+	} t[] = {
+		{ "", "\"\"", "\"\"" },
+		{ "plain-name.1", "\"plain-name.1\"", "\"plain-name.1\"" },
+		{ "a\"b", "\"a\\\"b\"", "\"a\\\"b\"" },
+		{ "a\\b", "\"a\\\\b\"", "\"a\\\\b\"" },
+		{ "a\nb", "\"a\\u000ab\"", "\"a\\nb\"" },
+		{ "\r\t\x01\x1f\x7f", "\"\\u000d\\u0009\\u0001\\u001f\\u007f\"",
+		    "\"" REPL REPL REPL REPL REPL "\"" },
+		{ "} 1\n# x", "\"} 1\\u000a# x\"", "\"} 1\\n# x\"" },
+		/* the finding's GET /%EB%FF/x */
+		{ "\xeb\xff", "\"\\ufffd\\ufffd\"", "\"" REPL REPL "\"" },
+		{ "\x80", "\"\\ufffd\"", "\"" REPL "\"" },
+		{ "\xff\xfe", "\"\\ufffd\\ufffd\"", "\"" REPL REPL "\"" },
+		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"", "\"" REPL REPL "\"" },
+		{ "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"",
+		    "\"" REPL REPL REPL "\"" },                /* overlong */
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"",
+		    "\"" REPL REPL REPL "\"" },                /* surrogate */
+		{ "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"",
+		    "\"" REPL REPL REPL REPL "\"" },           /* > U+10FFFF */
+		{ "\xe2\x82", "\"\\ufffd\\ufffd\"", "\"" REPL REPL "\"" },
+		{ "x\xe2\x82\"", "\"x\\ufffd\\ufffd\\\"\"",
+		    "\"x" REPL REPL "\\\"\"" },                /* cut, then " */
+		/* valid UTF-8 passes as it is */
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"", "\"caf\xc3\xa9\"" },
+		{ "\xe2\x82\xac", "\"\xe2\x82\xac\"", "\"\xe2\x82\xac\"" },
+		{ "\xed\x9f\xbf", "\"\xed\x9f\xbf\"", "\"\xed\x9f\xbf\"" },
+		{ "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"",
+		    "\"\xf0\x9f\x98\x80\"" },
+		{ "\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"",
+		    "\"\xf4\x8f\xbf\xbf\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		bc_buf_t j = BC_BUF_INIT, p = BC_BUF_INIT;
+
+		cr_assert_eq(bc_stats_json_string(&j, t[i].in), 0);
+		cr_assert_eq(bc_stats_prom_label(&p, t[i].in), 0);
+		cr_expect_str_eq(bc_buf_str(&j), t[i].json, "case %zu", i);
+		cr_expect_str_eq(bc_buf_str(&p), t[i].prom, "case %zu", i);
+		bc_buf_fini(&j);
+		bc_buf_fini(&p);
+	}
+}
+
+/* Every byte, alone and after a lead byte, and random byte strings:
+ * each escaped name is a JSON string Python's strict decoder reads, and
+ * each label value is valid UTF-8 with only the format's escapes. */
+LTest(stats, escaping_any_bytes_is_valid)
+{
+	bc_buf_t j = BC_BUF_INIT, p = BC_BUF_INIT;
+	uint32_t seed = 0x9e3779b9;
+	char s[16];
+
+	bc_buf_puts(&j, "[");
+	bc_buf_puts(&p, "# TYPE bucketcache_x counter\n");
+	for (int round = 0; round < 256 * 3 + 2000; round++) {
+		size_t n;
+
+		if (round < 256 * 3) {
+			int b = round % 256, k = round / 256;
+
+			if (b == 0)
+				b = 'z';
+			n = 0;
+			if (k == 1)
+				s[n++] = '\xe2';     /* lead of a 3-byte one */
+			if (k == 2)
+				s[n++] = '\xf0';     /* lead of a 4-byte one */
+			s[n++] = (char)b;
+		} else {
+			n = 1 + (seed >> 7) % (sizeof(s) - 1);
+			for (size_t i = 0; i < n; i++) {
+				seed ^= seed << 13;
+				seed ^= seed >> 17;
+				seed ^= seed << 5;
+				s[i] = (char)(1 + seed % 255);
+			}
+		}
+		s[n] = '\0';
+		bc_buf_puts(&j, round > 0 ? "," : "");
+		cr_assert_eq(bc_stats_json_string(&j, s), 0);
+		bc_buf_puts(&p, "bucketcache_x{a=");
+		cr_assert_eq(bc_stats_prom_label(&p, s), 0);
+		bc_buf_puts(&p, "} 1\n");
+	}
+	bc_buf_puts(&j, "]");
+	cr_expect_eq(python_check(bc_buf_str(&j), "import json,sys\n"
+	    "d = json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))\n"
+	    "assert len(d) == 256 * 3 + 2000, len(d)\n"
+	    "assert d[ord(\"a\")] == \"a\"\n"
+	    "assert d[256 + 0x80] == \"\\ufffd\" * 2\n"
+	    "assert d[0x22] == chr(0x22) and d[0x5c] == chr(0x5c)\n"
+	    "assert d[10] == chr(10) and d[0x7f] == chr(0x7f)\n"
+	    "assert d[0xeb] == \"\\ufffd\"\n"), 0);
+	check_prometheus(bc_buf_str(&p));
+	bc_buf_fini(&j);
+	bc_buf_fini(&p);
+}
+
+/* The finding: a name no request could be authorized for (bytes that are
+ * not UTF-8, quotes, newlines, "_other", too long) gets no slot of its
+ * own, so junk cannot fill the table, and /stats and /metrics stay valid. */
+LTest(stats, hostile_bucket_names_get_no_slot)
+{
+	static const char *const junk[] = {
+		"\xeb\xff", "a\"b", "a\\b", "a\nb", "a\rb", "a\x01", "a\x7f",
+		"caf\xc3\xa9", "a b", "a/b", "a{b}", "a=b", "_other", "_x", ".",
+		"..", "", "\x80\x81\x82",
+		"a1234567890123456789012345678901"
+		    "23456789012345678901234567890123",     /* 64 bytes */
+	};
+	const char *const ok63 =
+	    "a12345678901234567890123456789012345678901234567890123456789012";
+	bc_buf_t b = BC_BUF_INIT;
+	char name[32];
+
+	bc_stats_reset();
+	cr_assert_eq(strlen(ok63), 63);
+	for (size_t i = 0; i < sizeof(junk) / sizeof(*junk); i++)
+		bc_stats_bucket_add(junk[i], BC_BSTAT_requests, 1);
+	bc_stats_bucket_add(NULL, BC_BSTAT_requests, 1);
+	/* 70 more junk names, as in the finding */
+	for (int i = 0; i < 70; i++) {
+		snprintf(name, sizeof(name), "junk\xff%02d", i);
+		bc_stats_bucket_add(name, BC_BSTAT_requests, 1);
+	}
+	cr_expect_eq(bc_stats_bucket_get("_other", BC_BSTAT_requests),
+	    sizeof(junk) / sizeof(*junk) + 1 + 70);
+	/* the table is still empty: real buckets get their own slots */
+	bc_stats_bucket_add(ok63, BC_BSTAT_requests, 2);
+	bc_stats_bucket_add("Legacy_Bucket.name-1", BC_BSTAT_cache_hits, 3);
+	for (int i = 0; i < BC_STATS_MAX_BUCKETS - 2; i++) {
+		snprintf(name, sizeof(name), "real-%02d", i);
+		bc_stats_bucket_add(name, BC_BSTAT_requests, 1);
+	}
+	cr_expect_eq(bc_stats_bucket_get(ok63, BC_BSTAT_requests), 2);
+	cr_expect_eq(bc_stats_bucket_get("real-61", BC_BSTAT_requests), 1);
+	/* now full: the next real one shares _other */
+	bc_stats_bucket_add("one-too-many", BC_BSTAT_requests, 1);
+	cr_expect_eq(bc_stats_bucket_get("one-too-many", BC_BSTAT_requests),
+	    sizeof(junk) / sizeof(*junk) + 1 + 70 + 1);
+
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_expect_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "d = json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))\n"
+	    "k = d[\"buckets\"]\n"
+	    "assert len(k) == 65, sorted(k)\n"
+	    "assert all(n == \"_other\" or n[0].isalnum() for n in k), k\n"
+	    "assert k[\"_other\"][\"requests\"] == 91, k[\"_other\"]\n"
+	    "assert k[\"Legacy_Bucket.name-1\"][\"cache_hits\"] == 3\n"), 0,
+	    "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_expect_not_null(strstr(bc_buf_str(&b),
+	    "bucketcache_bucket_requests_total{bucket=\"_other\"} 91\n"));
 	bc_buf_fini(&b);
 }

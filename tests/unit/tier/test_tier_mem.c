@@ -694,6 +694,49 @@ LTest(tier, external_bytes)
 	T->close(t);
 }
 
+/* Reserving room for a chunk being filled evicts idle chunks only, and
+ * refuses, evicting nothing, when the chunks in use leave too little. */
+LTest(tier, reserve_for_fills)
+{
+	_Atomic uint64_t ext = 0;
+	bc_tier_t       *t = opn(8 * MiB, &ext, &bc_policy_lru);
+	bc_chunk_t      *a, *b;
+
+	cr_assert_eq(put_new(t, "b", "A", "\"e\"", 0, 3 * MiB), 0);
+	cr_assert_eq(put_new(t, "b", "B", "\"e\"", 0, 3 * MiB), 0);
+	/* room without evicting */
+	cr_assert_eq(bc_tier_mem_reserve(t, 1 * MiB), 0);
+	cr_assert_eq(atomic_load(&ext), 1 * MiB);
+	cr_assert_eq(T->evictions(t), 0);
+	/* room by evicting the idle A */
+	cr_assert_eq(bc_tier_mem_reserve(t, 3 * MiB), 0);
+	cr_assert_eq(atomic_load(&ext), 4 * MiB);
+	cr_assert_not(has(t, "b", "A", "\"e\"", 0));
+	cr_assert_leq(T->usage(t), 8 * MiB);
+	/* B held by a reader: nothing can be evicted, nothing is */
+	b = get(t, "b", "B", "\"e\"", 0);
+	cr_assert_eq(bc_tier_mem_reserve(t, 2 * MiB), BC_E2BIG);
+	cr_assert_eq(atomic_load(&ext), 4 * MiB);
+	cr_assert(has(t, "b", "B", "\"e\"", 0));
+	cr_assert_eq(stats(t).evictions, 1);
+	/* more than the capacity never fits */
+	bc_chunk_unref(b);
+	cr_assert_eq(bc_tier_mem_reserve(t, 9 * MiB), BC_E2BIG);
+	/* the reader let go: B may go now */
+	cr_assert_eq(bc_tier_mem_reserve(t, 2 * MiB), 0);
+	cr_assert_not(has(t, "b", "B", "\"e\"", 0));
+	cr_assert_eq(atomic_load(&ext), 6 * MiB);
+	/* a chunk others hold, dropped, still counts: no room past it */
+	atomic_store(&ext, 0);
+	cr_assert_eq(put_new(t, "b", "C", "\"e\"", 0, 6 * MiB), 0);
+	a = get(t, "b", "C", "\"e\"", 0);
+	cr_assert_eq(T->del(t, &(bc_chunk_key_t){ "b", "C", "\"e\"", 0 }), 0);
+	cr_assert_eq(bc_tier_mem_reserve(t, 3 * MiB), BC_E2BIG);
+	bc_chunk_unref(a);
+	cr_assert_eq(bc_tier_mem_reserve(t, 3 * MiB), 0);
+	T->close(t);
+}
+
 /* ---- tier: references outliving the tier's ------------------------- */
 
 LTest(tier, deleted_while_held)

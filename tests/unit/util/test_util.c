@@ -165,6 +165,32 @@ LTest(buf, xml_escapes_the_five)
 	bc_buf_fini(&b);
 }
 
+/* Text that is not UTF-8 never reaches an XML document as it is (an S3
+ * error's <Resource> echoes a decoded path: "/%EB%FF/x"). */
+LTest(buf, xml_replaces_what_is_not_utf8)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	cr_assert_eq(bc_buf_put_xml(&b, "/\xeb\xff/x"), 0);
+	cr_assert_str_eq(bc_buf_str(&b), "/\xef\xbf\xbd\xef\xbf\xbd/x");
+	bc_buf_reset(&b);
+	/* valid multi-byte text passes; overlong, surrogate, cut: replaced */
+	cr_assert_eq(bc_buf_put_xml(&b, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+	    0);
+	cr_assert_str_eq(bc_buf_str(&b),
+	    "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_buf_put_xml(&b, "\xc0\xaf|\xed\xa0\x80|\xe2\x82"), 0);
+	cr_assert_eq(bc_utf8_len((const unsigned char *)"\xc0\xaf"), 0);
+	cr_assert_eq(bc_utf8_len((const unsigned char *)"\xed\xa0\x80"), 0);
+	cr_assert_eq(bc_utf8_len((const unsigned char *)"\xf4\x90\x80\x80"), 0);
+	cr_assert_eq(bc_utf8_len((const unsigned char *)"\xe2\x82"), 0);
+	cr_assert_eq(bc_utf8_len((const unsigned char *)"\xf0\x9f\x98\x80"), 4);
+	cr_assert_null(strchr(bc_buf_str(&b), '\xc0'));
+	cr_assert_null(strchr(bc_buf_str(&b), '\xed'));
+	bc_buf_fini(&b);
+}
+
 LTest(buf, xml_respects_limit)
 {
 	bc_buf_t b;

@@ -1,0 +1,93 @@
+/*
+ * http_conns.h — the front end's table of client connections, and the
+ * deadlines that close connections holding a slot without progress:
+ *
+ *   idle      a connection with no request under way (new, or kept alive
+ *             after one) must start a request line within idle_ns;
+ *   head      once its request line is in, the headers must follow within
+ *             head_ns (slow senders, "slowloris", cannot hold slots);
+ *   body      while the gateway reads an upload, every period of body_ns
+ *             must bring BC_CONNS_BODY_MIN bytes or the body's end (the
+ *             period restarts after each such amount, and after the
+ *             gateway itself made the client wait);
+ *   headroom  when more than max - reserve connections are open, those
+ *             idle for over a second, then those whose head has been
+ *             coming for over a second, are closed at once, oldest
+ *             first, so new clients (health probes among them) find a
+ *             slot; a connection just accepted is never shed.
+ * A connection with a request being answered has no deadline here: the
+ * HTTP server's own inactivity timeout (--client-timeout) drops clients
+ * that stop reading, and the gateway never times out a client it made
+ * wait.
+ *
+ * Closing means shutdown(2) of the socket: the HTTP server sees the
+ * connection end and cleans up as for any client that went away. The
+ * table lock orders that against the server's close: a connection leaves
+ * the table (bc_conns_close) before its socket is closed, so a sweep never
+ * shuts down a reused descriptor.
+ *
+ * Threads: bc_conns_open/close and the state calls come from HTTP worker
+ * threads, bc_conns_sweep from the sweeper thread (bc_conns_start). State
+ * calls only store atomics; open, close and sweep take the table lock.
+ */
+#ifndef BC_HTTP_CONNS_H
+#define BC_HTTP_CONNS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BC_CONNS_BODY_MIN (64 * 1024)   /* bytes per body period */
+
+typedef struct bc_conn_s bc_conn_t;
+
+typedef struct bc_conns_limits_s {
+	uint64_t idle_ns;
+	uint64_t head_ns;
+	uint64_t body_ns;
+	unsigned max;        /* connections the server accepts */
+	unsigned reserve;    /* kept free by closing idle ones */
+} bc_conns_limits_t;
+
+typedef struct bc_conns_s {
+	bc_conns_limits_t limits;
+	pthread_mutex_t   mu;
+	pthread_cond_t    cv;        /* wakes the sweeper: stop, or pressure */
+	bc_conn_t        *head;      /* mu */
+	unsigned          n;         /* mu */
+	bool              stopping;  /* mu */
+	bool              running;
+	pthread_t         thread;
+	/* counters, for stats and tests */
+	_Atomic uint64_t  closed_idle, closed_head, closed_body, shed;
+} bc_conns_t;
+
+/* Starts the sweeper thread. Returns 0 or a negative BC_E* code. */
+int  bc_conns_start(bc_conns_t *t, const bc_conns_limits_t *limits);
+/* Joins the sweeper (connections left are the server's to close). */
+void bc_conns_stop(bc_conns_t *t);
+
+/* A new connection on socket fd: listed, idle. NULL when out of memory
+ * (the connection then has no deadlines). */
+bc_conn_t *bc_conns_open(bc_conns_t *t, int fd);
+/* The connection ends: unlisted and freed (NULL is a no-op). Must run
+ * before its socket is closed. */
+void bc_conns_close(bc_conns_t *t, bc_conn_t *c);
+
+/* State changes of c (NULL is a no-op), from its HTTP worker thread. */
+void bc_conn_request_line(bc_conns_t *t, bc_conn_t *c);   /* head: on */
+/* head: in; with body, the body deadline runs until bc_conn_body_end */
+void bc_conn_request_head(bc_conns_t *t, bc_conn_t *c, bool body);
+void bc_conn_body_bytes(bc_conns_t *t, bc_conn_t *c, uint64_t n);
+void bc_conn_body_end(bc_conns_t *t, bc_conn_t *c);
+/* The gateway makes c wait (true) or lets it go on (false). */
+void bc_conn_held(bc_conns_t *t, bc_conn_t *c, bool held);
+void bc_conn_request_done(bc_conns_t *t, bc_conn_t *c);   /* idle again */
+
+/* Closes the connections past a deadline and sheds for headroom; returns
+ * how many it closed. now_ns: CLOCK_MONOTONIC. (The sweeper calls it;
+ * exported for tests.) */
+unsigned bc_conns_sweep(bc_conns_t *t, uint64_t now_ns);
+
+#endif
