@@ -41,6 +41,8 @@ typedef enum fill_kind_e {
 	FILL_CHUNK,        /* one chunk of a known version */
 	FILL_HEAD,         /* metadata only (empty objects) */
 	FILL_REVALIDATE,   /* HEAD If-None-Match after meta-ttl */
+	FILL_PUBLIC,       /* unsigned one-byte If-Match GET: may an unsigned
+			      request read this version? */
 } fill_kind_t;
 
 typedef struct fill_s {
@@ -48,6 +50,7 @@ typedef struct fill_s {
 	bc_cache_t    *c;
 	bc_object_t   *o;           /* reference held */
 	fill_kind_t    kind;
+	bool           anon;        /* sent unsigned, for an unsigned request */
 	uint32_t       index;
 	char           etag[132];   /* the version expected */
 	bc_waiter_t   *waiters;
@@ -61,6 +64,8 @@ typedef struct fill_s {
 } fill_t;
 
 #define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */
+#define PUBLIC_BODY   (64 * 1024)   /* an unsigned check's answer (one
+				       byte, or an error) */
 
 struct bc_object_s {
 	bc_object_t  *hnext;                /* hash chain */
@@ -75,6 +80,11 @@ struct bc_object_s {
 	size_t        charge;               /* bytes in c->meta_bytes */
 	fill_t       *meta_fill;            /* FIRST, HEAD or REVALIDATE */
 	bc_waiter_t  *meta_waiters;
+	/* When an unsigned fetch of this version last succeeded (0: never
+	 * since its metadata was learned): the only thing that lets an
+	 * unsigned request be served from the cache. */
+	uint64_t      public_at_ns;
+	fill_t       *public_fill;          /* the unsigned check running */
 	fill_t       *fills;                /* every fill, meta_fill too */
 };
 
@@ -217,6 +227,33 @@ waiters_end(bc_waiter_t **head, bc_wait_result_t result, bc_chunk_t *chunk,
 			bc_buf_append(&w->up_body, up_body, up_len);
 		w->wake(w->arg);
 	}
+}
+
+/* c->mu held: ends every waiter on *head after a fill signed (anon false)
+ * or unsigned (anon true) got an upstream error: the waiters of the same
+ * kind get it (BC_WAIT_UPSTREAM), the others look again (BC_WAIT_RECHECK):
+ * a refusal of an unsigned request says nothing about a signed one, and
+ * the reverse. */
+static void
+waiters_end_upstream(bc_waiter_t **head, bool anon, int up_status,
+    const uint8_t *up_body, size_t up_len)
+{
+	bc_waiter_t *same = NULL, *other = NULL, *w = *head, *next;
+
+	*head = NULL;
+	for (; w != NULL; w = next) {
+		next = w->next;
+		if (w->anon == anon) {
+			w->next = same;
+			same = w;
+		} else {
+			w->next = other;
+			other = w;
+		}
+	}
+	waiters_end(&same, BC_WAIT_UPSTREAM, NULL, 0, up_status, up_body,
+	    up_len);
+	waiters_end(&other, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
 }
 
 /* c->mu held: hands ch (a reference each) to the waiters on *head that
@@ -457,13 +494,18 @@ static void fill_headers(bc_xfer_t *x, void *arg, int status,
     const bc_kvlist_t *h);
 static void fill_data(void *arg, size_t total);
 
-/* The signed upstream request for o: a HEAD, or a GET of bytes
- * first..last; cond names a conditional header ("If-Match", ...) to send
- * with etag, or is NULL. Fills url and hdrs. Returns 0 or BC_ENOMEM. */
+#define NO_RANGE UINT64_MAX   /* upstream_request: GET the whole object */
+
+/* The upstream request for o: a HEAD, or a GET of bytes first..last (the
+ * whole object when first is NO_RANGE); cond names a conditional header
+ * ("If-Match", ...) to send with etag, or is NULL. Signed with the
+ * gateway's credentials, or, when anon, sent as an unsigned client's:
+ * no Authorization, X-Amz-Date or security token. Fills url and hdrs.
+ * Returns 0 or BC_ENOMEM. */
 static int
 upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
     uint64_t first, uint64_t last, const char *cond, const char *etag,
-    bc_buf_t *url, bc_kvlist_t *hdrs)
+    bool anon, bc_buf_t *url, bc_kvlist_t *hdrs)
 {
 	bc_buf_t host = BC_BUF_INIT, path = BC_BUF_INIT;
 	char range[64];
@@ -472,14 +514,14 @@ upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
 	rv |= bc_upstream_target(&c->ep, o->bucket, o->key, false, NULL, url,
 	    &host, &path);
 	rv |= bc_kv_add(hdrs, "Host", bc_buf_str(&host));
-	if (!head) {
+	if (!head && first != NO_RANGE) {
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 		    first, last);
 		rv |= bc_kv_add(hdrs, "Range", range);
 	}
 	if (cond != NULL)
 		rv |= bc_kv_add(hdrs, cond, etag);
-	if (rv == 0)
+	if (rv == 0 && !anon)
 		rv = bc_sigv4_sign(hdrs, head ? "HEAD" : "GET",
 		    bc_buf_str(&path), NULL, BC_SIGV4_EMPTY_SHA256, c->o.creds,
 		    time(NULL), NULL);
@@ -534,19 +576,20 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, fill_kind_t kind,
 	return 0;
 }
 
-/* c->mu held: starts a fill of kind for o. Returns 0 and *out, BC_ENOSPC
- * when memory has no room for its chunk (nothing started), or BC_EIO
- * when the exchange could not start. */
+/* c->mu held: starts a fill of kind for o, unsigned when anon. Returns 0
+ * and *out, BC_ENOSPC when memory has no room for its chunk (nothing
+ * started), or BC_EIO when the exchange could not start. */
 static int
 fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
-    fill_t **out)
+    bool anon, fill_t **out)
 {
 	bc_buf_t url = BC_BUF_INIT;
 	bc_kvlist_t hdrs = BC_KVLIST_INIT;
 	bool head = kind == FILL_HEAD || kind == FILL_REVALIDATE;
 	uint64_t first = bc_chunk_start(index, c->cs);
-	const char *cond = kind == FILL_CHUNK ? "If-Match" :
-	    kind == FILL_REVALIDATE ? "If-None-Match" : NULL;
+	uint64_t last = first + c->cs - 1;
+	const char *cond = kind == FILL_CHUNK || kind == FILL_PUBLIC ?
+	    "If-Match" : kind == FILL_REVALIDATE ? "If-None-Match" : NULL;
 	bc_xfer_opts_t xo;
 	fill_t *f;
 	int rv;
@@ -558,7 +601,13 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
 	f->c = c;
 	f->o = o;
 	f->kind = kind;
+	f->anon = anon;
 	f->index = index;
+	if (kind == FILL_PUBLIC) {
+		/* one byte (a range of an empty object would be 416) */
+		first = o->meta.size > 0 ? 0 : NO_RANGE;
+		last = 0;
+	}
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
 	rv = fill_reserve(c, o, kind, index, &f->charge);
@@ -566,13 +615,15 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
 		free(f);
 		return rv;
 	}
-	if (upstream_request(c, o, head, first, first + c->cs - 1, cond,
-	    f->etag, &url, &hdrs) < 0)
+	if (upstream_request(c, o, head, first, last, cond, f->etag, anon,
+	    &url, &hdrs) < 0)
 		goto fail;
 	xfer_opts(c, &xo, head, &url, &hdrs);
 	/* an upstream that ignores Range must not make us buffer the whole
-	 * object: anything beyond a chunk fails the fill */
-	xo.collect_max = c->cs > 0 ? (size_t)c->cs : 1;
+	 * object: anything beyond a chunk fails the fill (a check keeps
+	 * its headers' verdict, fill_done) */
+	xo.collect_max = kind == FILL_PUBLIC ? PUBLIC_BODY : c->cs > 0 ?
+	    (size_t)c->cs : 1;
 	xo.on_done = fill_done;
 	xo.on_headers = fill_headers;
 	xo.on_data = fill_data;
@@ -613,6 +664,8 @@ fill_unlink(bc_object_t *o, fill_t *f)
 	}
 	if (o->meta_fill == f)
 		o->meta_fill = NULL;
+	if (o->public_fill == f)
+		o->public_fill = NULL;
 }
 
 /* A whole decimal number, or UINT64_MAX. */
@@ -672,6 +725,9 @@ meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
 			return BC_ENOMEM;
 		}
 	}
+	/* the unsigned-fetch mark is the old version's */
+	if (!o->meta_valid || strcmp(o->meta.etag, m.etag) != 0)
+		o->public_at_ns = 0;
 	bc_objmeta_fini(&o->meta);
 	o->meta = m;
 	o->meta_valid = true;
@@ -681,15 +737,30 @@ meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
 }
 
 /* c->mu held: f failed or found the object changed; ends its waiters
- * (and, unless f was a plain chunk fill, the metadata waiters: every
- * other kind is, or was, the object's metadata fill). */
+ * (and, unless f was a chunk fill or an unsigned check, the metadata
+ * waiters: every other kind is, or was, the object's metadata fill). An
+ * upstream error goes to the waiters signed as f was (the others look
+ * again); one answered to an unsigned fill also drops the object's
+ * unsigned-fetch mark. */
 static void
 fill_fail(bc_object_t *o, fill_t *f, bc_wait_result_t res, int err,
     int up_status, const uint8_t *body, size_t len)
 {
+	bool meta = f->kind != FILL_CHUNK && f->kind != FILL_PUBLIC;
+
 	BC_STATS_INC(cache_fill_failures);
+	if (res == BC_WAIT_UPSTREAM) {
+		if (f->anon)
+			o->public_at_ns = 0;
+		waiters_end_upstream(&f->waiters, f->anon, up_status, body,
+		    len);
+		if (meta)
+			waiters_end_upstream(&o->meta_waiters, f->anon,
+			    up_status, body, len);
+		return;
+	}
 	waiters_end(&f->waiters, res, NULL, err, up_status, body, len);
-	if (f->kind != FILL_CHUNK)   /* it was the metadata fill */
+	if (meta)
 		waiters_end(&o->meta_waiters, res, NULL, err, up_status, body,
 		    len);
 }
@@ -732,10 +803,14 @@ fill_accept(bc_cache_t *c, fill_t *f, int status, const bc_kvlist_t *h,
 		/* an If-Match GET answered with the same ETag and size:
 		 * the metadata is as fresh as a revalidation would make it */
 		o->meta_at_ns = bc_mono_ns();
+		if (f->anon)
+			o->public_at_ns = o->meta_at_ns;
 		return 0;
 	}
 	if (meta_from_headers(c, o, h, *size) < 0)
 		return -1;
+	if (f->anon)
+		o->public_at_ns = o->meta_at_ns;
 	memcpy(f->etag, o->meta.etag, sizeof(f->etag));
 	waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
 	if (status == 200 && f->index != 0) {
@@ -853,6 +928,44 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 	}
 }
 
+/*
+ * c->mu held: the unsigned check f ended (hrv: how its headers came). The
+ * version it asked for, answered: the object may be served to unsigned
+ * requests (and its metadata is as fresh as after a revalidation).
+ * Another version (412, or another ETag): the object changed. Any other
+ * answer is passed on to the waiting unsigned requests as it came; a 404
+ * does not drop the object (an upstream may hide from unsigned clients
+ * what exists).
+ */
+static void
+public_done(bc_cache_t *c, bc_object_t *o, fill_t *f, int hrv, int status,
+    const bc_kvlist_t *h, const uint8_t *body, size_t len)
+{
+	const char *etag = hrv == 0 ? bc_kv_get(h, "ETag") : NULL;
+
+	if (hrv < 0) {
+		fill_fail(o, f, BC_WAIT_FAILED, hrv, 0, NULL, 0);
+		return;
+	}
+	if ((status == 200 || status == 206) && etag != NULL &&
+	    strcmp(etag, f->etag) == 0) {
+		if (o->meta_valid && strcmp(o->meta.etag, f->etag) == 0) {
+			o->meta_at_ns = bc_mono_ns();
+			o->public_at_ns = o->meta_at_ns;
+		}
+		waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+		return;
+	}
+	if (status == 412 || status == 200 || status == 206) {
+		BC_INFO("%s/%s changed upstream; dropping it", o->bucket,
+		    o->key);
+		obj_changed(c, o);
+		fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
+		return;
+	}
+	fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body, len);
+}
+
 static void
 fill_done(bc_xfer_t *x, void *arg)
 {
@@ -860,12 +973,12 @@ fill_done(bc_xfer_t *x, void *arg)
 	bc_cache_t *c = f->c;
 	bc_object_t *o = f->o;
 	const bc_kvlist_t *h = NULL;
-	int status = 0, rv;
+	int status = 0, rv, hrv;
 	size_t len = 0;
 	uint8_t *body = bc_xfer_take_body(x, &len);
 	const char *etag;
 
-	rv = bc_xfer_headers(x, &status, &h);
+	rv = hrv = bc_xfer_headers(x, &status, &h);
 	if (rv == 0)   /* headers came; did the whole body? */
 		rv = bc_xfer_error(x);
 	pthread_mutex_lock(&c->mu);
@@ -875,6 +988,10 @@ fill_done(bc_xfer_t *x, void *arg)
 	f->charge = 0;
 	if (f->accepted) {
 		fill_finish_accepted(c, o, f, rv);
+		goto out;
+	}
+	if (f->kind == FILL_PUBLIC) {
+		public_done(c, o, f, hrv, status, h, body, len);
 		goto out;
 	}
 	if (rv < 0) {
@@ -901,8 +1018,10 @@ fill_done(bc_xfer_t *x, void *arg)
 				goto out;
 			}
 		} else if (f->kind == FILL_REVALIDATE && (status == 200 ||
-		    status == 404 || status == 412)) {
-			obj_changed(c, o);        /* a new version or gone */
+		    status == 412 || (status == 404 && !f->anon))) {
+			/* a new version or gone (an unsigned 404 may only
+			 * hide the object: passed on below, kept) */
+			obj_changed(c, o);
 			waiters_end(&f->waiters, BC_WAIT_RESTART, NULL, 0, 0,
 			    NULL, 0);
 			goto out;
@@ -911,6 +1030,8 @@ fill_done(bc_xfer_t *x, void *arg)
 			    len);
 			goto out;
 		}
+		if (f->anon)   /* an unsigned request was answered */
+			o->public_at_ns = o->meta_at_ns;
 		waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
 		    NULL, 0);
 		waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
@@ -921,7 +1042,7 @@ fill_done(bc_xfer_t *x, void *arg)
 			 * its metadata with a HEAD */
 			fill_t *hf;
 
-			if (fill_start(c, o, FILL_HEAD, 0, &hf) < 0) {
+			if (fill_start(c, o, FILL_HEAD, 0, f->anon, &hf) < 0) {
 				fill_fail(o, f, BC_WAIT_FAILED, BC_EIO, 0, NULL,
 				    0);
 				goto out;
@@ -945,6 +1066,8 @@ fill_done(bc_xfer_t *x, void *arg)
 			fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
 			goto out;
 		}
+		break;
+	case FILL_PUBLIC:   /* public_done() above */
 		break;
 	}
 	if (status == 200 || status == 206)   /* not the chunk asked for */
@@ -971,37 +1094,102 @@ on_tier_get(void *arg, bc_chunk_t *chunk, int err)
 	*(bc_chunk_t **)arg = chunk;
 }
 
+/* c->mu held: whether chunk hint of o's version is in memory (a request
+ * for it that is not makes a fill, which validates on its way). */
+static bool
+hint_cached(bc_cache_t *c, bc_object_t *o, uint32_t hint)
+{
+	bc_chunk_key_t k = { o->bucket, o->key, o->meta.etag, hint };
+	bc_chunk_t *ch = NULL;
+
+	if (hint == BC_CACHE_META_ONLY ||
+	    bc_chunk_start(hint, c->cs) >= o->meta.size)
+		return true;
+	bc_tier_mem.get(c->mem, &k, on_tier_get, &ch);
+	if (ch == NULL)
+		return false;
+	bc_chunk_unref(ch);
+	return true;
+}
+
 /*
  * c->mu held: o's metadata is past meta-ttl but within meta-stale, and is
- * served as it is. Starts a background revalidation (no waiter) unless
- * one runs, or the request's first chunk (hint) must come from upstream:
- * that fetch carries If-Match, and its accept refreshes the metadata in
- * the same round trip (fill_accept). A failed revalidation leaves the
- * metadata stale; the next request tries again, and past meta-stale
- * requests wait for one.
+ * served as it is. Starts a background revalidation (no waiter, unsigned
+ * for an unsigned request: it then renews the unsigned-fetch mark too)
+ * unless one runs, or the request's first chunk (hint) must come from
+ * upstream: that fetch carries If-Match, and its accept refreshes the
+ * metadata in the same round trip (fill_accept). A failed revalidation
+ * leaves the metadata stale; the next request tries again, and past
+ * meta-stale requests wait for one.
  */
 static void
-stale_revalidate(bc_cache_t *c, bc_object_t *o, uint32_t hint)
+stale_revalidate(bc_cache_t *c, bc_object_t *o, uint32_t hint, bool anon)
 {
-	if (o->meta_fill != NULL)
+	if (o->meta_fill != NULL || !hint_cached(c, o, hint))
 		return;
-	if (hint != BC_CACHE_META_ONLY &&
-	    bc_chunk_start(hint, c->cs) < o->meta.size) {
-		bc_chunk_key_t k = { o->bucket, o->key, o->meta.etag, hint };
-		bc_chunk_t *ch = NULL;
+	(void)fill_start(c, o, FILL_REVALIDATE, 0, anon, &o->meta_fill);
+}
 
-		bc_tier_mem.get(c->mem, &k, on_tier_get, &ch);
-		if (ch == NULL)
-			return;   /* its fill will revalidate */
-		bc_chunk_unref(ch);
-	}
-	(void)fill_start(c, o, FILL_REVALIDATE, 0, &o->meta_fill);
+typedef enum mark_e { MARK_NONE, MARK_STALE, MARK_FRESH } mark_t;
+
+/* c->mu held: how recent o's unsigned-fetch mark is, by the metadata's
+ * rule: fresh within meta-ttl, stale (served, rechecked in the
+ * background) within meta-stale after that. */
+static mark_t
+public_mark(const bc_cache_t *c, const bc_object_t *o)
+{
+	uint64_t age;
+
+	if (o->public_at_ns == 0)
+		return MARK_NONE;
+	age = bc_mono_ns() - o->public_at_ns;
+	if (c->meta_ttl_ns == 0 || age < c->meta_ttl_ns)
+		return MARK_FRESH;
+	return age - c->meta_ttl_ns < c->meta_stale_ns ? MARK_STALE :
+	    MARK_NONE;
+}
+
+/* c->mu held: w (unsigned) waits for the unsigned check of o, started
+ * unless one runs. Returns BC_EAGAIN, or BC_EIO when it cannot start.
+ * Not counted as a coalesced wait: nothing is known to be readable yet. */
+static int
+public_wait(bc_cache_t *c, bc_object_t *o, bc_waiter_t *w)
+{
+	if (o->public_fill == NULL &&
+	    fill_start(c, o, FILL_PUBLIC, 0, true, &o->public_fill) < 0)
+		return BC_EIO;
+	waiter_add(o, &o->public_fill->waiters, w, false);
+	o->public_fill->joined = true;
+	return BC_EAGAIN;
+}
+
+/*
+ * c->mu held: o's metadata is fresh (or stale: stale set) and w is
+ * unsigned. Returns 0 when the cached copy may be served to it (starting
+ * a background recheck when the mark is stale), or what public_wait()
+ * returns.
+ */
+static int
+public_allow(bc_cache_t *c, bc_object_t *o, uint32_t hint, bool stale,
+    bc_waiter_t *w)
+{
+	mark_t m = public_mark(c, o);
+
+	if (m == MARK_NONE)
+		return public_wait(c, o, w);
+	if (stale)   /* an unsigned revalidation renews both */
+		stale_revalidate(c, o, hint, true);
+	else if (m == MARK_STALE && o->public_fill == NULL &&
+	    hint_cached(c, o, hint))
+		(void)fill_start(c, o, FILL_PUBLIC, 0, true, &o->public_fill);
+	return 0;
 }
 
 int
 bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
     bc_objmeta_t *meta, bool *was_cached)
 {
+	fill_t *mf;
 	int rv;
 
 	pthread_mutex_lock(&c->mu);
@@ -1011,36 +1199,42 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 	}
 	if (o->meta_valid) {
 		uint64_t age = bc_mono_ns() - o->meta_at_ns;
+		bool fresh = c->meta_ttl_ns == 0 || age < c->meta_ttl_ns;
 
-		if (c->meta_ttl_ns == 0 || age < c->meta_ttl_ns) {
-			*was_cached = true;
-			rv = objmeta_copy(meta, &o->meta);
-			goto out;
-		}
-		if (age - c->meta_ttl_ns < c->meta_stale_ns) {
-			stale_revalidate(c, o, hint);
-			BC_STATS_INC(cache_stale_served);
+		if (fresh || age - c->meta_ttl_ns < c->meta_stale_ns) {
+			if (w->anon) {
+				rv = public_allow(c, o, hint, !fresh, w);
+				if (rv != 0)
+					goto out;
+			} else if (!fresh) {
+				stale_revalidate(c, o, hint, false);
+			}
+			if (!fresh)
+				BC_STATS_INC(cache_stale_served);
 			*was_cached = true;
 			rv = objmeta_copy(meta, &o->meta);
 			goto out;
 		}
 	}
-	if (o->meta_fill != NULL) {
-		/* a first fill of the same chunk serves w too */
-		if (o->meta_fill->kind == FILL_FIRST &&
-		    o->meta_fill->index == hint)
-			waiter_add(o, &o->meta_fill->waiters, w, true);
+	mf = o->meta_fill;
+	if (mf != NULL) {
+		/* a first fill of the same chunk serves w too, unless w is
+		 * unsigned and the fill is not: w then waits for its outcome
+		 * and checks for itself */
+		if (mf->kind == FILL_FIRST && mf->index == hint &&
+		    (mf->anon || !w->anon))
+			waiter_add(o, &mf->waiters, w, true);
 		else
 			waiter_add(o, &o->meta_waiters, w, true);
-		o->meta_fill->joined = true;
+		mf->joined = true;
 		rv = BC_EAGAIN;
 		goto out;
 	}
 	rv = fill_start(c, o, o->meta_valid ? FILL_REVALIDATE :
-	    hint == BC_CACHE_META_ONLY ? FILL_HEAD : FILL_FIRST, hint,
+	    hint == BC_CACHE_META_ONLY ? FILL_HEAD : FILL_FIRST, hint, w->anon,
 	    &o->meta_fill);
 	if (rv == BC_ENOSPC)   /* no room for the chunk: metadata only */
-		rv = fill_start(c, o, FILL_HEAD, 0, &o->meta_fill);
+		rv = fill_start(c, o, FILL_HEAD, 0, w->anon, &o->meta_fill);
 	if (rv < 0) {
 		rv = BC_EIO;
 		goto out;
@@ -1054,9 +1248,11 @@ out:
 	return rv;
 }
 
-int
-bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
-    bool fetch, bc_waiter_t *w, bc_chunk_t **out)
+/* bc_cache_chunk(), with the kind of fill it starts (anon: unsigned) given
+ * apart from w, which may be NULL. */
+static int
+chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
+    bool fetch, bool anon, bc_waiter_t *w, bc_chunk_t **out)
 {
 	bc_chunk_key_t k = { o->bucket, o->key, etag, i };
 	bc_chunk_t *hit = NULL;
@@ -1084,7 +1280,7 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		goto out;
 	}
 	if (f == NULL) {
-		rv = fill_start(c, o, FILL_CHUNK, i, &f);
+		rv = fill_start(c, o, FILL_CHUNK, i, anon, &f);
 		if (rv < 0)
 			goto out;
 	} else if (f->chunk != NULL && !f->recheck && w != NULL &&
@@ -1110,17 +1306,38 @@ out:
 	return rv;
 }
 
+int
+bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
+    bool fetch, bc_waiter_t *w, bc_chunk_t **out)
+{
+	/* An unsigned request asks for chunks only after bc_cache_meta()
+	 * let it read this version: it may join any fill of them. */
+	return chunk_get(c, o, etag, i, fetch, w != NULL && w->anon, w, out);
+}
+
+int
+bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t i, bool anon)
+{
+	bc_chunk_t *ch = NULL;
+	int rv = chunk_get(c, o, etag, i, true, anon, NULL, &ch);
+
+	bc_chunk_unref(ch);
+	return rv == BC_EAGAIN ? 0 : rv;
+}
+
 bc_xfer_t *
 bc_cache_passthrough(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint64_t first, uint64_t last, bc_xfer_wake_fn wake, void *arg)
+    uint64_t first, uint64_t last, bool anon, bc_xfer_wake_fn wake,
+    void *arg)
 {
 	bc_buf_t url = BC_BUF_INIT;
 	bc_kvlist_t hdrs = BC_KVLIST_INIT;
 	bc_xfer_opts_t xo;
 	bc_xfer_t *x = NULL;
 
-	if (upstream_request(c, o, false, first, last, "If-Match", etag, &url,
-	    &hdrs) == 0) {
+	if (upstream_request(c, o, false, first, last, "If-Match", etag, anon,
+	    &url, &hdrs) == 0) {
 		xfer_opts(c, &xo, false, &url, &hdrs);
 		x = bc_xfer_start(c->o.loop, &xo, wake, arg);
 	}

@@ -20,6 +20,18 @@
  * chunk whose ETag differs from the object's (the object changed between
  * fetches) is never served with it: waiters get BC_WAIT_RESTART.
  *
+ * Unsigned requests (a client without credentials, the gateway without
+ * --anonymous: the upstream decides what such a client may read) are
+ * waiters with anon set. The fills they start go upstream unsigned. An
+ * object is served to them only while it carries a recent "an unsigned
+ * fetch of this version succeeded" mark (public_at, set by any unsigned
+ * fill the upstream answered with the object); a signed fill never sets
+ * it. Without the mark, bc_cache_meta() first makes an unsigned check
+ * (a one-byte If-Match GET) and passes the upstream's refusal on. An
+ * upstream error answered to a fill is handed only to waiters signed as
+ * the fill was; the others look again (BC_WAIT_RECHECK) and start their
+ * own.
+ *
  * Threads and locks: every function is thread-safe. The cache lock is
  * taken before a tier's; waiters are woken with the cache lock held, so a
  * wake function must only signal.
@@ -66,6 +78,8 @@ typedef struct bc_waiter_s {
 	/* Set by the owner: take a chunk while it is still filling
 	 * (BC_WAIT_CHUNK as soon as the upstream's headers are in). */
 	bool                partial_ok;
+	/* Set by the owner: an unsigned request (see the top). */
+	bool                anon;
 	/* cache-internal */
 	void               *list;         /* where it is registered */
 	bool                counted;      /* a coalesced wait was counted */
@@ -126,6 +140,10 @@ void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
  * If-Match GET of chunk hint when that chunk is not cached); past both,
  * w waits for a revalidation. A validation is a revalidation's 304 or an
  * accepted chunk fetch of the same ETag.
+ * Unsigned (w->anon): the same, and the object's unsigned-fetch mark must
+ * be as fresh (fresh within meta-ttl, served and rechecked in the
+ * background within meta-stale after it); else w waits for an unsigned
+ * check, which ends with BC_WAIT_UPSTREAM when the upstream refuses.
  */
 int  bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint,
     bc_waiter_t *w, bc_objmeta_t *meta, bool *was_cached);
@@ -146,17 +164,23 @@ void bc_objmeta_fini(bc_objmeta_t *m);
 int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool fetch, bc_waiter_t *w, bc_chunk_t **out);
 
+/* Starts a fetch of chunk i of o's version etag unless it is in memory or
+ * being fetched (readahead), unsigned when anon. Returns 0, or a negative
+ * code as bc_cache_chunk() (BC_ENOSPC: no room). */
+int  bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t i, bool anon);
+
 /*
  * Bytes first..last of o's version etag straight from the upstream, kept
  * nowhere: what a reader does when bc_cache_chunk() answers BC_ENOSPC
  * (memory is full of chunks that responses still hold). A ranged GET with
  * If-Match in wake mode (upstream_xfer.h: read it with bc_xfer_headers
- * and bc_xfer_read; detach and unref it when done). NULL when it cannot
- * start.
+ * and bc_xfer_read; detach and unref it when done), unsigned when anon.
+ * NULL when it cannot start.
  */
 bc_xfer_t *bc_cache_passthrough(bc_cache_t *c, bc_object_t *o,
-    const char *etag, uint64_t first, uint64_t last, bc_xfer_wake_fn wake,
-    void *arg);
+    const char *etag, uint64_t first, uint64_t last, bool anon,
+    bc_xfer_wake_fn wake, void *arg);
 
 /*
  * For a chunk that may still be filling: returns the bytes readable now

@@ -33,7 +33,7 @@ BC_OPT(profile,       "profile",       STR,   "",
 BC_OPT(client_keys,   "client-key",    LIST,  "",
     "ACCESS:SECRET[:BUCKET[/PREFIX],...] a client key allowed to sign requests (repeatable; default: the upstream key pair, all buckets)")
 BC_OPT(anonymous,     "anonymous",     BOOL,  "no",
-    "accept unsigned requests (and forward them signed with the upstream key)")
+    "unsigned requests use the upstream key (without it they go upstream unsigned and the upstream decides)")
 BC_OPT(admin_token,   "admin-token",   STR,   "",
     "token for admin calls (and stats) from clients that are not local")
 BC_OPT(public_stats,  "public-stats",  BOOL,  "no",

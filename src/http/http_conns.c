@@ -57,6 +57,20 @@ close_conn(bc_conns_t *t, bc_conn_t *c, _Atomic uint64_t *why)
 	atomic_fetch_add_explicit(why, 1, memory_order_relaxed);
 }
 
+/* true when the client closed its side and everything it sent was read.
+ * libmicrohttpd 0.9.75 under epoll (edge-triggered) can miss such an end
+ * of an upload: a read shorter than its buffer marks the socket drained
+ * and no new edge comes for a FIN that arrived before that read, so the
+ * connection would wait for the body deadline. Shutting it down raises
+ * an edge MHD sees. MSG_PEEK takes nothing from MHD. */
+static bool
+peer_closed(int fd)
+{
+	char b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 unsigned
 bc_conns_sweep(bc_conns_t *t, uint64_t now)
 {
@@ -87,6 +101,10 @@ bc_conns_sweep(bc_conns_t *t, uint64_t now)
 		} else if (s == CONN_BODY && l->body_ns > 0 &&
 		    age > l->body_ns) {
 			close_conn(t, c, &t->closed_body);
+			closed++;
+		} else if (s == CONN_BODY && age > SWEEP_NS &&
+		    peer_closed(c->fd)) {
+			close_conn(t, c, &t->closed_gone);
 			closed++;
 		}
 	}

@@ -61,6 +61,7 @@ typedef struct bc_conns_s {
 	pthread_t         thread;
 	/* counters, for stats and tests */
 	_Atomic uint64_t  closed_idle, closed_head, closed_body, shed;
+	_Atomic uint64_t  closed_gone;   /* uploads whose client left */
 } bc_conns_t;
 
 /* Starts the sweeper thread. Returns 0 or a negative BC_E* code. */

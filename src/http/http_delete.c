@@ -28,6 +28,7 @@
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "s3/s3_awschunked.h"
+#include "s3/s3_checksum.h"
 #include "s3/s3_xml.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_crypto.h"
@@ -82,7 +83,6 @@ static bc_s3err_t
 del_start(bc_http_req_t *r)
 {
 	delreq_t *d = calloc(1, sizeof(*d));
-	uint64_t dlen;
 	bc_s3err_t e;
 
 	if (d == NULL)
@@ -92,15 +92,12 @@ del_start(bc_http_req_t *r)
 	bc_buf_init(&d->out, MAX_BODY);
 	bc_buf_init(&d->result, MAX_RESULT);
 	if (r->auth.streaming) {
-		e = bc_awschunked_parse_decoded_len(bc_kv_get(&r->s3.headers,
-		    "x-amz-decoded-content-length"), &dlen);
+		/* any of the three modes, decoded (checksum trailer checked) */
+		e = bc_awschunked_from_headers(&r->s3.headers,
+		    r->auth.stream_mode, &r->auth.v4, false, NULL,
+		    MAX_AWS_CHUNK, &d->chunked);
 		if (e != BC_S3E_NONE)
 			return e;
-		d->chunked = bc_awschunked_new(&r->auth.v4, NULL,
-		    MAX_AWS_CHUNK);
-		if (d->chunked == NULL)
-			return BC_S3E_InternalError;
-		bc_awschunked_set_decoded_len(d->chunked, dlen);
 	}
 	return BC_S3E_NONE;
 }
@@ -147,19 +144,22 @@ del_body(bc_http_req_t *r, const char *data, size_t *len)
 }
 
 /* The body against what the client signed: its payload hash (SigV4 with
- * a hex hash) and Content-MD5. The upstream checked those when the body
- * went as it came; a changed one is checked here. */
+ * a hex hash), Content-MD5 and x-amz-checksum-* header (a checksum
+ * trailer was checked by the decoder). The upstream checked those when
+ * the body went as it came; a changed one is checked here. */
 static bc_s3err_t
 check_body(bc_http_req_t *r, delreq_t *d)
 {
 	const char *cmd5 = bc_kv_get(&r->s3.headers, "Content-MD5");
 	const char *hash = r->auth.payload_hash;
+	const char *cv;
+	bc_checksum_alg_t alg;
 	uint8_t md5[BC_MD5_LEN];
-	char hex[65], b64[32];
+	char hex[65], b64[BC_CKSUM_B64_MAX];
+	bc_s3err_t e;
 
 	if (d->chunked != NULL) {
-		bc_s3err_t e = bc_awschunked_finish(d->chunked);
-
+		e = bc_awschunked_finish(d->chunked);
 		if (e != BC_S3E_NONE)
 			return e;
 	} else if (r->content_length != UINT64_MAX &&
@@ -175,6 +175,16 @@ check_body(bc_http_req_t *r, delreq_t *d)
 		bc_md5(bc_buf_str(&d->body), d->body.len, md5);
 		if (bc_base64(md5, sizeof(md5), b64, sizeof(b64)) < 0 ||
 		    strcmp(b64, cmd5) != 0)
+			return BC_S3E_BadDigest;
+	}
+	e = bc_checksum_from_headers(&r->s3.headers, &alg, &cv);
+	if (e != BC_S3E_NONE)
+		return e;
+	if (alg != BC_CKSUM_NONE) {
+		if (bc_checksum_b64(alg, bc_buf_str(&d->body), d->body.len,
+		    b64) < 0)
+			return BC_S3E_InternalError;
+		if (strcmp(b64, cv) != 0)
 			return BC_S3E_BadDigest;
 	}
 	return BC_S3E_NONE;

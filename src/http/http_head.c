@@ -12,12 +12,24 @@
 /* Fields that may appear once: they frame the body, or say who signed it
  * and what it reads or writes. The gateway reads the first of a name;
  * an upstream given two might read the other. */
-static const char *const single_fields[] = {
-	"Host", "Content-Length", "Authorization", "Content-MD5",
-	"x-amz-date", "x-amz-content-sha256", "x-amz-decoded-content-length",
-	"x-amz-security-token", "x-amz-copy-source", "x-amz-copy-source-range",
-	"x-amz-trailer", NULL
+typedef struct name_s {
+	const char *s;
+	size_t      len;
+} name_t;
+
+#define NAME(s) { s, sizeof(s) - 1 }
+
+static const name_t single_fields[] = {
+	NAME("Host"), NAME("Content-Length"), NAME("Authorization"),
+	NAME("Content-MD5"), NAME("x-amz-date"), NAME("x-amz-content-sha256"),
+	NAME("x-amz-decoded-content-length"), NAME("x-amz-security-token"),
+	NAME("x-amz-copy-source"), NAME("x-amz-copy-source-range"),
+	NAME("x-amz-trailer"),
 };
+#define NSINGLE (sizeof(single_fields) / sizeof(single_fields[0]))
+
+static const name_t content_length = NAME("Content-Length");
+static const name_t transfer_encoding = NAME("Transfer-Encoding");
 
 /* RFC 9110 tchar: "!#$%&'*+-.^_`|~", digits and letters. */
 static bool
@@ -26,15 +38,21 @@ is_tchar(unsigned char c)
 	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
 	    (c >= 'A' && c <= 'Z'))
 		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	switch (c) {
+	case '!': case '#': case '$': case '%': case '&': case '\'':
+	case '*': case '+': case '-': case '.': case '^': case '_':
+	case '`': case '|': case '~':
+		return true;
+	default:
+		return false;
+	}
 }
 
 static bool
-name_is(const bc_http_field_t *f, const char *name)
+name_is(const bc_http_field_t *f, const name_t *name)
 {
-	size_t n = strlen(name);
-
-	return f->name_len == n && strncasecmp(f->name, name, n) == 0;
+	return f->name_len == name->len &&
+	    strncasecmp(f->name, name->s, name->len) == 0;
 }
 
 static bool
@@ -106,11 +124,11 @@ te_is_chunked(const char *s, size_t n)
 static bool
 repeated_single(const bc_http_field_t *f, size_t i)
 {
-	for (int k = 0; single_fields[k] != NULL; k++) {
-		if (!name_is(&f[i], single_fields[k]))
+	for (size_t k = 0; k < NSINGLE; k++) {
+		if (!name_is(&f[i], &single_fields[k]))
 			continue;
 		for (size_t j = 0; j < i; j++)
-			if (name_is(&f[j], single_fields[k]))
+			if (name_is(&f[j], &single_fields[k]))
 				return true;
 		return false;
 	}
@@ -144,13 +162,13 @@ bc_http_head_check(const char *target, size_t target_len,
 			*why = "a header that may appear once appears twice";
 			return BC_S3E_BadRequest;
 		}
-		if (name_is(&f[i], "Content-Length")) {
+		if (name_is(&f[i], &content_length)) {
 			lengths++;
 			if (!digits_ok(f[i].value, f[i].value_len)) {
 				*why = "Content-Length is not a number";
 				return BC_S3E_BadRequest;
 			}
-		} else if (name_is(&f[i], "Transfer-Encoding")) {
+		} else if (name_is(&f[i], &transfer_encoding)) {
 			codings++;
 			chunked = chunked && te_is_chunked(f[i].value,
 			    f[i].value_len);

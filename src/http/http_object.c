@@ -16,6 +16,9 @@
  * When the object changes between fetches, a request that has sent
  * nothing restarts (at most MAX_RESTARTS times); one that has sent bytes
  * is cut off, never stitched.
+ * An unsigned request (the upstream decides, http_server.c) is served
+ * only an object the upstream let an unsigned fetch read; the cache
+ * checks that first and passes a refusal on as it came (cache.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -110,6 +113,9 @@ obj_start(bc_http_req_t *r)
 	q->c = r->srv->cache;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
 	q->w.partial_ok = true;   /* stream chunks as they arrive */
+	/* unsigned: served only what the upstream lets unsigned requests
+	 * read (cache.h) */
+	q->w.anon = r->upstream_unsigned;
 	q->head = strcmp(r->s3.method, "HEAD") == 0;
 	q->has_range = range != NULL && bc_range_parse_spec(range, &q->spec);
 	q->hint = q->head ? BC_CACHE_META_ONLY :
@@ -182,7 +188,7 @@ add_meta_headers(struct MHD_Response *resp, const objreq_t *q)
 	const bc_kvlist_t *h = &q->meta.headers;
 
 	for (size_t i = 0; i < h->n; i++)
-		MHD_add_response_header(resp, h->v[i].name, h->v[i].value);
+		bc_http_add_header(resp, h->v[i].name, h->v[i].value);
 	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
 }
 
@@ -207,13 +213,10 @@ static void
 read_ahead(objreq_t *q, const bc_http_req_t *r, uint32_t from, uint32_t to)
 {
 	unsigned n = r->srv->cfg->readahead;
-	bc_chunk_t *ch;
 
-	for (uint32_t i = from + 1; i <= to && n > 0; i++, n--) {
-		if (bc_cache_chunk(q->c, q->o, q->meta.etag, i, true, NULL,
-		    &ch) == 0)
-			bc_chunk_unref(ch);
-	}
+	for (uint32_t i = from + 1; i <= to && n > 0; i++, n--)
+		(void)bc_cache_prefetch(q->c, q->o, q->meta.etag, i,
+		    q->w.anon);
 }
 
 /* The rest of the response (from off) straight from the upstream: every
@@ -230,7 +233,7 @@ pass_read(bc_http_req_t *r, objreq_t *q, uint64_t off, char *buf,
 
 	if (q->pass == NULL) {
 		q->pass = bc_cache_passthrough(q->c, q->o, q->meta.etag, off,
-		    q->range.last, bc_http_resume_cb, r);
+		    q->range.last, q->w.anon, bc_http_resume_cb, r);
 		if (q->pass == NULL)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
@@ -432,6 +435,41 @@ out:
 	return resp;
 }
 
+/* S3's answer to a Range that starts past the end: 416 with its XML error
+ * (InvalidRange) and Content-Range: bytes * /SIZE. The body's length is
+ * read before the buffer is taken from it: one call doing both (argument
+ * order is unspecified) once sent the 416 without a body. */
+static bc_s3err_t
+respond_416(bc_http_req_t *r, const objreq_t *q)
+{
+	bc_buf_t body = BC_BUF_INIT;
+	struct MHD_Response *resp;
+	char cr[96];
+	size_t len;
+	char *p;
+
+	if (bc_s3err_xml(&body, BC_S3E_InvalidRange, NULL, r->s3.path,
+	    r->s3.request_id) < 0) {
+		bc_buf_fini(&body);
+		return BC_S3E_InternalError;
+	}
+	len = body.len;
+	p = bc_buf_steal(&body);
+	if (p == NULL)
+		return BC_S3E_InternalError;
+	resp = MHD_create_response_from_buffer(len, p, MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(p);
+		return BC_S3E_InternalError;
+	}
+	bc_range_content_range(cr, sizeof(cr), NULL, q->meta.size);
+	MHD_add_response_header(resp, "Content-Range", cr);
+	MHD_add_response_header(resp, "Content-Type", "application/xml");
+	r->bytes_out = q->head ? 0 : len;
+	return bc_http_respond(r, 416, resp) < 0 ? BC_S3E_InternalError :
+	    BC_S3E_NONE;
+}
+
 static bc_s3err_t
 respond(bc_http_req_t *r, objreq_t *q)
 {
@@ -468,25 +506,8 @@ respond(bc_http_req_t *r, objreq_t *q)
 		bc_range_result_t rr = bc_range_resolve(&q->spec, q->meta.size,
 		    &q->range);
 
-		if (rr == BC_RANGE_UNSATISFIABLE) {
-			bc_buf_t body = BC_BUF_INIT;
-			size_t blen;
-
-			bc_s3err_xml(&body, BC_S3E_InvalidRange, NULL,
-			    r->s3.path, r->s3.request_id);
-			blen = body.len;   /* steal empties body */
-			resp = MHD_create_response_from_buffer(blen,
-			    bc_buf_steal(&body), MHD_RESPMEM_MUST_FREE);
-			if (resp == NULL)
-				return BC_S3E_InternalError;
-			bc_range_content_range(cr, sizeof(cr), NULL,
-			    q->meta.size);
-			MHD_add_response_header(resp, "Content-Range", cr);
-			MHD_add_response_header(resp, "Content-Type",
-			    "application/xml");
-			return bc_http_respond(r, 416, resp) < 0 ?
-			    BC_S3E_InternalError : BC_S3E_NONE;
-		}
+		if (rr == BC_RANGE_UNSATISFIABLE)
+			return respond_416(r, q);
 		if (rr == BC_RANGE_OK) {
 			status = 206;
 			len = bc_range_length(&q->range);

@@ -6,8 +6,15 @@
  *
  * Payload signing upstream: a client's hex payload hash is forwarded (the
  * upstream then checks the body against it); UNSIGNED-PAYLOAD stays
- * unsigned; an aws-chunked body is verified chunk by chunk and re-signed
- * (s3_awschunked.h); SigV2 and anonymous clients' bodies go UNSIGNED.
+ * unsigned; an aws-chunked body goes on in the client's mode and framing
+ * (s3_awschunked.h), verified as it streams: signed chunks and trailer
+ * re-signed, the checksum trailer verified and passed on as sent, so the
+ * bucket checks and stores the checksum S3 would; its length is the
+ * client's (none, chunked, when the client sent it chunked). SigV2 and
+ * anonymous clients' bodies go UNSIGNED, but an anonymous one in the
+ * STREAMING-UNSIGNED-PAYLOAD-TRAILER mode goes in that mode.
+ * Unsigned clients without --anonymous are forwarded unsigned (no
+ * Authorization, X-Amz-Date or token): the upstream decides.
  *
  * Threads: handler ops and the content reader run on MHD workers; the
  * exchange wakes the connection through bc_http_resume_cb.
@@ -93,7 +100,8 @@ in_list(const char *const *list, const char *name)
 static const char *
 upstream_payload_hash(const bc_http_req_t *r, bool body)
 {
-	if (r->auth.kind == BC_S3AUTH_V4 && r->auth.payload_hash[0] != '\0')
+	if ((r->auth.kind == BC_S3AUTH_V4 || r->auth.streaming) &&
+	    r->auth.payload_hash[0] != '\0')
 		return r->auth.payload_hash;
 	return body ? BC_SIGV4_UNSIGNED : BC_SIGV4_EMPTY_SHA256;
 }
@@ -132,7 +140,14 @@ bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
 			goto fail;
 	if (bc_kv_add(hdrs, "Host", bc_buf_str(&host)) < 0)
 		goto fail;
-	if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), &query,
+	/* an unsigned client's request goes unsigned: the upstream decides */
+	if (r->upstream_unsigned) {
+		memset(ctx, 0, sizeof(*ctx));
+		/* an aws-chunked body still says how it is framed */
+		if (r->auth.streaming && bc_kv_add(hdrs,
+		    "x-amz-content-sha256", payload_hash) < 0)
+			goto fail;
+	} else if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), &query,
 	    payload_hash, &s->creds, time(NULL), ctx) < 0)
 		goto fail;
 	e = BC_S3E_NONE;
@@ -149,7 +164,7 @@ bc_proxy_copy_headers(struct MHD_Response *resp, const bc_kvlist_t *uh)
 	for (size_t i = 0; i < uh->n; i++) {
 		if (in_list(dropped_response_headers, uh->v[i].name))
 			continue;
-		MHD_add_response_header(resp, uh->v[i].name, uh->v[i].value);
+		bc_http_add_header(resp, uh->v[i].name, uh->v[i].value);
 	}
 }
 
@@ -158,7 +173,13 @@ proxy_start(bc_http_req_t *r)
 {
 	bc_buf_t url = BC_BUF_INIT;
 	bc_kvlist_t hdrs = BC_KVLIST_INIT;
-	bool body = r->content_length != UINT64_MAX && r->content_length > 0;
+	/* Transfer-Encoding: chunked (the only one the front end lets in):
+	 * a body of unknown length, streamed on chunked; the upstream
+	 * decides whether it takes it (S3: 411 for PutObject) */
+	bool te = r->content_length == UINT64_MAX &&
+	    bc_kv_get(&r->s3.headers, "Transfer-Encoding") != NULL;
+	bool body = te || (r->content_length != UINT64_MAX &&
+	    r->content_length > 0);
 	bc_sigv4_ctx_t ctx;
 	bc_xfer_opts_t o;
 	proxy_t *p;
@@ -171,35 +192,25 @@ proxy_start(bc_http_req_t *r)
 	bc_buf_init(&p->delete_body, MAX_DELETE_BODY);
 	if (p->chunked != NULL || r->auth.streaming)
 		p->delete_overflow = true;   /* keys not readable: drop all */
-	if (r->s3.op != BC_S3OP_PutObject && r->s3.op != BC_S3OP_UploadPart &&
-	    r->content_length == UINT64_MAX &&
-	    bc_kv_get(&r->s3.headers, "Transfer-Encoding") != NULL)
-		return BC_S3E_MissingContentLength;
 	e = bc_proxy_request(r, upstream_payload_hash(r, body), NULL, NULL,
 	    &url, &hdrs, &ctx);
 	if (e != BC_S3E_NONE)
 		goto out;
 	if (r->auth.streaming) {
-		uint64_t dlen;
-
-		/* the signed decoded length, checked as the chunks arrive */
-		e = bc_awschunked_parse_decoded_len(bc_kv_get(&r->s3.headers,
-		    "x-amz-decoded-content-length"), &dlen);
+		/* verified and re-encoded as it streams, the declared
+		 * length and checksum checked on the way */
+		e = bc_awschunked_from_headers(&r->s3.headers,
+		    r->auth.stream_mode, &r->auth.v4, true, &ctx,
+		    MAX_AWS_CHUNK, &p->chunked);
 		if (e != BC_S3E_NONE)
 			goto out;
-		p->chunked = bc_awschunked_new(&r->auth.v4, &ctx,
-		    MAX_AWS_CHUNK);
-		if (p->chunked == NULL) {
-			e = BC_S3E_InternalError;
-			goto out;
-		}
-		bc_awschunked_set_decoded_len(p->chunked, dlen);
 	}
 	bc_xfer_opts_init(&o, r->srv->cfg);
 	o.method = r->s3.method;
 	o.url = bc_buf_str(&url);
 	o.headers = &hdrs;
-	o.body_len = body ? r->content_length : BC_XFER_NO_BODY;
+	o.body_len = te ? BC_XFER_UNKNOWN_LEN : body ? r->content_length :
+	    BC_XFER_NO_BODY;
 	BC_DEBUG("upstream %s %s", o.method, o.url);
 	p->x = bc_xfer_start(r->srv->loop, &o, bc_http_resume_cb, r);
 	if (p->x == NULL)
@@ -261,7 +272,13 @@ proxy_body(bc_http_req_t *r, const char *data, size_t *len)
 	}
 	for (;;) {
 		if (!drain_chunked(p)) {
-			bc_http_wait(r);
+			/* Suspend only with input left (as above): one that took
+			 * all it was given and suspended hung under
+			 * libmicrohttpd 0.9.75 when clients send each
+			 * aws-chunked piece as its own HTTP chunk (the JS SDK).
+			 * The output left waits for the next call, or finish. */
+			if (*len > 0)
+				bc_http_wait(r);
 			return BC_S3E_NONE;
 		}
 		if (p->discard_body) {
@@ -379,8 +396,12 @@ proxy_finish(bc_http_req_t *r)
 		return BC_S3E_NONE;
 	}
 	/* Whatever the answer, a write may have happened: drop the cached
-	 * copy before the client hears back (read-after-write). */
-	if (r->srv->cache != NULL && bc_s3op_writes_object(r->s3.op))
+	 * copy before the client hears back (read-after-write). Not after
+	 * an unsigned request the upstream refused (4xx: nothing written),
+	 * or any client could empty the cache. */
+	if (r->srv->cache != NULL && bc_s3op_writes_object(r->s3.op) &&
+	    !(r->upstream_unsigned && rv == 0 && status >= 400 &&
+	    status < 500))
 		invalidate(r, p);
 	if (rv == BC_ETIMEDOUT)
 		return BC_S3E_GatewayTimeout;

@@ -18,7 +18,9 @@
  * headers (r's minus the hop-by-hop and signing ones, minus drop — a
  * NULL-terminated list, may be NULL — plus add, may be NULL), signed with
  * payload_hash; *ctx gets the signature's context (aws-chunked re-signing
- * chains from it). Returns BC_S3E_NONE or InternalError.
+ * chains from it). An r->upstream_unsigned request is not signed (no
+ * Authorization, X-Amz-Date or token; *ctx zeroed): the upstream decides.
+ * Returns BC_S3E_NONE or InternalError.
  */
 bc_s3err_t bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
     const char *const *drop, const bc_kvlist_t *add, bc_buf_t *url,

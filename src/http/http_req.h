@@ -51,6 +51,9 @@ struct bc_http_req_s {
 	bc_s3_req_t           s3;
 	bc_s3_auth_t          auth;
 	const bc_client_key_t *client_key;  /* who signed; NULL: unsigned */
+	/* unsigned, and the gateway runs without --anonymous: the request
+	 * goes upstream unsigned and the upstream decides (http_server.c) */
+	bool                  upstream_unsigned;
 	char                 *raw_uri;      /* as received */
 	uint64_t              content_length; /* UINT64_MAX when none */
 	uint64_t              bytes_in;     /* upload bytes received */
@@ -73,12 +76,20 @@ struct bc_http_req_s {
 	pthread_mutex_t       wait_mu;
 	bool                  suspended;
 	bool                  wake_pending;
+	bool                  wake_taken;   /* the last wait found a wake
+					       pending and did not suspend */
 };
 
 /* Queues resp with status, adding x-amz-request-id and Server; takes over
  * the caller's reference to resp. Returns 0 or BC_EIO. */
 int bc_http_respond(bc_http_req_t *r, unsigned int status,
     struct MHD_Response *resp);
+/* Adds a response header. libmicrohttpd refuses an empty value, which S3
+ * sends (an x-amz-meta-* set to ""): that one goes out as a single space,
+ * which HTTP parsers strip (RFC 9110 5.5), so clients read "". Returns
+ * MHD_YES or MHD_NO (a CR or LF in name or value, or out of memory). */
+enum MHD_Result bc_http_add_header(struct MHD_Response *resp,
+    const char *name, const char *value);
 /* Queues S3's XML <Error> for e (msg: NULL for the table's message). */
 int bc_http_respond_error(bc_http_req_t *r, bc_s3err_t e, const char *msg);
 /* Queues body (taken over; may be empty) with content_type. */
@@ -89,7 +100,10 @@ int bc_http_respond_buf(bc_http_req_t *r, unsigned int status,
  * bc_http_wait: call from a handler op (or a content reader) that cannot
  * go on until someone calls bc_http_resume(). It suspends the connection,
  * unless a resume already arrived since the last wait, in which case it
- * returns without suspending (the caller just returns; MHD calls again).
+ * returns without suspending (the caller just returns; the front end
+ * calls the op again at once: libmicrohttpd would not call a body() that
+ * left bytes unread, or a finish() that queued nothing, without a
+ * suspension or new bytes from the client).
  * bc_http_resume: any thread, any number of times; never blocks. Wakes
  * between two waits are merged.
  */

@@ -31,6 +31,7 @@
 #include "http/http_head.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
+#include "s3/s3_verdicts.h"
 #include "stats/stats.h"
 #include "upstream/upstream_file.h"
 #include "upstream/upstream_xfer.h"
@@ -42,6 +43,8 @@
 #define FDS_SPARE       256           /* descriptors kept for the upstream,
 					 files and logs */
 #define MS_PER_NS       1000000u
+#define VERDICTS        4096   /* presigned-URL verdicts kept (at most
+				  4096 x 4 KiB keys) */
 
 /*
  * libmicrohttpd before 1.0 (Debian 12 has 0.9.75) cannot be made to refuse
@@ -80,6 +83,14 @@ bc_http_respond(bc_http_req_t *r, unsigned int status,
 		return BC_EIO;
 	r->status = (int)status;
 	return 0;
+}
+
+enum MHD_Result
+bc_http_add_header(struct MHD_Response *resp, const char *name,
+    const char *value)
+{
+	return MHD_add_response_header(resp, name, value[0] != '\0' ? value :
+	    " ");
 }
 
 int
@@ -136,7 +147,8 @@ bc_http_wait(bc_http_req_t *r)
 	pthread_mutex_lock(&r->wait_mu);
 	if (r->wake_pending) {
 		r->wake_pending = false;
-	} else {
+		r->wake_taken = true;   /* on_access calls the op again */
+	} else if (!r->suspended) {   /* never twice: MHD would lose it */
 		r->suspended = true;
 		bc_conn_held(&r->srv->conns, r->cn, true);
 		MHD_suspend_connection(r->conn);
@@ -264,8 +276,11 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		bc_stats_request(r->s3.op, r->status > 0 ? (unsigned)r->status :
 		    499, r->bytes_in, ok ? r->bytes_out : 0);
 		/* Only authorized requests name a bucket in the stats: a
-		 * rejected one may carry any name. */
-		if (r->authorized && r->s3.bucket[0] != '\0')
+		 * rejected one may carry any name (an unsigned one counts
+		 * when the upstream let it through). */
+		if (r->authorized && r->s3.bucket[0] != '\0' &&
+		    (!r->upstream_unsigned || (r->status > 0 &&
+		    r->status < 400)))
 			bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_requests, 1);
 	}
 	BC_DEBUG("%s %s -> %d (%.3f ms)%s", r->s3.method,
@@ -469,6 +484,7 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 {
 	const bc_config_t *cfg = s->cfg;
 	const bc_client_key_t *key;
+	bool cached;
 	bc_s3err_t e;
 
 	if (r->raw_uri == NULL)
@@ -488,8 +504,19 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 		r->handler = &bc_handler_admin;
 		return r->handler->start(r);
 	}
-	e = bc_s3_auth_verify(&r->s3, time(NULL), bc_config_secret,
-	    (void *)cfg, cfg->anonymous, &r->auth);
+	/* A request without credentials: with --anonymous it uses the
+	 * gateway's; without, it goes upstream unsigned and the upstream
+	 * decides, as S3 does for public objects. The file:// store has no
+	 * access rules to ask: there it is 403 AccessDenied. */
+	e = bc_s3_verdicts_verify(s->verdicts, &r->s3, time(NULL),
+	    bc_config_secret, (void *)cfg,
+	    cfg->anonymous || s->backend == &bc_handler_proxy, &r->auth,
+	    &cached);
+	if (cached)
+		BC_STATS_INC(auth_cached);
+	if (e == BC_S3E_NONE && r->auth.kind == BC_S3AUTH_NONE &&
+	    !cfg->anonymous)
+		r->upstream_unsigned = true;
 	if (e != BC_S3E_NONE) {
 		BC_STATS_INC(auth_failures);
 		BC_DEBUG("auth %s %s: %s", method, r->raw_uri,
@@ -507,7 +534,10 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 		r->client_key = key;
 	}
 	r->authorized = true;
-	if (r->s3.op == BC_S3OP_PutObject && r->content_length == UINT64_MAX)
+	/* A PUT without a length is 411, as on S3; a chunked one is streamed
+	 * on and its upstream decides (S3 answers 411 there too) */
+	if (r->s3.op == BC_S3OP_PutObject && !has_body(r) &&
+	    r->content_length == UINT64_MAX)
 		return BC_S3E_MissingContentLength;
 	if (bc_object_cacheable(r))
 		r->handler = &bc_handler_object;
@@ -546,7 +576,18 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (*upload_data_size > 0) {
 		size_t len = *upload_data_size;
+		bool suspended;
 
+		/* libmicrohttpd 0.9 decodes a chunked upload chunk by chunk
+		 * and calls again with the next one even when the handler
+		 * just suspended the connection: take nothing then (it keeps
+		 * the bytes for after the resume); suspending twice would
+		 * lose the connection. */
+		pthread_mutex_lock(&r->wait_mu);
+		suspended = r->suspended;
+		pthread_mutex_unlock(&r->wait_mu);
+		if (suspended)
+			return MHD_YES;
 		if (r->pending_err != BC_S3E_NONE || r->status != 0) {
 			bc_conn_body_bytes(&s->conns, r->cn, len);
 			*upload_data_size = 0;   /* discard */
@@ -554,7 +595,17 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 				bc_http_respond_error(r, r->pending_err, r->pending_msg);
 			return MHD_YES;
 		}
-		e = r->handler->body(r, upload_data, &len);
+		/* Again while the handler left bytes and did not suspend (a
+		 * wake came before it could wait: it can go on now). MHD
+		 * calls a handler that left bytes unread and is not suspended
+		 * only when new bytes arrive, which may never happen: its
+		 * buffer may be full, or the client done sending. */
+		do {
+			r->wake_taken = false;
+			e = r->handler->body(r, upload_data +
+			    (*upload_data_size - len), &len);
+		} while (e == BC_S3E_NONE && len > 0 && r->wake_taken &&
+		    r->status == 0);
 		bc_conn_body_bytes(&s->conns, r->cn, *upload_data_size - len);
 		r->bytes_in += *upload_data_size - len;
 		*upload_data_size = len;
@@ -577,7 +628,11 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		bc_http_respond_error(r, r->pending_err, r->pending_msg);
 		return MHD_YES;
 	}
-	e = r->handler->finish(r);
+	/* again while it neither answered nor suspended (see above) */
+	do {
+		r->wake_taken = false;
+		e = r->handler->finish(r);
+	} while (e == BC_S3E_NONE && r->status == 0 && r->wake_taken);
 	if (e != BC_S3E_NONE && r->status == 0)
 		bc_http_respond_error(r, e, NULL);
 	return MHD_YES;
@@ -757,8 +812,15 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 	limits.idle_ns = cfg->client_timeout * MS_PER_NS;
 	limits.head_ns = cfg->header_timeout * MS_PER_NS;
 	limits.body_ns = cfg->body_timeout * MS_PER_NS;
+	s->verdicts = bc_s3_verdicts_new(VERDICTS);
+	if (s->verdicts == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (bc_conns_start(&s->conns, &limits) < 0) {
 		snprintf(err, errlen, "cannot start the connection sweeper");
+		bc_s3_verdicts_free(s->verdicts);
+		s->verdicts = NULL;
 		return -1;
 	}
 	if (bc_log_level >= BC_LOG_DEBUG)
@@ -784,6 +846,8 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 		snprintf(err, errlen, "--listen: cannot serve on %s: %s",
 		    cfg->listen, strerror(errno));
 		bc_conns_stop(&s->conns);
+		bc_s3_verdicts_free(s->verdicts);
+		s->verdicts = NULL;
 		return -1;
 	}
 	return 0;
@@ -806,6 +870,8 @@ bc_server_stop(bc_server_t *s)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
 	bc_conns_stop(&s->conns);
+	bc_s3_verdicts_free(s->verdicts);
+	s->verdicts = NULL;
 	bc_cache_free(s->cache);
 	s->cache = NULL;
 	free(s->up_scheme_host);

@@ -29,6 +29,9 @@ struct bc_server_s {
 	bc_upstream_ep_t    ep;              /* the two above, addressing */
 	struct bc_cache_s  *cache;           /* NULL when not caching */
 	bc_conns_t          conns;           /* connection deadlines */
+	/* presigned-URL verdicts; client keys are fixed for the server's
+	 * life, so it is never cleared (s3_verdicts.h) */
+	struct bc_s3_verdicts_s *verdicts;
 };
 
 /* Starts serving cfg->listen. Returns 0, or -1 with err set. */

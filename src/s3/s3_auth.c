@@ -344,16 +344,20 @@ has_body(const bc_s3_req_t *r)
 static bc_s3err_t
 check_payload_hash(const char *ph, bc_s3_auth_t *out)
 {
+	bc_awschunked_mode_t mode;
+
 	if (is_sha256_hex(ph) || strcmp(ph, BC_SIGV4_UNSIGNED) == 0 ||
-	    strcmp(ph, BC_SIGV4_STREAMING) == 0)
+	    bc_awschunked_mode_parse(ph, &mode))
 		return BC_S3E_NONE;
 	if (strncmp(ph, "STREAMING-", 10) == 0) {
-		out->message = "This x-amz-content-sha256 streaming mode (with "
-		    "trailers) is not implemented by this gateway.";
+		out->message = "This x-amz-content-sha256 streaming mode is "
+		    "not implemented by this gateway.";
 		return BC_S3E_NotImplemented;
 	}
 	out->message = "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
-	    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, or a valid sha256 value.";
+	    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-"
+	    "PAYLOAD-TRAILER, STREAMING-UNSIGNED-PAYLOAD-TRAILER, or a valid "
+	    "sha256 value.";
 	return BC_S3E_InvalidArgument;
 }
 
@@ -420,7 +424,8 @@ v4_check(const bc_s3_req_t *r, const v4parts_t *v, const char *amz_date,
 	    v->access_key);
 	snprintf(out->payload_hash, sizeof(out->payload_hash), "%s",
 	    payload_hash);
-	out->streaming = strcmp(payload_hash, BC_SIGV4_STREAMING) == 0;
+	out->streaming = bc_awschunked_mode_parse(payload_hash,
+	    &out->stream_mode);
 	out->kind = presigned ? BC_S3AUTH_V4_QUERY : BC_S3AUTH_V4;
 fail:
 	bc_buf_fini(&creq);
@@ -583,6 +588,7 @@ bc_s3_auth_verify(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 {
 	const char *authz = bc_kv_get(&r->headers, "Authorization");
 	const bc_kvlist_t *q = &r->query;
+	const char *ph;
 	bool q4, q2;
 
 	memset(out, 0, sizeof(*out));
@@ -615,5 +621,15 @@ bc_s3_auth_verify(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 	if (!allow_anonymous)
 		return BC_S3E_AccessDenied;
 	out->kind = BC_S3AUTH_NONE;
+	/* the one aws-chunked mode that needs no key: its checksum trailer
+	 * is still verified */
+	ph = bc_kv_get(&r->headers, "x-amz-content-sha256");
+	if (ph != NULL && strcmp(ph, BC_SIGV4_STREAMING_UNSIGNED_TRAILER) ==
+	    0) {
+		snprintf(out->payload_hash, sizeof(out->payload_hash), "%s",
+		    ph);
+		out->streaming = true;
+		out->stream_mode = BC_AWSCHUNKED_UNSIGNED_TRAILER;
+	}
 	return BC_S3E_NONE;
 }

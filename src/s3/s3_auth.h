@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "s3/s3_awschunked.h"
 #include "s3/s3_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_sigv4.h"
@@ -36,11 +37,16 @@ typedef const char *(*bc_s3_secret_fn)(void *ctx, const char *access_key);
 typedef struct bc_s3_auth_s {
 	bc_s3auth_kind_t kind;
 	char             access_key[129];
-	/* V4: x-amz-content-sha256 as signed (hex, UNSIGNED-PAYLOAD or
-	 * STREAMING-AWS4-HMAC-SHA256-PAYLOAD); presigned: UNSIGNED-PAYLOAD;
-	 * V2 and anonymous: "". */
+	/* V4: x-amz-content-sha256 as signed (hex, UNSIGNED-PAYLOAD or one
+	 * of the three STREAMING-* modes of s3_awschunked.h); presigned:
+	 * UNSIGNED-PAYLOAD unless the query names one; anonymous:
+	 * STREAMING-UNSIGNED-PAYLOAD-TRAILER when sent, else ""; V2: "". */
 	char             payload_hash[80];
-	bool             streaming;   /* aws-chunked body with chunk sigs */
+	/* an aws-chunked body, in stream_mode: signed chunks (V4 only, the
+	 * chain seeded by v4.signature) or the unsigned trailer mode (V4 or
+	 * anonymous) */
+	bool             streaming;
+	bc_awschunked_mode_t stream_mode;
 	bc_sigv4_ctx_t   v4;          /* V4 only: to verify chunk signatures */
 	/* On failure: S3's more precise message for the error ("Request has
 	 * expired"), static; NULL means the table's message. */
@@ -50,7 +56,9 @@ typedef struct bc_s3_auth_s {
 /*
  * Verifies r (parsed, headers filled) at time now. When the request
  * carries no credentials: BC_S3E_NONE with kind NONE if allow_anonymous,
- * else AccessDenied. On success fills *out.
+ * else AccessDenied. On success fills *out. x-amz-content-sha256 may name
+ * any of the three aws-chunked modes; another STREAMING-* value (SigV4a's
+ * ECDSA modes) is NotImplemented.
  */
 bc_s3err_t bc_s3_auth_verify(const bc_s3_req_t *r, time_t now,
     bc_s3_secret_fn secret, void *ctx, bool allow_anonymous,

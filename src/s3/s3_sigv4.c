@@ -16,7 +16,8 @@
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 
-#define ALGORITHM "AWS4-HMAC-SHA256"
+#define ALGORITHM   "AWS4-HMAC-SHA256"
+#define SMALL_QUERY 16   /* query parameters sorted without malloc */
 
 static bool
 unreserved(unsigned char c)
@@ -30,19 +31,31 @@ int
 bc_sigv4_uri_encode(bc_buf_t *out, const char *s, bool keep_slash)
 {
 	static const char digits[] = "0123456789ABCDEF";
-	int rv = 0;
+	size_t n = strlen(s);
+	char *w;
+	int rv;
 
-	for (const unsigned char *p = (const unsigned char *)s;
-	    *p != '\0' && rv == 0; p++) {
+	/* room for the worst case, then written in place (this runs for
+	 * every query parameter of every signed request) */
+	if (n > ((size_t)-1 / 2) / 3)
+		return BC_E2BIG;
+	rv = bc_buf_reserve(out, 3 * n);
+	if (rv < 0)
+		return rv;
+	w = out->data + out->len;
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0';
+	    p++) {
 		if (unreserved(*p) || (*p == '/' && keep_slash)) {
-			rv = bc_buf_putc(out, (char)*p);
+			*w++ = (char)*p;
 		} else {
-			char e[3] = { '%', digits[*p >> 4], digits[*p & 15] };
-
-			rv = bc_buf_append(out, e, sizeof(e));
+			*w++ = '%';
+			*w++ = digits[*p >> 4];
+			*w++ = digits[*p & 15];
 		}
 	}
-	return rv;
+	*w = '\0';
+	out->len = (size_t)(w - out->data);
+	return 0;
 }
 
 typedef struct qpair_s {
@@ -64,18 +77,20 @@ bc_sigv4_canonical_query(bc_buf_t *out, const bc_kvlist_t *q,
     const char *skip)
 {
 	bc_buf_t enc = BC_BUF_INIT;
-	size_t *offs = NULL;
-	qpair_t *pairs = NULL;
+	size_t soffs[2 * SMALL_QUERY], *offs = soffs;
+	qpair_t spairs[SMALL_QUERY], *pairs = spairs;
 	size_t n = 0;
 	int rv = 0;
 
 	if (q->n == 0)
 		return 0;
-	offs = calloc(q->n, 2 * sizeof(*offs));
-	pairs = calloc(q->n, sizeof(*pairs));
-	if (offs == NULL || pairs == NULL) {
-		rv = BC_ENOMEM;
-		goto fail;
+	if (q->n > SMALL_QUERY) {   /* most queries fit on the stack */
+		offs = calloc(q->n, 2 * sizeof(*offs));
+		pairs = calloc(q->n, sizeof(*pairs));
+		if (offs == NULL || pairs == NULL) {
+			rv = BC_ENOMEM;
+			goto fail;
+		}
 	}
 	/* Encode every name and value, NUL-separated, into one buffer;
 	 * record offsets (the buffer moves while it grows). */
@@ -111,8 +126,10 @@ bc_sigv4_canonical_query(bc_buf_t *out, const bc_kvlist_t *q,
 			rv = bc_buf_puts(out, pairs[i].value);
 	}
 fail:
-	free(offs);
-	free(pairs);
+	if (offs != soffs)
+		free(offs);
+	if (pairs != spairs)
+		free(pairs);
 	bc_buf_fini(&enc);
 	return rv;
 }
@@ -133,14 +150,14 @@ put_trimmed(bc_buf_t *out, const char *v)
 	while (is_space(*v))
 		v++;
 	while (*v != '\0' && rv == 0) {
-		if (is_space(*v)) {
-			while (is_space(*v))
-				v++;
-			if (*v != '\0')
-				rv = bc_buf_putc(out, ' ');
-		} else {
-			rv = bc_buf_putc(out, *v++);
-		}
+		size_t n = strcspn(v, " \t");   /* a run of non-blanks */
+
+		rv = bc_buf_append(out, v, n);
+		v += n;
+		while (is_space(*v))
+			v++;
+		if (rv == 0 && *v != '\0')
+			rv = bc_buf_putc(out, ' ');
 	}
 	return rv;
 }
@@ -380,24 +397,31 @@ void
 bc_sigv4_signature(const char *creq, const char *amz_date,
     const char *scope, const uint8_t key[32], char sig[65])
 {
-	char hash[65];
-	bc_buf_t sts = BC_BUF_INIT;
+	char hash[65], sts[sizeof(ALGORITHM) + 17 + 128 + 65 + 4];
+	size_t dl = strlen(amz_date), sl = strlen(scope), n;
 	uint8_t mac[32];
-	int rv;
 
-	bc_sha256_hex(creq, strlen(creq), hash);
-	rv = bc_buf_printf(&sts, ALGORITHM "\n%s\n%s\n%s", amz_date, scope,
-	    hash);
-	if (rv < 0) {
-		/* out of memory: a signature nobody can match */
+	if (dl > 16 || sl > 127) {
+		/* longer than any valid one: a signature nobody can match */
 		memset(sig, '0', 64);
 		sig[64] = '\0';
 		sig[0] = 'x';
-	} else {
-		bc_hmac_sha256(key, 32, sts.data, sts.len, mac);
-		bc_hex(mac, sizeof(mac), sig);
+		return;
 	}
-	bc_buf_fini(&sts);
+	bc_sha256_hex(creq, strlen(creq), hash);
+	/* ALGORITHM "\n" amz_date "\n" scope "\n" hash */
+	n = sizeof(ALGORITHM) - 1;
+	memcpy(sts, ALGORITHM "\n", n + 1);
+	memcpy(sts + n + 1, amz_date, dl);
+	n += 1 + dl;
+	sts[n++] = '\n';
+	memcpy(sts + n, scope, sl);
+	n += sl;
+	sts[n++] = '\n';
+	memcpy(sts + n, hash, 64);
+	n += 64;
+	bc_hmac_sha256(key, 32, sts, n, mac);
+	bc_hex(mac, sizeof(mac), sig);
 }
 
 void

@@ -32,6 +32,7 @@
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "s3/s3_awschunked.h"
+#include "s3/s3_checksum.h"
 #include "s3/s3_cond.h"
 #include "s3/s3_range.h"
 #include "s3/s3_request.h"
@@ -468,6 +469,8 @@ is_stored_header(const char *lname)
 {
 	if (starts_with(lname, "x-amz-meta-"))
 		return lname[11] != '\0';
+	if (bc_checksum_from_header(lname) != BC_CKSUM_NONE)
+		return true;   /* kept once verified (op_put_object) */
 	for (int i = 0; stored_headers[i] != NULL; i++)
 		if (strcmp(lname, stored_headers[i]) == 0)
 			return true;
@@ -693,8 +696,9 @@ collect_headers(const bc_http_req_t *r, bc_kvlist_t *out)
 		char val[HEADER_VALUE_MAX + 1];
 
 		if (!lower_name(h->name, name, sizeof(name)) ||
-		    !is_stored_header(name))
-			continue;
+		    !is_stored_header(name) ||
+		    bc_checksum_from_header(name) != BC_CKSUM_NONE)
+			continue;   /* a checksum is kept once verified */
 		if (strlen(h->value) > HEADER_VALUE_MAX ||
 		    strchr(h->value, '\n') != NULL ||
 		    strchr(h->value, '\r') != NULL)
@@ -1285,7 +1289,12 @@ typedef struct fctx_s {
 	bc_sha256_t     *sha;         /* of the raw body (V4 hex hash) */
 	bool             chunked;
 	dechunk_t        dc;
-	bc_awschunked_t *verify;      /* signed aws-chunked */
+	bc_awschunked_t *verify;      /* aws-chunked, verified */
+	bc_checksum_t    ck;          /* of the decoded body */
+	const char      *ck_want;     /* its value sent in a header, or NULL */
+	char             ck_value[BC_CKSUM_B64_MAX];   /* verified value */
+	bc_checksum_alg_t ck_alg;     /* of ck_value, NONE: none */
+	bc_checksum_alg_t trailer_alg;   /* the aws-chunked trailer's */
 	bc_buf_t         xml;
 	bc_kvlist_t      hdrs;        /* headers the new object keeps */
 	int              updfd;       /* multipart upload directory */
@@ -1303,6 +1312,8 @@ sink_data(fctx_t *c, const char *p, size_t n)
 	c->n += n;
 	if (c->md5 != NULL)
 		bc_md5_update(c->md5, p, n);
+	if (c->ck.alg != BC_CKSUM_NONE)
+		bc_checksum_update(&c->ck, p, n);
 	switch (c->sink) {
 	case SINK_FILE:
 		rv = write_all(c->fd, p, n);
@@ -1548,8 +1559,30 @@ add_object_headers(struct MHD_Response *resp, const bc_http_req_t *r,
 	}
 	for (size_t i = 0; i < m->hdrs.n; i++)
 		if (starts_with(m->hdrs.v[i].name, "x-amz-meta-"))
+			bc_http_add_header(resp, m->hdrs.v[i].name,
+			    m->hdrs.v[i].value);
+}
+
+/* With "x-amz-checksum-mode: ENABLED", the whole object's checksum kept
+ * with its metadata (single-part objects; a multipart one has none), as
+ * S3 sends it; a range gets none. */
+static void
+add_checksum_headers(struct MHD_Response *resp, const bc_http_req_t *r,
+    const meta_t *m)
+{
+	const char *mode = bc_kv_get(&r->s3.headers, "x-amz-checksum-mode");
+
+	if (mode == NULL || strcasecmp(mode, "ENABLED") != 0)
+		return;
+	for (size_t i = 0; i < m->hdrs.n; i++)
+		if (bc_checksum_from_header(m->hdrs.v[i].name) !=
+		    BC_CKSUM_NONE) {
 			MHD_add_response_header(resp, m->hdrs.v[i].name,
 			    m->hdrs.v[i].value);
+			MHD_add_response_header(resp, "x-amz-checksum-type",
+			    "FULL_OBJECT");
+			return;
+		}
 }
 
 static void
@@ -2127,6 +2160,8 @@ op_get_object(bc_http_req_t *r, fctx_t *c)
 	if (rr == BC_RANGE_OK) {
 		bc_range_content_range(cr, sizeof(cr), &rg, size);
 		MHD_add_response_header(resp, "Content-Range", cr);
+	} else {
+		add_checksum_headers(resp, r, &m);
 	}
 	meta_fini(&m);
 	r->bytes_out = r->s3.op == BC_S3OP_HeadObject ? 0 : len;
@@ -2249,31 +2284,65 @@ op_delete_objects(bc_http_req_t *r, fctx_t *c)
 	return respond_xml(r, &b);
 }
 
-/* Checks what body() hashed against Content-MD5 and the V4 payload hash;
- * writes the MD5 into md5 (when kept). */
+/* Takes what the aws-chunked decoder has ready into the sink. */
+static bc_s3err_t
+drain_verified(fctx_t *c)
+{
+	const char *p;
+	size_t n;
+	bc_s3err_t e;
+
+	while ((n = bc_awschunked_output(c->verify, &p)) > 0) {
+		e = sink_data(c, p, n);
+		if (e != BC_S3E_NONE)
+			return e;
+		bc_awschunked_consume(c->verify, n);
+	}
+	return BC_S3E_NONE;
+}
+
+/* The checksum of the body: the one an x-amz-checksum-* header sent must
+ * match (BadDigest); the trailer's was checked by the decoder. Leaves
+ * the value to keep in ck_alg / ck_value. */
+static bc_s3err_t
+check_checksum(fctx_t *c)
+{
+	const char *tv = c->verify != NULL ?
+	    bc_awschunked_checksum(c->verify) : NULL;
+
+	if (c->ck.alg != BC_CKSUM_NONE) {
+		c->ck_alg = c->ck.alg;
+		bc_checksum_final(&c->ck, c->ck_value);
+		bc_checksum_fini(&c->ck);
+		if (c->ck_want != NULL && strcmp(c->ck_value, c->ck_want) != 0)
+			return BC_S3E_BadDigest;
+	}
+	if (tv != NULL) {
+		c->ck_alg = c->trailer_alg;
+		snprintf(c->ck_value, sizeof(c->ck_value), "%s", tv);
+	}
+	return BC_S3E_NONE;
+}
+
+/* Checks what body() hashed against Content-MD5, the V4 payload hash and
+ * a checksum (check_checksum); writes the MD5 into md5 (when kept). */
 static bc_s3err_t
 check_body(bc_http_req_t *r, fctx_t *c, uint8_t md5[BC_MD5_LEN])
 {
 	const char *cmd5 = bc_kv_get(&r->s3.headers, "Content-MD5");
+	bc_s3err_t e;
 
 	if (c->verify != NULL) {
-		const char *p;
-		size_t n;
-		bc_s3err_t e;
-
-		while ((n = bc_awschunked_output(c->verify, &p)) > 0) {
-			e = dechunk_feed(c, p, n);
-			if (e != BC_S3E_NONE)
-				return e;
-			bc_awschunked_consume(c->verify, n);
-		}
-		if (!bc_awschunked_done(c->verify))
-			return BC_S3E_IncompleteBody;
+		e = drain_verified(c);
+		if (e == BC_S3E_NONE)
+			e = bc_awschunked_finish(c->verify);
+		if (e != BC_S3E_NONE)
+			return e;
 	}
 	if (c->chunked && c->dc.st != DC_DONE)
 		return BC_S3E_IncompleteBody;
-	if (!c->chunked && r->content_length != UINT64_MAX &&
-	    c->n != r->content_length)
+	if (!c->chunked && c->verify == NULL &&
+	    r->content_length != UINT64_MAX && c->n != r->content_length)
 		return BC_S3E_IncompleteBody;
 	if (c->expect != UINT64_MAX && c->n != c->expect)
 		return BC_S3E_IncompleteBody;
@@ -2298,17 +2367,25 @@ check_body(bc_http_req_t *r, fctx_t *c, uint8_t md5[BC_MD5_LEN])
 				return BC_S3E_BadDigest;
 		}
 	}
-	return BC_S3E_NONE;
+	return check_checksum(c);
 }
 
+/* Answers an upload with its ETag and, as S3 does, the checksum it
+ * verified or computed. */
 static bc_s3err_t
-respond_etag(bc_http_req_t *r, const char *etag)
+respond_etag(bc_http_req_t *r, fctx_t *c, const char *etag)
 {
 	struct MHD_Response *resp = empty_response();
 
 	if (resp == NULL)
 		return BC_S3E_InternalError;
 	add_etag(resp, etag);
+	if (c->ck_alg != BC_CKSUM_NONE) {
+		MHD_add_response_header(resp, bc_checksum_header(c->ck_alg),
+		    c->ck_value);
+		MHD_add_response_header(resp, "x-amz-checksum-type",
+		    "FULL_OBJECT");
+	}
 	return bc_http_respond(r, 200, resp) == 0 ? BC_S3E_NONE :
 	    BC_S3E_InternalError;
 }
@@ -2325,10 +2402,14 @@ op_put_object(bc_http_req_t *r, fctx_t *c)
 	if (e != BC_S3E_NONE)
 		return e;
 	bc_hex(md5, sizeof(md5), etag);
+	/* the checksum is kept with the metadata (GET's checksum mode) */
+	if (c->ck_alg != BC_CKSUM_NONE && bc_kv_set(&c->hdrs,
+	    bc_checksum_header(c->ck_alg), c->ck_value) < 0)
+		return BC_S3E_InternalError;
 	e = commit_object(r, c, r->s3.key, etag, &c->hdrs, &msg);
 	if (e != BC_S3E_NONE)
 		return msg != NULL ? fail(r, e, msg) : e;
-	return respond_etag(r, etag);
+	return respond_etag(r, c, etag);
 }
 
 /* Copies src (from its start) into c->fd, hashing; returns 0 or -errno. */
@@ -2444,15 +2525,17 @@ op_copy_object(bc_http_req_t *r, fctx_t *c)
 		    "source: 5368709120");
 		goto out;
 	}
-	if (!replace) {
+	if (!replace)
 		bc_kv_fini(&c->hdrs);
-		for (size_t i = 0; i < m.hdrs.n; i++)
-			if (bc_kv_add(&c->hdrs, m.hdrs.v[i].name,
-			    m.hdrs.v[i].value) < 0) {
-				e = BC_S3E_InternalError;
-				goto out;
-			}
-	}
+	/* all of the source's metadata, or (REPLACE) its checksum alone:
+	 * the bytes are the same */
+	for (size_t i = 0; i < m.hdrs.n; i++)
+		if ((!replace || bc_checksum_from_header(m.hdrs.v[i].name) !=
+		    BC_CKSUM_NONE) && bc_kv_add(&c->hdrs, m.hdrs.v[i].name,
+		    m.hdrs.v[i].value) < 0) {
+			e = BC_S3E_InternalError;
+			goto out;
+		}
 	e = tmp_open_bucket(c, "copy");
 	if (e != BC_S3E_NONE)
 		goto out;
@@ -2649,7 +2732,7 @@ op_upload_part(bc_http_req_t *r, fctx_t *c)
 		return errno_s3(errno, BC_S3E_InternalError);
 	}
 	c->tmp_live = false;
-	return respond_etag(r, etag);
+	return respond_etag(r, c, etag);
 }
 
 /* The MD5 of part file fd (from its metadata, else computed). */
@@ -2882,6 +2965,34 @@ is_location_query(const bc_http_req_t *r)
 	    strcmp(r->s3.query.v[0].name, "location") == 0;
 }
 
+/*
+ * The checksum body() computes: an x-amz-checksum-* header's on the
+ * bodies it describes (PutObject, UploadPart, DeleteObjects; a
+ * CompleteMultipartUpload's names the object, not its XML, and is not
+ * checked here), to compare; else for a PutObject S3's default, CRC64NVME,
+ * to keep. Not when the aws-chunked trailer brings one.
+ */
+static bc_s3err_t
+setup_checksum(bc_http_req_t *r, fctx_t *c)
+{
+	bc_checksum_alg_t alg = BC_CKSUM_NONE;
+	bc_s3op_t op = r->s3.op;
+	bc_s3err_t e;
+
+	if (op != BC_S3OP_PutObject && op != BC_S3OP_UploadPart &&
+	    op != BC_S3OP_DeleteObjects)
+		return BC_S3E_NONE;
+	e = bc_checksum_from_headers(&r->s3.headers, &alg, &c->ck_want);
+	if (e != BC_S3E_NONE)
+		return e;
+	if (alg == BC_CKSUM_NONE && op == BC_S3OP_PutObject &&
+	    c->trailer_alg == BC_CKSUM_NONE)
+		alg = BC_CKSUM_CRC64NVME;
+	if (alg != BC_CKSUM_NONE && bc_checksum_init(&c->ck, alg) < 0)
+		return BC_S3E_InternalError;
+	return BC_S3E_NONE;
+}
+
 /* Sets up how body() reads the upload. */
 static bc_s3err_t
 setup_body(bc_http_req_t *r, fctx_t *c)
@@ -2891,30 +3002,33 @@ setup_body(bc_http_req_t *r, fctx_t *c)
 	    "x-amz-decoded-content-length");
 	const char *cmd5 = bc_kv_get(&r->s3.headers, "Content-MD5");
 	bc_s3op_t op = r->s3.op;
+	bc_s3err_t e;
 
 	c->expect = UINT64_MAX;
 	if (r->auth.streaming) {
-		c->verify = bc_awschunked_new(&r->auth.v4, &r->auth.v4,
-		    MAX_AWS_CHUNK);
-		if (c->verify == NULL)
-			return BC_S3E_InternalError;
-		c->chunked = true;
+		/* signed chunks, or the unsigned trailer mode: decoded and
+		 * verified (chunk and trailer signatures, checksum trailer,
+		 * the declared length, required) */
+		e = bc_awschunked_from_headers(&r->s3.headers,
+		    r->auth.stream_mode, &r->auth.v4, false, NULL,
+		    MAX_AWS_CHUNK, &c->verify);
+		if (e != BC_S3E_NONE)
+			return e;
+		if (bc_awschunked_parse_decoded_len(dlen, &c->expect) !=
+		    BC_S3E_NONE)
+			return BC_S3E_InternalError;   /* parsed just above */
+		if (r->auth.stream_mode != BC_AWSCHUNKED_SIGNED &&
+		    bc_kv_get(&r->s3.headers, "x-amz-trailer") != NULL)
+			c->trailer_alg = bc_checksum_from_header(bc_kv_get(
+			    &r->s3.headers, "x-amz-trailer"));
 	} else if (r->auth.kind == BC_S3AUTH_NONE && sha != NULL &&
 	    strncmp(sha, "STREAMING-", 10) == 0) {
 		c->chunked = true;   /* anonymous: framing only */
 	}
-	if (c->verify != NULL) {
-		/* signed: the length is required, and checked per chunk */
-		bc_s3err_t e = bc_awschunked_parse_decoded_len(dlen,
-		    &c->expect);
-
-		if (e != BC_S3E_NONE)
-			return e;
-		bc_awschunked_set_decoded_len(c->verify, c->expect);
-	} else if (c->chunked) {
+	if (c->chunked) {
 		if (dlen != NULL && !parse_u64(dlen, &c->expect))
 			return BC_S3E_InvalidArgument;
-	} else {
+	} else if (c->verify == NULL) {
 		c->expect = r->content_length;
 	}
 	if (r->auth.kind == BC_S3AUTH_V4 &&
@@ -2961,7 +3075,7 @@ setup_body(bc_http_req_t *r, fctx_t *c)
 		if (c->md5 == NULL)
 			return BC_S3E_InternalError;
 	}
-	return BC_S3E_NONE;
+	return setup_checksum(r, c);
 }
 
 static bc_s3err_t
@@ -3087,7 +3201,7 @@ file_body(bc_http_req_t *r, const char *data, size_t *len)
 			data += took;
 			n -= (size_t)took;
 			while ((k = bc_awschunked_output(c->verify, &p)) > 0) {
-				e = dechunk_feed(c, p, k);
+				e = sink_data(c, p, k);
 				if (e != BC_S3E_NONE)
 					return e;
 				bc_awschunked_consume(c->verify, k);
@@ -3173,6 +3287,7 @@ file_done(bc_http_req_t *r, bool ok)
 		bc_md5_free(c->md5);
 	if (c->sha != NULL)
 		bc_sha256_free(c->sha);
+	bc_checksum_fini(&c->ck);
 	bc_awschunked_free(c->verify);
 	bc_buf_fini(&c->xml);
 	bc_kv_fini(&c->hdrs);

@@ -19,6 +19,17 @@
  * by "-1", so clients never mistake it for the content's MD5; the
  * Content-Type is then binary/octet-stream.
  *
+ * Checksums: an upload's x-amz-checksum-* header, or its aws-chunked
+ * checksum trailer, is verified over the decoded body (400 BadDigest on a
+ * mismatch, nothing stored), as is a DeleteObjects body's header. A PUT
+ * keeps the checksum (else S3's default, a CRC64NVME it computes) in the
+ * metadata; a copy keeps its source's. GET and HEAD with
+ * "x-amz-checksum-mode: ENABLED" return it (x-amz-checksum-ALG and
+ * x-amz-checksum-type: FULL_OBJECT) for the whole object, not a range;
+ * an upload's answer carries it too. A multipart upload's parts are
+ * verified but the completed object keeps no checksum (S3's composite
+ * "-N" values are not made here).
+ *
  * Security: keys never leave the root. A key with an empty, "." or ".."
  * segment, a leading '/', a segment over NAME_MAX, or a segment starting
  * with ".bucketcache-" is refused (400 InvalidArgument, 400

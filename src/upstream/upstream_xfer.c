@@ -490,7 +490,9 @@ start_attempt(bc_xfer_t *x)
 			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
 			    (curl_off_t)0);
 		} else {
+			/* -1 (unknown): curl sends the body chunked */
 			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+			    x->body_len == BC_XFER_UNKNOWN_LEN ? (curl_off_t)-1 :
 			    (curl_off_t)x->body_len);
 			curl_easy_setopt(e, CURLOPT_READFUNCTION, read_cb);
 			curl_easy_setopt(e, CURLOPT_READDATA, x);
@@ -498,6 +500,7 @@ start_attempt(bc_xfer_t *x)
 	} else if (x->body_len != BC_XFER_NO_BODY) {
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
+		    x->body_len == BC_XFER_UNKNOWN_LEN ? (curl_off_t)-1 :
 		    (curl_off_t)x->body_len);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, read_cb);
 		curl_easy_setopt(e, CURLOPT_READDATA, x);

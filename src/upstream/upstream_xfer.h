@@ -59,6 +59,7 @@
 #define BC_XFER_BUF        (256 * 1024)
 #define BC_XFER_MAX_HEADERS 128
 #define BC_XFER_NO_BODY    UINT64_MAX
+#define BC_XFER_UNKNOWN_LEN (UINT64_MAX - 1)   /* a body sent chunked */
 
 typedef struct bc_xfer_s bc_xfer_t;
 typedef void (*bc_xfer_wake_fn)(void *arg);
@@ -78,7 +79,10 @@ typedef struct bc_xfer_opts_s {
 	const char *method;            /* "GET", "PUT", ... */
 	const char *url;               /* absolute, already encoded */
 	const bc_kvlist_t *headers;    /* sent as given (copied) */
-	uint64_t    body_len;          /* BC_XFER_NO_BODY: no request body */
+	uint64_t    body_len;          /* BC_XFER_NO_BODY: no request body;
+					  BC_XFER_UNKNOWN_LEN: one of unknown
+					  length (Transfer-Encoding: chunked)
+					  that ends at bc_xfer_write_end() */
 	unsigned    retries;           /* extra attempts for bodiless requests */
 	uint64_t    connect_timeout_ms;
 	uint64_t    stall_timeout_ms;  /* no byte moved for this long: fail */

@@ -1,11 +1,23 @@
-/* util_crypto.c — SHA-256, HMAC, MD5, hex and base64 over libcrypto. */
+/*
+ * util_crypto.c — SHA-256, HMAC, MD5, hex and base64 over libcrypto.
+ *
+ * OpenSSL 3 looks a digest up (a "fetch": locks and hash tables) each
+ * time one is named implicitly, and its one-shot HMAC and digest calls
+ * set up whole contexts per call: together most of what a request's
+ * signature check cost. So the digests are fetched once per process,
+ * one-shot hashes reuse a context per thread (freed when the thread
+ * ends), and HMAC is built from two digests (RFC 2104).
+ */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "util/util_crypto.h"
+
+#define HMAC_BLOCK 64   /* SHA-256's and SHA-1's block */
 
 struct bc_sha256_s {
 	EVP_MD_CTX *ctx;
@@ -15,12 +27,95 @@ struct bc_md5ctx_s {
 	EVP_MD_CTX *ctx;
 };
 
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+static EVP_MD        *md_sha256, *md_sha1, *md_md5;
+static pthread_key_t  ctx_key;
+
+static void
+free_thread_ctx(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
+
+static void
+fetch_digests(void)
+{
+	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	md_sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
+	md_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
+	if (md_sha256 == NULL || md_sha1 == NULL || md_md5 == NULL ||
+	    pthread_key_create(&ctx_key, free_thread_ctx) != 0)
+		abort();   /* libcrypto without its default provider */
+}
+
+/* The digest algorithms, fetched once. */
+static const EVP_MD *
+sha256_md(void)
+{
+	pthread_once(&fetch_once, fetch_digests);
+	return md_sha256;
+}
+
+static const EVP_MD *
+sha1_md(void)
+{
+	pthread_once(&fetch_once, fetch_digests);
+	return md_sha1;
+}
+
+static const EVP_MD *
+md5_md(void)
+{
+	pthread_once(&fetch_once, fetch_digests);
+	return md_md5;
+}
+
+/* Digest of a then b (b may be empty) into out, on this thread's
+ * context. */
+static void
+digest2(const EVP_MD *md, const void *a, size_t an, const void *b,
+    size_t bn, uint8_t *out)
+{
+	EVP_MD_CTX *ctx = pthread_getspecific(ctx_key);
+	unsigned int len;
+
+	if (ctx == NULL) {
+		ctx = EVP_MD_CTX_new();
+		if (ctx == NULL || pthread_setspecific(ctx_key, ctx) != 0)
+			abort();   /* out of memory at a thread's first hash */
+	}
+	if (EVP_DigestInit_ex2(ctx, md, NULL) != 1 ||
+	    EVP_DigestUpdate(ctx, a, an) != 1 ||
+	    (bn > 0 && EVP_DigestUpdate(ctx, b, bn) != 1) ||
+	    EVP_DigestFinal_ex(ctx, out, &len) != 1)
+		abort();   /* cannot fail with a fetched digest */
+}
+
+/* RFC 2104 HMAC with md (block HMAC_BLOCK, output mdlen bytes). */
+static void
+hmac(const EVP_MD *md, size_t mdlen, const void *key, size_t klen,
+    const void *p, size_t n, uint8_t *out)
+{
+	uint8_t k[HMAC_BLOCK] = { 0 }, pad[HMAC_BLOCK], inner[EVP_MAX_MD_SIZE];
+
+	if (klen > HMAC_BLOCK)
+		digest2(md, key, klen, NULL, 0, k);
+	else
+		memcpy(k, key, klen);
+	for (size_t i = 0; i < HMAC_BLOCK; i++)
+		pad[i] = k[i] ^ 0x36;
+	digest2(md, pad, sizeof(pad), p, n, inner);
+	for (size_t i = 0; i < HMAC_BLOCK; i++)
+		pad[i] = k[i] ^ 0x5c;
+	digest2(md, pad, sizeof(pad), inner, mdlen, out);
+	OPENSSL_cleanse(k, sizeof(k));
+	OPENSSL_cleanse(pad, sizeof(pad));
+}
+
 void
 bc_sha256(const void *p, size_t n, uint8_t out[BC_SHA256_LEN])
 {
-	unsigned int len = BC_SHA256_LEN;
-
-	EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+	digest2(sha256_md(), p, n, NULL, 0, out);
 }
 
 void
@@ -36,26 +131,20 @@ void
 bc_hmac_sha256(const void *key, size_t klen, const void *p, size_t n,
     uint8_t out[BC_SHA256_LEN])
 {
-	unsigned int len = BC_SHA256_LEN;
-
-	HMAC(EVP_sha256(), key, (int)klen, p, n, out, &len);
+	hmac(sha256_md(), BC_SHA256_LEN, key, klen, p, n, out);
 }
 
 void
 bc_hmac_sha1(const void *key, size_t klen, const void *p, size_t n,
     uint8_t out[BC_SHA1_LEN])
 {
-	unsigned int len = BC_SHA1_LEN;
-
-	HMAC(EVP_sha1(), key, (int)klen, p, n, out, &len);
+	hmac(sha1_md(), BC_SHA1_LEN, key, klen, p, n, out);
 }
 
 void
 bc_md5(const void *p, size_t n, uint8_t out[BC_MD5_LEN])
 {
-	unsigned int len = BC_MD5_LEN;
-
-	EVP_Digest(p, n, out, &len, EVP_md5(), NULL);
+	digest2(md5_md(), p, n, NULL, 0, out);
 }
 
 bc_sha256_t *
@@ -66,7 +155,7 @@ bc_sha256_new(void)
 	if (h == NULL)
 		return NULL;
 	h->ctx = EVP_MD_CTX_new();
-	if (h->ctx == NULL || EVP_DigestInit_ex(h->ctx, EVP_sha256(),
+	if (h->ctx == NULL || EVP_DigestInit_ex2(h->ctx, sha256_md(),
 	    NULL) != 1) {
 		bc_sha256_free(h);
 		return NULL;
@@ -106,7 +195,7 @@ bc_md5_new(void)
 	if (h == NULL)
 		return NULL;
 	h->ctx = EVP_MD_CTX_new();
-	if (h->ctx == NULL || EVP_DigestInit_ex(h->ctx, EVP_md5(),
+	if (h->ctx == NULL || EVP_DigestInit_ex2(h->ctx, md5_md(),
 	    NULL) != 1) {
 		bc_md5_free(h);
 		return NULL;

@@ -14,13 +14,22 @@ Subcommands (bench_peers.sh is the only caller):
       gateway's /_bucketcache/stats counters; until STOPFILE exists (one last
       sample), the process is gone, or MAXSECONDS passed.
 
+  presign ENDPOINT REGION AK SK EXPIRES BUCKET KEYPREFIX COUNT OUT
+      OUT gets COUNT presigned GET URLs, one a line, for the keys
+      KEYPREFIX00000 .. KEYPREFIX<COUNT-1> (mkobjs' names) of BUCKET, made
+      by botocore's presigner as a user's boto3 makes them: an S3 client for
+      ENDPOINT (path-style addressing, SigV4, REGION, key pair AK/SK, no
+      config or credential file read), generate_presigned_url('get_object',
+      ExpiresIn=EXPIRES).
+
   report DATA RESULTS
       reads what bench_peers.sh wrote to DATA (meta.tsv, hot_runs.tsv,
       cold_runs.tsv, cold_xfers.tsv, cold_peers.tsv, soak.tsv, stats/*.json,
       windows.tsv,
       origin_access.log, anomalies.txt, warnings.txt, conf/, commands.txt,
       report.txt), checks the measured phases (no upstream fetch by any
-      cache during a measured run, bucketcache's counters), computes
+      cache during a measured run, each bucketcache's counters, the signed
+      row's requests all authenticated), computes
       medians, ratios and the target verdicts, prints them, and unless
       RESULTS is "none" regenerates RESULTS/: benchmarks.md, PNG plots,
       CSV and summary.json. Exit status: 0 all targets passed, 3 a target
@@ -62,6 +71,36 @@ def mkobjs(directory, count, size):
                 f.write(piece)
                 left -= len(piece)
                 pos = 0
+    return 0
+
+
+# ---- presign --------------------------------------------------------------
+
+
+def presign(endpoint, region, ak, sk, expires, bucket, keyprefix, count, out):
+    # nothing from the caller's AWS configuration: the URLs depend on the
+    # arguments alone
+    for v in [v for v in os.environ if v.startswith('AWS_')]:
+        del os.environ[v]
+    os.environ['AWS_CONFIG_FILE'] = os.devnull
+    os.environ['AWS_SHARED_CREDENTIALS_FILE'] = os.devnull
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.session.Session().client(
+        's3', endpoint_url=endpoint, region_name=region, aws_access_key_id=ak,
+        aws_secret_access_key=sk,
+        config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))
+    base = '%s/%s/' % (endpoint.rstrip('/'), bucket)
+    with open(out + '.tmp', 'w') as f:
+        for i in range(int(count)):
+            url = s3.generate_presigned_url(
+                'get_object', Params={'Bucket': bucket, 'Key': '%s%05d' % (keyprefix, i)},
+                ExpiresIn=int(expires))
+            if not url.startswith(base) or 'X-Amz-Signature=' not in url:
+                print('presign: unexpected URL %s' % url, file=sys.stderr)
+                return 1
+            f.write(url + '\n')
+    os.rename(out + '.tmp', out)
     return 0
 
 
@@ -195,7 +234,7 @@ def round_ratios(cells, size, conns, a, b, key):
 
 def parse_origin_log(path, meta):
     port_to = {}
-    for t in ('nginx', 'varnish', 'bucketcache', 'direct'):
+    for t in ('nginx', 'varnish', 'bucketcache', 'bucketcache-anon', 'direct'):
         p = meta.get('origin_port_' + t)
         if p:
             port_to[p] = t
@@ -230,30 +269,38 @@ def upstream_in(entries, target, t0, t1):
     return gets, heads, byts
 
 
-def check_hot(data, runs, entries, anomalies, checks):
+# The hot section's bucketcache rows: the signed one (the targets' row) and
+# the --anonymous one (informational).
+GATEWAYS = ('bucketcache', 'bucketcache-anon')
+LABELS = {'bucketcache': 'bucketcache (signed)', 'bucketcache-anon': 'bucketcache-anon'}
+
+
+def check_hot(data, meta, runs, entries, anomalies, checks):
     # every measured run: no origin GET by its cache
     bad = {}
-    heads = 0
+    heads = {}
     for r in runs:
         tg = r['target']
         if tg == 'direct':
             continue
         g, h, b = upstream_in(entries, tg, float(r['t0']), float(r['t1']) + 0.5)
-        heads += h if tg == 'bucketcache' else 0
-        n = g + (h if tg != 'bucketcache' else 0)
+        if tg in GATEWAYS:
+            heads[tg] = heads.get(tg, 0) + h
+        n = g + (h if tg not in GATEWAYS else 0)
         if n:
             bad.setdefault(tg, []).append('%s c=%s r%s: %d upstream requests, %d bytes'
                                           % (r['size'], r['conns'], r['round'], n, b))
-    for tg in ('nginx', 'varnish', 'bucketcache'):
-        if tg not in {r['target'] for r in runs}:
+    measured = {r['target'] for r in runs}
+    for tg in ('nginx', 'varnish') + GATEWAYS:
+        if tg not in measured:
             continue
         if bad.get(tg):
             anomalies.append('hot: %s fetched from the origin during %d measured runs (first: %s)'
                              % (tg, len(bad[tg]), bad[tg][0]))
         else:
             checks.append('hot: origin log: no request from %s during any measured run%s'
-                          % (tg, ' (bucketcache: %d background HEAD revalidations, --meta-ttl)' % heads
-                             if tg == 'bucketcache' else ''))
+                          % (tg, ' (%d background HEAD revalidations, --meta-ttl)' % heads.get(tg, 0)
+                             if tg in GATEWAYS else ''))
     # wrk errors, any target
     for r in runs:
         e = sum(int(r[k]) for k in ('err_connect', 'err_read', 'err_write',
@@ -263,46 +310,74 @@ def check_hot(data, runs, entries, anomalies, checks):
                              'connect %s read %s write %s status %s timeout %s)'
                              % (e, r['target'], r['size'], r['conns'], r['round'], r['err_connect'],
                                 r['err_read'], r['err_write'], r['err_status'], r['err_timeout']))
-    # bucketcache's own counters over the measured phase
-    b = load_json(os.path.join(data, 'stats', 'hot-before.json'))
-    a = load_json(os.path.join(data, 'stats', 'hot-after.json'))
+    for tg in GATEWAYS:
+        if tg in measured:
+            check_gateway(data, runs, tg, anomalies, checks)
+    if 'bucketcache' in measured:
+        if meta.get('auth_probe'):
+            checks.append('hot: after the measured phase, bucketcache (signed) refused the first presigned '
+                          'URL with its signature altered: %s' % meta['auth_probe'])
+        elif not any('wrong signature' in a for a in anomalies):
+            anomalies.append('hot: the probe of bucketcache (signed) with a wrong signature did not run')
+
+
+def check_gateway(data, runs, tg, anomalies, checks):
+    """A bucketcache row's own counters over the measured phase; for the signed
+    row also that every request was authenticated."""
+    b = load_json(os.path.join(data, 'stats', 'hot-before-%s.json' % tg))
+    a = load_json(os.path.join(data, 'stats', 'hot-after-%s.json' % tg))
     if not a or not b:
-        anomalies.append('hot: bucketcache stats before/after the measured phase missing')
+        anomalies.append('hot: %s stats before/after the measured phase missing' % tg)
         return
     c = lambda d, n: d.get('counters', {}).get(n, 0)
     op = lambda d, s: d.get('requests_by_op', {}).get('GetObject', {}).get(s, 0)
     delta = {n: c(a, n) - c(b, n) for n in (
         'cache_hits', 'cache_misses', 'cache_partial_hits', 'upstream_requests',
         'cache_revalidations', 'upstream_bytes_in', 'cache_bytes_upstream',
-        'cache_evictions')}
+        'cache_evictions', 'auth_failures')}
     g2 = op(a, '2xx') - op(b, '2xx')
     gbad = sum(op(a, s) - op(b, s) for s in ('3xx', '4xx', '5xx'))
-    wrk_bc = sum(int(r['requests']) for r in runs if r['target'] == 'bucketcache')
-    checks.append('hot: bucketcache counters over the measured phase: cache_hits +%d, '
+    wrk_bc = sum(int(r['requests']) for r in runs if r['target'] == tg)
+    checks.append('hot: %s counters over the measured phase: cache_hits +%d, '
                   'cache_misses +%d, partial +%d, upstream_requests +%d (revalidations +%d), '
                   'upstream_bytes_in +%d, evictions +%d; GetObject 2xx +%d, other +%d; '
-                  'wrk completed %d bucketcache requests in recorded runs'
-                  % (delta['cache_hits'], delta['cache_misses'], delta['cache_partial_hits'],
+                  'auth_failures +%d (%d in all); wrk completed %d requests in recorded runs'
+                  % (tg, delta['cache_hits'], delta['cache_misses'], delta['cache_partial_hits'],
                      delta['upstream_requests'], delta['cache_revalidations'],
-                     delta['upstream_bytes_in'], delta['cache_evictions'], g2, gbad, wrk_bc))
+                     delta['upstream_bytes_in'], delta['cache_evictions'], g2, gbad,
+                     delta['auth_failures'], c(a, 'auth_failures'), wrk_bc))
     if delta['cache_misses'] or delta['cache_partial_hits']:
-        anomalies.append('hot: bucketcache: %d misses and %d partial hits in the measured phase'
-                         % (delta['cache_misses'], delta['cache_partial_hits']))
+        anomalies.append('hot: %s: %d misses and %d partial hits in the measured phase'
+                         % (tg, delta['cache_misses'], delta['cache_partial_hits']))
     if gbad:
-        anomalies.append('hot: bucketcache answered %d GETs with a non-2xx status' % gbad)
+        anomalies.append('hot: %s answered %d GETs with a non-2xx status' % (tg, gbad))
     if delta['cache_hits'] < wrk_bc:
-        anomalies.append('hot: bucketcache cache_hits grew by %d, fewer than the %d requests wrk completed'
-                         % (delta['cache_hits'], wrk_bc))
+        anomalies.append('hot: %s cache_hits grew by %d, fewer than the %d requests wrk completed'
+                         % (tg, delta['cache_hits'], wrk_bc))
     if delta['upstream_bytes_in'] or delta['cache_bytes_upstream']:
-        anomalies.append('hot: bucketcache fetched %d bytes from upstream during the measured phase'
-                         % delta['upstream_bytes_in'])
+        anomalies.append('hot: %s fetched %d bytes from upstream during the measured phase'
+                         % (tg, delta['upstream_bytes_in']))
     if delta['upstream_requests'] - delta['cache_revalidations']:
-        anomalies.append('hot: bucketcache made %d upstream requests beyond its %d revalidations'
-                         % (delta['upstream_requests'] - delta['cache_revalidations'],
+        anomalies.append('hot: %s made %d upstream requests beyond its %d revalidations'
+                         % (tg, delta['upstream_requests'] - delta['cache_revalidations'],
                             delta['cache_revalidations']))
     if delta['cache_evictions']:
-        anomalies.append('hot: bucketcache evicted %d entries during the measured phase (--mem-size too small)'
-                         % delta['cache_evictions'])
+        anomalies.append('hot: %s evicted %d entries during the measured phase (--mem-size too small)'
+                         % (tg, delta['cache_evictions']))
+    if tg != 'bucketcache':
+        return
+    # the signed row: every GET verified and answered
+    if c(a, 'auth_failures'):
+        anomalies.append('hot: bucketcache (signed) counted %d auth_failures by the end of the measured '
+                         'phase, not 0' % c(a, 'auth_failures'))
+    if g2 < wrk_bc:
+        anomalies.append('hot: bucketcache (signed) requests_by_op GetObject 2xx grew by %d, fewer than the '
+                         '%d requests wrk completed' % (g2, wrk_bc))
+    if not (g2 >= wrk_bc and not gbad and not c(a, 'auth_failures')):
+        return
+    checks.append('hot: bucketcache (signed): every GET of the measured phase authenticated '
+                  '(presigned URLs; auth_failures 0, GetObject 2xx +%d >= %d completed by wrk)'
+                  % (g2, wrk_bc))
 
 
 # ---- report: cold ----------------------------------------------------------------
@@ -500,26 +575,47 @@ class Verdicts:
                               verdict=verdict, detail=detail))
 
 
+def best_peer(cells, size, conns, key):
+    """The better of nginx and Varnish in a cell: (name, median), or None unless both were measured."""
+    xs = [(cell_median(cells, size, conns, p, key), p) for p in ('nginx', 'varnish')]
+    if any(v is None for v, _ in xs):
+        return None
+    v, p = max(xs)
+    return p, v
+
+
+def best_round_ratios(cells, size, conns, target, key):
+    """TARGET over the better of nginx and Varnish, round by round."""
+    xt = {x['round']: x[key] for x in cells.get((size, conns, target), [])}
+    xn = {x['round']: x[key] for x in cells.get((size, conns, 'nginx'), [])}
+    xv = {x['round']: x[key] for x in cells.get((size, conns, 'varnish'), [])}
+    return [xt[r] / max(xn[r], xv[r]) for r in sorted(xt) if r in xn and r in xv and max(xn[r], xv[r])]
+
+
 def hot_targets(V, cells, sizes, conns, targets):
-    peers = [p for p in ('nginx', 'varnish')]
-    for s, key, bound, unit in (('4K', 'rps', 1.0, 'req/s'), ('128K', 'rps', 1.0, 'req/s'),
-                                ('4M', 'gbps', 0.9, 'GB/s'), ('64M', 'gbps', 0.9, 'GB/s')):
-        for p in peers:
-            what = 'hot %s, 64 conns, %s: bucketcache/%s' % (s, unit, p)
-            bc = cell_median(cells, s, 64, 'bucketcache', key)
-            pv = cell_median(cells, s, 64, p, key)
-            if bc is None or pv is None or not pv:
-                V.add('hot', what, 'not measured', '>= %.1fx' % bound, None,
-                      'cell not in this run (BENCH_SIZES/BENCH_CONNS/BENCH_TARGETS)')
-                continue
-            ratio = bc / pv
-            per = round_ratios(cells, s, 64, 'bucketcache', p, key)
-            f = '%.0f' if key == 'rps' else '%.2f'
-            V.add('hot', what, '%.2fx' % ratio, '>= %.1fx' % bound, ratio >= bound,
-                  ('bucketcache ' + f + ' vs %s ' + f + ' %s; per round %s')
-                  % (bc, p, pv, unit, ' '.join('%.2fx' % x for x in per)))
+    """Issue 9's targets, for the signed bucketcache row; the --anonymous row
+    is quoted in the details (informational)."""
+    for s, key, unit in (('4K', 'rps', 'req/s'), ('128K', 'rps', 'req/s'),
+                         ('4M', 'gbps', 'GB/s'), ('64M', 'gbps', 'GB/s')):
+        what = 'hot %s, 64 conns, %s: bucketcache (signed) / better of nginx, Varnish' % (s, unit)
+        bc = cell_median(cells, s, 64, 'bucketcache', key)
+        best = best_peer(cells, s, 64, key)
+        if bc is None or best is None or not best[1]:
+            V.add('hot', what, 'not measured', '>= 1.0x', None,
+                  'cell not in this run (BENCH_SIZES/BENCH_CONNS/BENCH_TARGETS: it needs bucketcache, '
+                  'nginx and varnish)')
+            continue
+        ratio = bc / best[1]
+        per = best_round_ratios(cells, s, 64, 'bucketcache', key)
+        f = '%.0f' if key == 'rps' else '%.2f'
+        anon = cell_median(cells, s, 64, 'bucketcache-anon', key)
+        V.add('hot', what, '%.2fx' % ratio, '>= 1.0x', ratio >= 1.0,
+              ('bucketcache ' + f + ' vs nginx ' + f + ', varnish ' + f + ' %s (better: %s); per round %s%s')
+              % (bc, cell_median(cells, s, 64, 'nginx', key), cell_median(cells, s, 64, 'varnish', key),
+                 unit, best[0], ' '.join('%.2fx' % x for x in per),
+                 ('; bucketcache-anon ' + f + ', %.2fx') % (anon, anon / best[1]) if anon is not None else ''))
     for s in sizes:
-        what = 'hot %s, 256 conns, p99: bucketcache vs nginx' % s
+        what = 'hot %s, 256 conns, p99: bucketcache (signed) vs nginx' % s
         bc = cell_median(cells, s, 256, 'bucketcache', 'p99')
         ng = cell_median(cells, s, 256, 'nginx', 'p99')
         if bc is None or ng is None:
@@ -533,11 +629,13 @@ def hot_targets(V, cells, sizes, conns, targets):
                   'need 2 per connection): the run is shorter than a response at this size'
                   % (nb, nn))
             continue
+        anon = cell_median(cells, s, 256, 'bucketcache-anon', 'p99')
         V.add('hot', what, '%.1f ms vs %.1f ms' % (bc, ng), '<= nginx', bc <= ng,
-              'ratio %.2fx; per round bucketcache %s ms, nginx %s ms' % (
+              'ratio %.2fx; per round bucketcache %s ms, nginx %s ms%s' % (
                   bc / ng if ng else float('inf'),
                   ' '.join('%.1f' % x['p99'] for x in sorted(cells[(s, 256, 'bucketcache')], key=lambda x: x['round'])),
-                  ' '.join('%.1f' % x['p99'] for x in sorted(cells[(s, 256, 'nginx')], key=lambda x: x['round']))))
+                  ' '.join('%.1f' % x['p99'] for x in sorted(cells[(s, 256, 'nginx')], key=lambda x: x['round'])),
+                  '; bucketcache-anon %.1f ms' % anon if anon is not None else ''))
 
 
 def cold_targets(V, cold):
@@ -648,7 +746,8 @@ def soak_targets(V, s):
 
 # ---- report: plots --------------------------------------------------------------------
 
-COLORS = {'direct': '#7f7f7f', 'nginx': '#2ca02c', 'varnish': '#1f77b4', 'bucketcache': '#d62728'}
+COLORS = {'direct': '#7f7f7f', 'nginx': '#2ca02c', 'varnish': '#1f77b4', 'bucketcache': '#d62728',
+          'bucketcache-anon': '#ff7f0e'}
 
 
 def plots(results, cells, sizes, conns, targets, cold, soak):
@@ -677,8 +776,8 @@ def plots(results, cells, sizes, conns, targets, cold, soak):
                         lo.append(m - min(vals))
                         hi.append(max(vals) - m)
                     if xs:
-                        ax.errorbar(xs, ys, yerr=[lo, hi], marker='o', capsize=3, label=t,
-                                    color=COLORS.get(t))
+                        ax.errorbar(xs, ys, yerr=[lo, hi], marker='o', capsize=3, label=LABELS.get(t, t),
+                                    color=COLORS.get(t), ls='--' if t == 'bucketcache-anon' else '-')
                 ax.set_xscale('log', base=2)
                 ax.set_xticks(conns)
                 ax.set_xticklabels([str(c) for c in conns])
@@ -698,41 +797,44 @@ def plots(results, cells, sizes, conns, targets, cold, soak):
         fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False)
         for ax, s in zip(axes[0], sizes):
             key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
-            w = 0.38
-            for i, p in enumerate(('nginx', 'varnish')):
+            series = [(g, p) for g in GATEWAYS if g in targets for p in ('nginx', 'varnish')]
+            w = 0.8 / max(1, len(series))
+            for i, (g, p) in enumerate(series):
                 xs, ys = [], []
                 for j, c in enumerate(conns):
-                    a = cell_median(cells, s, c, 'bucketcache', key)
+                    a = cell_median(cells, s, c, g, key)
                     b = cell_median(cells, s, c, p, key)
                     if a is not None and b:
-                        xs.append(j + (i - 0.5) * w)
+                        xs.append(j + (i - (len(series) - 1) / 2.0) * w)
                         ys.append(a / b)
-                ax.plot(xs, ys, ls='none', marker='os'[i], markersize=9, label='bucketcache / %s' % p,
-                        color=COLORS[p])
-                for x, y in zip(xs, ys):
-                    ax.annotate('%.2f' % y, (x, y), textcoords='offset points', xytext=(0, 7),
-                                ha='center', fontsize=7)
+                signed = g == 'bucketcache'
+                ax.plot(xs, ys, ls='none', marker='os'[i % 2], markersize=8 if signed else 6,
+                        label='%s / %s' % (LABELS[g], p), color=COLORS[p],
+                        markerfacecolor=COLORS[p] if signed else 'none')
+                if signed:
+                    for x, y in zip(xs, ys):
+                        ax.annotate('%.2f' % y, (x, y), textcoords='offset points', xytext=(0, 7),
+                                    ha='center', fontsize=7)
             ax.set_yscale('log', base=2)
             allv = [y for ln in ax.get_lines() for y in ln.get_ydata()] or [1.0]
             lo, hi = min(0.5, min(allv) / 1.3), max(2.0, max(allv) * 1.4)
             ax.set_ylim(lo, hi)
-            ticks = [t for t in (1 / 64, 1 / 16, 1 / 8, 0.25, 0.5, 0.9, 1, 1.5, 2, 4, 8, 16, 32, 64)
+            ticks = [t for t in (1 / 64, 1 / 16, 1 / 8, 0.25, 0.5, 0.75, 1, 1.5, 2, 4, 8, 16, 32, 64)
                      if lo <= t <= hi]
             ax.set_yticks(ticks)
             ax.set_yticklabels(['%g' % t for t in ticks])
             ax.minorticks_off()
             ax.set_xlim(-0.6, len(conns) - 0.4)
             ax.axhline(1.0, color='k', lw=0.8)
-            if key == 'gbps':
-                ax.axhline(0.9, color='k', lw=0.8, ls='--')
             ax.set_xticks(range(len(conns)))
             ax.set_xticklabels([str(c) for c in conns])
             ax.set_xlabel('wrk connections')
             ax.set_title('%s (%s)' % (s, 'req/s' if key == 'rps' else 'GB/s'))
             ax.grid(True, axis='y', alpha=0.3, which='both')
         axes[0][0].set_ylabel('ratio, log scale (>1: bucketcache faster)')
-        axes[0][-1].legend(fontsize=8)
-        fig.suptitle('hot GETs: bucketcache relative to its peers (medians)')
+        axes[0][-1].legend(fontsize=7)
+        fig.suptitle('hot GETs: bucketcache relative to its peers (medians; filled, labelled: signed, '
+                     'the targets\' row; hollow: --anonymous)')
         fig.tight_layout()
         fig.savefig(os.path.join(results, 'hot_ratios.png'), dpi=90)
         plt.close(fig)
@@ -811,11 +913,11 @@ def report(data, results):
     cells = hot_cells(runs)
     if runs:
         for w in wins:
-            if w[0].startswith('warm-') and w[0][5:] in ('nginx', 'varnish', 'bucketcache'):
+            if w[0].startswith('warm-') and w[0][5:] in ('nginx', 'varnish') + GATEWAYS:
                 g, h, b = upstream_in(entries, w[0][5:], float(w[1]), float(w[2]) + 1.0)
                 checks.append('warm-up of %s: %d origin GETs, %d HEADs, %.0f MiB from the origin'
                               % (w[0][5:], g, h, b / MiB))
-        check_hot(data, runs, entries, anomalies, checks)
+        check_hot(data, meta, runs, entries, anomalies, checks)
         loads = [float(r['load1'] or 0) for r in runs]
         ncpu = int(meta.get('nproc', '1') or 1)
         if med(loads) > ncpu:
@@ -874,9 +976,13 @@ def report(data, results):
 
 
 def hot_text_tables(cells, sizes, conns, targets):
-    out = []
+    gws = [g for g in GATEWAYS if g in targets]
+    short = {'bucketcache': 'bc', 'bucketcache-anon': 'anon'}
+    out = ['(bucketcache: signed, presigned URLs%s)'
+           % ('; bucketcache-anon: --anonymous, plain URLs' if 'bucketcache-anon' in gws else '')]
     for s in sizes:
-        out.append('%s objects: req/s | GB/s | p50 ms | p99 ms   (bc/nginx, bc/varnish)' % s)
+        out.append('%s objects: req/s | GB/s | p50 ms | p99 ms   (%s)' % (
+            s, '; '.join('%s/nginx, %s/varnish' % (short[g], short[g]) for g in gws)))
         for c in conns:
             parts = []
             for t in targets:
@@ -887,17 +993,21 @@ def hot_text_tables(cells, sizes, conns, targets):
                     t, r, cell_median(cells, s, c, t, 'gbps'), cell_median(cells, s, c, t, 'p50'),
                     cell_median(cells, s, c, t, 'p99')))
             key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
-            ratios = []
-            for p in ('nginx', 'varnish'):
-                a, b = cell_median(cells, s, c, 'bucketcache', key), cell_median(cells, s, c, p, key)
-                ratios.append('%.2fx' % (a / b) if a is not None and b else '—')
-            out.append('  c=%-3d %s   (%s)' % (c, '  '.join(parts), ', '.join(ratios)))
+            groups = []
+            for g in gws:
+                ratios = []
+                for p in ('nginx', 'varnish'):
+                    a, b = cell_median(cells, s, c, g, key), cell_median(cells, s, c, p, key)
+                    ratios.append('%.2fx' % (a / b) if a is not None and b else '—')
+                groups.append(', '.join(ratios))
+            out.append('  c=%-3d %s   (%s)' % (c, '  '.join(parts), '; '.join(groups)))
     return out
 
 
 def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
                   V, checks, anomalies, warnings, verdict_line):
     os.makedirs(results, exist_ok=True)
+    sections = meta.get('sections', '').split()
     ours = ('benchmarks.md', 'hot_runs.csv', 'hot_medians.csv', 'cold_runs.csv', 'cold_xfers.csv',
             'soak_samples.csv', 'summary.json', 'hot_reqs.png', 'hot_gbps.png', 'hot_p99.png',
             'hot_ratios.png', 'cold.png', 'soak_rss.png', 'origin-nginx.conf',
@@ -985,6 +1095,13 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
         L.append('')
     L.append('## Targets')
     L.append('')
+    if 'hot' in sections:
+        L.append('The hot targets are those of issue 9, for the **signed** bucketcache row: a gateway '
+                 'without `--anonymous` whose clients read through presigned SigV4 URLs (every request\'s '
+                 'signature verified), as users run it%s. See Setup.'
+                 % ('; `bucketcache-anon` (the same daemon with `--anonymous`, plain URLs) is '
+                    'informational and quoted in the details' if 'bucketcache-anon' in targets else ''))
+        L.append('')
     L += md_table(['verdict', 'target', 'measured', 'bound', 'detail'],
                   [('**%s**' % r['verdict'] if r['verdict'] != 'PASS' else r['verdict'], r['target'],
                     r['value'], r['bound'], r['detail']) for r in V.rows],
@@ -1005,7 +1122,7 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                      ('kernel', 'kernel'), ('os', 'OS'), ('load_start', 'load average at start'),
                      ('load_end', 'load average at end'), ('bucketcache', 'bucketcache'),
                      ('nginx', 'nginx'), ('varnish', 'Varnish'), ('wrk', 'wrk'), ('curl', 'curl'),
-                     ('python', 'Python'), ('s3rver', 's3rver')):
+                     ('python', 'Python'), ('boto3', 'presigned URLs made with'), ('s3rver', 's3rver')):
         if k in meta:
             L.append('- %s: %s' % (label, meta[k]))
     L.append('')
@@ -1026,12 +1143,45 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              '`worker_processes auto`; X-Cache-Status from `$upstream_cache_status`.')
     L.append('- Varnish: malloc storage (%s), every parameter at its default; VCL: TTL 1h, '
              'do_stream, X-Cache HIT/MISS from obj.hits.' % meta.get('varnish_mem', '?'))
+    hot_run = 'hot' in sections
+    anon_row = hot_run and 'bucketcache-anon' in targets
     L.append('- bucketcache: defaults (HTTP threads: one per CPU, chunk 8M, --meta-ttl 60s and '
              '--meta-stale 1h, so each object\'s metadata is revalidated upstream once a minute with '
              'a background HEAD If-None-Match while the cached copy is served; the peers keep theirs '
-             'for 1h) with `--anonymous --mem-size %s`%s; it signs its '
-             'upstream requests, which the origin ignores.' % (meta.get('bc_mem', '?'),
-                          (' and `%s`' % meta['bc_args']) if meta.get('bc_args') else ''))
+             'for 1h) with `--mem-size %s`%s; it signs its upstream requests (key pair S3RVER/S3RVER '
+             'from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), which the origin ignores.%s'
+             % (meta.get('bc_mem', '?'), (' and `%s`' % meta['bc_args']) if meta.get('bc_args') else '',
+                '' if not hot_run else
+                ' The hot section has two bucketcache rows: two daemons of the same binary, running side '
+                'by side, each in front of its own origin port:' if anon_row else
+                ' The hot section\'s bucketcache row, in front of its own origin port:'))
+    if hot_run:
+        ps = meta.get('presign', '').split() + ['?'] * 3
+        L.append('  - **bucketcache** (the targets\' row, signed): without `--anonymous`, so every client '
+                 'request must carry a valid signature, checked against the gateway\'s client keys (by '
+                 'default its own key pair). Its clients, curl (warming, hit checks, sha256) and wrk alike, '
+                 'read through presigned SigV4 URLs, one per key, made before the run by boto3 (botocore\'s '
+                 'presigner, as a user\'s code makes them): `generate_presigned_url(\'get_object\', ...)` '
+                 'on an S3 client for the gateway\'s URL, path-style, SigV4, region %s, key pair %s/%s, '
+                 'expiry %s s (7 days); wrk (rotate.lua with BENCH_PATHS_FILE) requests each URL\'s path '
+                 'and query string in turn, with the Host the URL was signed for. The run checks that its '
+                 'requests were authenticated: auth_failures stays 0 and requests_by_op GetObject 2xx '
+                 'grows by every GET (warming) and by at least what wrk completed (measured phase); and '
+                 'after the measured phase a presigned URL with its signature altered must be refused '
+                 '(403, auth_failures +1). An example URL: `%s`.'
+                 % (ps[0], ps[1], ps[1], ps[2], meta.get('presign_example', '?')))
+    if anon_row:
+        L.append('  - **bucketcache-anon** (informational): the same daemon with `--anonymous`, read with '
+                 'plain unsigned URLs like the peers: what verifying signatures costs, by difference.')
+    if 'cold' in sections or 'soak' in sections:
+        L.append('- The %s use%s `--anonymous` gateways read with plain URLs (what %s measure%s, %s, does '
+                 'not depend on signatures).'
+                 % (' and '.join(x for x, y in (('cold section', 'cold'), ('memory soak', 'soak'))
+                                 if y in sections),
+                    '' if 'cold' in sections and 'soak' in sections else 's',
+                    'they' if 'cold' in sections and 'soak' in sections else 'it',
+                    '' if 'cold' in sections and 'soak' in sections else 's',
+                    ' and '.join(x for x, y in (('misses', 'cold'), ('memory', 'soak')) if y in sections)))
     if any(k[2] in ('nginx', 'varnish') for k in cold):
         L.append('- cold section (static upstream): in every round, a FRESH nginx proxy_cache and a FRESH '
                  'Varnish, started for that round only, beside a fresh bucketcache, all three in front of '
@@ -1061,41 +1211,49 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
         L.append('Objects: %s, read in rotation (rotate.lua). Per (size, connections) cell: %s '
                  'rounds; in each, every target is measured for %s s by wrk (%s threads at most), '
                  'in an order rotated every round; %s s of unrecorded load per target and size '
-                 'first. Before measuring, each cache was read twice over every key and the second '
+                 'first. Before measuring, each cache was read twice over every key, through the URLs '
+                 'its wrk runs read (presigned ones for the signed bucketcache), and the second '
                  'pass had to be a hit for every key in its own header (X-Cache-Status, X-Cache, '
-                 'x-bucketcache), and bucketcache\'s cache_hits had to grow by the key count; '
+                 'x-bucketcache), and each bucketcache\'s cache_hits had to grow by the key count '
+                 '(the signed one\'s GetObject 2xx too, with auth_failures 0); '
                  'sha256 of the first and last object of each size via each target matched the '
                  'source. GB are 10^9 bytes as counted by wrk (bodies and headers); latencies are '
-                 'wrk\'s, of completed responses.'
+                 'wrk\'s, of completed responses. **bucketcache** is the signed row (presigned URLs)%s.'
                  % (hk, meta.get('rounds'), meta.get('duration'), meta.get('wrk_threads'),
-                    meta.get('warmup')))
+                    meta.get('warmup'),
+                    ', bucketcache-anon the `--anonymous` one' if 'bucketcache-anon' in targets else ''))
         L.append('')
         for s in sizes:
             key = 'rps' if size_key(s) < (1 << 20) else 'gbps'
             L.append('### %s objects' % s)
             L.append('')
             rows = []
+            gws = [g for g in GATEWAYS if g in targets]
             for c in conns:
                 for t in targets:
                     if (s, c, t) not in cells:
                         continue
-                    ratio = '—'
-                    if t != 'bucketcache':
-                        a, b = cell_median(cells, s, c, 'bucketcache', key), cell_median(cells, s, c, t, key)
-                        per = round_ratios(cells, s, c, 'bucketcache', t, key)
-                        if a is not None and b:
+                    ratios = []
+                    for g in gws:
+                        ratio = '—'
+                        a, b = cell_median(cells, s, c, g, key), cell_median(cells, s, c, t, key)
+                        if t != g and a is not None and b:
+                            per = round_ratios(cells, s, c, g, t, key)
                             r = a / b
-                            ratio = '%s%.2fx%s (%s)' % ('**' if r < 1 else '', r, '**' if r < 1 else '',
+                            bold = r < 1 and g == 'bucketcache' and t != 'bucketcache-anon'
+                            ratio = '%s%.2fx%s (%s)' % ('**' if bold else '', r, '**' if bold else '',
                                                         ' '.join('%.2f' % x for x in per))
-                    rows.append([c, t if t != 'bucketcache' else '**bucketcache**',
+                        ratios.append(ratio)
+                    rows.append([c, '**bucketcache** (signed)' if t == 'bucketcache' else t,
                                  fmt(cell_median(cells, s, c, t, 'rps'), '%.0f'),
                                  fmt(cell_median(cells, s, c, t, 'gbps'), '%.3f'),
                                  fmt(cell_median(cells, s, c, t, 'p50'), '%.2f'),
                                  fmt(cell_median(cells, s, c, t, 'p99'), '%.2f'),
-                                 fmt(cell_median(cells, s, c, t, 'requests'), '%.0f'), ratio])
-            L += md_table(['conns', 'target', 'req/s', 'GB/s', 'p50 ms', 'p99 ms', 'responses/run',
-                           'bucketcache / target, %s (per round)' % ('req/s' if key == 'rps' else 'GB/s')],
-                          rows, ['---:', ':---', '---:', '---:', '---:', '---:', '---:', ':---'])
+                                 fmt(cell_median(cells, s, c, t, 'requests'), '%.0f')] + ratios)
+            unit = 'req/s' if key == 'rps' else 'GB/s'
+            L += md_table(['conns', 'target', 'req/s', 'GB/s', 'p50 ms', 'p99 ms', 'responses/run'] +
+                          ['%s / target, %s (per round)' % (LABELS[g], unit) for g in gws],
+                          rows, ['---:', ':---', '---:', '---:', '---:', '---:', '---:'] + [':---'] * len(gws))
             L.append('')
         for f, cap in (('hot_reqs.png', 'requests/s'), ('hot_gbps.png', 'GB/s'), ('hot_p99.png', 'p99 latency'),
                        ('hot_ratios.png', 'bucketcache / peer')):
@@ -1107,18 +1265,21 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
             L.append('Load average (1 min) at the start of the measured runs: median %.2f, max %.2f.'
                      % (med(lo), max(lo)))
             L.append('')
-        if meta.get('hot_bc_rss_kib_warm'):
-            L.append('bucketcache (hot instance) after warming: VmRSS %.0f MiB holding %.0f MiB '
+        for g in GATEWAYS:
+            if not meta.get('hot_rss_kib_warm_' + g):
+                continue
+            L.append('%s, hot instance, after warming: VmRSS %.0f MiB holding %.0f MiB '
                      '(cache_bytes_held); after the measured phase: VmRSS %.0f MiB holding %.0f MiB.'
-                     % (int(meta['hot_bc_rss_kib_warm']) / 1024.0, int(meta['hot_bc_bytes_held_warm']) / MiB,
-                        int(meta.get('hot_bc_rss_kib_end', 0)) / 1024.0,
-                        int(meta.get('hot_bc_bytes_held_end', 0)) / MiB))
+                     % (LABELS[g], int(meta['hot_rss_kib_warm_' + g]) / 1024.0,
+                        int(meta.get('hot_bytes_held_warm_' + g, 0) or 0) / MiB,
+                        int(meta.get('hot_rss_kib_end_' + g, 0) or 0) / 1024.0,
+                        int(meta.get('hot_bytes_held_end_' + g, 0) or 0) / MiB))
             L.append('')
     if cold:
         L.append('## Cold GETs (nothing cached)')
         L.append('')
         peers = [t for t in ('nginx', 'varnish') if any(k[2] == t for k in cold)]
-        L.append('Per round, a fresh bucketcache (empty cache)%s. Throughput: one curl process reads every '
+        L.append('Per round, a fresh bucketcache (empty cache; `--anonymous`, read with plain URLs)%s. Throughput: one curl process reads every '
                  'key of a set of unique keys once, %s transfers at a time (`--parallel`; sets: %s); '
                  'bytes / wall time of the whole set. Time to first byte: one curl reading '
                  '%s other unique keys per size one after the other; TTFB = time_starttransfer - '
@@ -1185,7 +1346,7 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
         s = soak
         L.append('## Memory (bounded soak)')
         L.append('')
-        L.append('A fresh bucketcache with `--mem-size %s`; after %s s idle (the base), wrk (random.lua, '
+        L.append('A fresh bucketcache with `--anonymous --mem-size %s` (plain URLs); after %s s idle (the base), wrk (random.lua, '
                  '%s connections) GETs keys drawn at random from %s objects of %s (about %s x the '
                  'memory tier) for %s s; VmRSS (/proc/PID/status) and cache_bytes_held '
                  '(/_bucketcache/stats) sampled every %s s.'
@@ -1248,6 +1409,8 @@ def main(argv):
         return mkobjs(argv[2], argv[3], argv[4])
     if len(argv) >= 2 and argv[1] == 'sample' and len(argv) == 8:
         return sample(*argv[2:8])
+    if len(argv) >= 2 and argv[1] == 'presign' and len(argv) == 11:
+        return presign(*argv[2:11])
     if len(argv) >= 2 and argv[1] == 'report' and len(argv) == 4:
         return report(argv[2], argv[3])
     print(__doc__, file=sys.stderr)

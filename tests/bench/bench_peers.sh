@@ -8,7 +8,8 @@
 #
 # Not part of `make check`. It measures a daemon binary, BC_BIN (default
 # build/bucketcache, built with contrib/build when missing), with default
-# settings except --anonymous and --mem-size (BENCH_BC_ARGS adds flags if you must).
+# settings except --mem-size (and --anonymous where said below; BENCH_BC_ARGS
+# adds flags if you must).
 #
 # What it starts (every process on a free 127.0.0.1 port, configs and data
 # in a temp dir, stopped and removed on exit whatever the exit status):
@@ -16,7 +17,7 @@
 #             (sendfile; Range, ETag, Last-Modified, If-Match and
 #             If-None-Match are nginx's own). It listens on one port per
 #             client of the hot section — direct (not logged), and one each
-#             for the nginx cache, Varnish and bucketcache (access-logged
+#             for the nginx cache, Varnish and each bucketcache (access-logged
 #             with $server_port), so that every upstream request can be
 #             attributed to its cache — and on a "bulk" port (not logged)
 #             for the caches of the cold section and the soak's gateway.
@@ -28,23 +29,40 @@
 #             backend, beresp.ttl 1h, do_stream, X-Cache: HIT/MISS.
 #             (The cold section starts its own nginx and Varnish per round,
 #             with the same configs apart from ports and paths.)
-#   bucketcache  --anonymous --upstream http://origin --mem-size BENCH_BC_MEM
-#             (signs upstream requests with AWS_ACCESS_KEY_ID/SECRET
-#             S3RVER/S3RVER, which nginx ignores and s3rver accepts).
+#   bucketcache  --upstream http://origin --mem-size BENCH_BC_MEM, WITHOUT
+#             --anonymous: what users run, every client signature verified.
+#             Its clients (curl and wrk) use presigned SigV4 URLs made by
+#             boto3 (botocore's presigner, /usr/bin/python3 bench_peers.py
+#             presign: path-style, region us-east-1, 7-day expiry, key pair
+#             S3RVER/S3RVER, which is also the gateway's own default client
+#             key), one URL per key, for that gateway's URL.
+#   bucketcache-anon  the same daemon with --anonymous, read with plain
+#             unsigned URLs (informational: the targets compare the signed
+#             row). Both sign their upstream requests with
+#             AWS_ACCESS_KEY_ID/SECRET S3RVER/S3RVER, which nginx ignores
+#             and s3rver accepts. The cold section and the soak use
+#             --anonymous gateways with plain URLs.
 #   s3rver    (cold GETs only, if tests/integration/node_modules has it): the
 #             slow reference S3 server, informational.
 #
 # Sections (BENCH_SECTIONS, default "hot cold soak"):
 #   hot   objects of each size in BENCH_SIZES, every cache warmed and checked
 #         warm (a second pass must be a hit for every key in each cache's
-#         own header, and bucketcache's cache_hits must grow by the key
-#         count); then per (size, conns) cell, BENCH_ROUNDS rounds in which
-#         direct, nginx, varnish and bucketcache are each measured with wrk
-#         (rotate.lua) for BENCH_DURATION s, in an order rotated every
+#         own header, and each bucketcache's cache_hits must grow by the key
+#         count; the signed one's GetObject 2xx too, its auth_failures must
+#         stay 0), through the URLs wrk then reads (presigned ones for the
+#         signed bucketcache); then per (size, conns) cell, BENCH_ROUNDS
+#         rounds in which every target of BENCH_TARGETS is measured with
+#         wrk (rotate.lua; BENCH_PATHS_FILE = the presigned URLs for the
+#         signed bucketcache) for BENCH_DURATION s, in an order rotated every
 #         round. Afterwards the origin log must show no request from any
 #         cache during any measured run (bucketcache's HEAD revalidations,
-#         one per object per --meta-ttl, are allowed and counted), and
-#         bucketcache's stats no miss and no upstream byte.
+#         one per object per --meta-ttl, are allowed and counted), each
+#         bucketcache's stats no miss and no upstream byte, the signed one's
+#         auth_failures still 0 and its GetObject 2xx grown by at least what
+#         wrk completed; and one presigned URL with a wrong signature must
+#         then be refused by it (403 SignatureDoesNotMatch, auth_failures
+#         +1), so the row is known to have verified signatures.
 #   cold  unique keys never read before: per round a fresh bucketcache and,
 #         for the static upstream, a fresh nginx proxy_cache (its own
 #         proxy_cache_path under /dev/shm) and a fresh Varnish (its own -n
@@ -83,7 +101,9 @@
 #   BENCH_HOT_KEYS      objects per size: "4K:1024 128K:256 4M:64 64M:8"
 #                       ["4K:256 128K:64 4M:16 64M:4"]
 #   BENCH_CONNS         wrk connections: "1 16 64 256" ["64 256"]
-#   BENCH_TARGETS       "direct nginx varnish bucketcache"
+#   BENCH_TARGETS       "direct nginx varnish bucketcache bucketcache-anon"
+#                       (bucketcache: signed, required; bucketcache-anon may
+#                       be dropped)
 #   BENCH_ROUNDS        rounds per cell: 3 [1]
 #   BENCH_DURATION      seconds per wrk run: 5 [2]
 #   BENCH_WARMUP        unrecorded seconds per target and size: 1 [1]
@@ -144,7 +164,7 @@ SECTIONS=${BENCH_SECTIONS:-hot cold soak}
 SIZES=${BENCH_SIZES:-4K 128K 4M 64M}
 HOT_KEYS=${BENCH_HOT_KEYS:-$d_hot_keys}
 CONNS=${BENCH_CONNS:-$d_conns}
-TARGETS=${BENCH_TARGETS:-direct nginx varnish bucketcache}
+TARGETS=${BENCH_TARGETS:-direct nginx varnish bucketcache bucketcache-anon}
 ROUNDS=${BENCH_ROUNDS:-$d_rounds}
 DURATION=${BENCH_DURATION:-$d_duration}
 WARMUP=${BENCH_WARMUP:-$d_warmup}
@@ -167,6 +187,11 @@ TIMEOUT=${BENCH_TIMEOUT:-$d_timeout}
 RESULTS_DIR=${BENCH_RESULTS_DIR:-$BENCH_DIR/results}
 BUCKET=bench
 KEY_DIGITS=5
+# the presigned URLs of the signed bucketcache row: what a boto3 user makes
+PRESIGN_REGION=us-east-1
+PRESIGN_AK=S3RVER
+PRESIGN_SK=S3RVER
+PRESIGN_EXPIRES=604800
 
 # The exact command line: the script plus every setting given in the
 # environment, so that the run can be repeated as it was.
@@ -227,7 +252,8 @@ for c in $CONNS; do
 done
 [ -n "${CONNS// /}" ] || die_usage "BENCH_CONNS is empty"
 for t in $TARGETS; do
-	in_list "$t" "direct nginx varnish bucketcache" || die_usage "BENCH_TARGETS: unknown target [$t]"
+	in_list "$t" "direct nginx varnish bucketcache bucketcache-anon" ||
+		die_usage "BENCH_TARGETS: unknown target [$t]"
 done
 in_list bucketcache "$TARGETS" || die_usage "BENCH_TARGETS must include bucketcache"
 for m in BC_MEM VARNISH_MEM SOAK_MEM; do
@@ -273,6 +299,10 @@ command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 [ -x "$PY" ] || missing+=(python3)
 if [ -x "$PY" ] && ! "$PY" -c 'import matplotlib' >/dev/null 2>&1; then
 	missing+=(python3-matplotlib)
+fi
+# the signed row's presigned URLs
+if in_list hot "$SECTIONS" && [ -x "$PY" ] && ! "$PY" -c 'import boto3' >/dev/null 2>&1; then
+	missing+=(python3-boto3)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
@@ -321,7 +351,7 @@ fi
 chmod 755 "$TMP" "$SHM"
 DATA=$TMP/data
 WWW=$TMP/www
-mkdir -p "$DATA/stats" "$DATA/conf" "$DATA/wrk" "$DATA/cold" "$WWW/$BUCKET"
+mkdir -p "$DATA/stats" "$DATA/conf" "$DATA/wrk" "$DATA/cold" "$DATA/urls" "$WWW/$BUCKET"
 chmod 755 "$WWW" "$WWW/$BUCKET"
 REPORT=$DATA/report.txt
 : >"$REPORT"
@@ -447,6 +477,9 @@ meta varnish "$(varnishd -V 2>&1 | first_line | sed 's/^varnishd (//; s/)$//') (
 meta wrk "$(wrk -v 2>&1 | first_line | sed 's/ Copyright.*//')"
 meta curl "$(curl --version | first_line | cut -d' ' -f1-2)"
 meta python "$("$PY" --version 2>&1), matplotlib $("$PY" -c 'import matplotlib; print(matplotlib.__version__)')"
+if in_list hot "$SECTIONS"; then
+	meta boto3 "$("$PY" -c 'import boto3, botocore; print("boto3 %s, botocore %s" % (boto3.__version__, botocore.__version__))')"
+fi
 if [ "$HAVE_S3RVER" = 1 ]; then
 	meta s3rver "$("$S3RVER_BIN" --version 2>&1 | first_line) (node $(node --version))"
 fi
@@ -528,6 +561,7 @@ start_origin() {
 		ORIGIN_PORT[nginx]=$(free_port)
 		ORIGIN_PORT[varnish]=$(free_port)
 		ORIGIN_PORT[bucketcache]=$(free_port)
+		ORIGIN_PORT[bucketcache-anon]=$(free_port)
 		ORIGIN_PORT[bulk]=$(free_port)
 		cat >"$d/nginx.conf" <<EOF
 # bench_peers.sh origin: anonymous static files, BUCKET/KEY under $WWW
@@ -555,6 +589,7 @@ $(NGINX_TEMPS "$d")
 		listen 127.0.0.1:${ORIGIN_PORT[nginx]};
 		listen 127.0.0.1:${ORIGIN_PORT[varnish]};
 		listen 127.0.0.1:${ORIGIN_PORT[bucketcache]};
+		listen 127.0.0.1:${ORIGIN_PORT[bucketcache-anon]};
 		root $WWW;
 		access_log $d/access.log origin buffer=64k flush=1s;
 	}
@@ -569,7 +604,7 @@ EOF
 			cp "$d/nginx.conf" "$DATA/conf/origin-nginx.conf"
 			command_note "origin: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: origin-nginx.conf)"
 			meta origin_pid "$pid"
-			for t in direct nginx varnish bucketcache bulk; do
+			for t in direct nginx varnish bucketcache bucketcache-anon bulk; do
 				meta "origin_port_$t" "${ORIGIN_PORT[$t]}"
 			done
 			return 0
@@ -703,20 +738,26 @@ EOF
 	fail "varnishd ($name) did not start"
 }
 
-# start_gateway NAME UPSTREAM_URL MEM AK SK: a bucketcache; sets GW_PID,
-# GW_URL, GW_LOG.
+# start_gateway NAME UPSTREAM_URL MEM AK SK AUTH: a bucketcache; AUTH
+# "signed" (client signatures verified against its default client key, its
+# own AK/SK) or "anon" (--anonymous). Sets GW_PID, GW_URL, GW_LOG.
 GW_N=0
 start_gateway() {
-	local name=$1 up=$2 mem=$3 ak=$4 sk=$5 pid port log
+	local name=$1 up=$2 mem=$3 ak=$4 sk=$5 auth=$6 pid port log anon=()
 	GW_N=$((GW_N + 1))
-	log=$TMP/gateway.$GW_N.$name.log
+	log=$TMP/gateway.$GW_N.${name//[^A-Za-z0-9_.-]/_}.log
+	case $auth in
+	signed) ;;
+	anon) anon=(--anonymous) ;;
+	*) fail "start_gateway: bad AUTH [$auth]" ;;
+	esac
 	for _ in 1 2 3; do
 		port=$(free_port)
 		# shellcheck disable=SC2086 # BC_ARGS is word-split on purpose
 		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		    AWS_ACCESS_KEY_ID="$ak" AWS_SECRET_ACCESS_KEY="$sk" \
 		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$up" \
-		    --anonymous --mem-size "$mem" $BC_ARGS >>"$log" 2>&1 &
+		    "${anon[@]}" --mem-size "$mem" $BC_ARGS >>"$log" 2>&1 &
 		pid=$!
 		if wait_port "$port" "$pid" 15 &&
 		    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$port/_bucketcache/health"; then
@@ -724,7 +765,7 @@ start_gateway() {
 			GW_PID=$pid
 			GW_URL=http://127.0.0.1:$port
 			GW_LOG=$log
-			command_note "bucketcache ($name): AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk $BC_BIN --listen 127.0.0.1:$port --upstream $up --anonymous --mem-size $mem${BC_ARGS:+ $BC_ARGS}"
+			command_note "bucketcache ($name): AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk $BC_BIN --listen 127.0.0.1:$port --upstream $up${anon[*]:+ ${anon[*]}} --mem-size $mem${BC_ARGS:+ $BC_ARGS}"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
@@ -763,16 +804,16 @@ gateway_log_check() {
 
 # ---- curl helpers ----------------------------------------------------------------------
 
-# curl_keys BASE NAME SIZE N OUT [PARALLEL]: GET every key of a set once, 8
-# (or PARALLEL) transfers at a time; OUT gets "code bytes url [cache header]".
+# curl_keys URLS OUT [PARALLEL]: GET every URL of the file URLS (one a line)
+# once, 8 (or PARALLEL) transfers at a time; OUT gets "code bytes url [cache
+# header]", a line per URL.
 curl_keys() {
-	local base=$1 name=$2 size=$3 n=$4 out=$5 par=${6:-8} cfg i
+	local urls=$1 out=$2 par=${3:-8} cfg u
 	cfg=$out.cfg
-	: >"$cfg"
-	for ((i = 0; i < n; i++)); do
-		printf 'url = "%s/%s/%s/%s/%s"\noutput = "/dev/null"\n' "$base" "$BUCKET" "$name" "$size" "$(keyname "$i")" >>"$cfg"
-	done
-	curl -sS --no-progress-meter --parallel --parallel-max "$par" --max-time 120 \
+	while IFS= read -r u; do
+		printf 'url = "%s"\noutput = "/dev/null"\n' "$u"
+	done <"$urls" >"$cfg"
+	curl -sS --no-progress-meter --globoff --parallel --parallel-max "$par" --max-time 120 \
 	    -w '%{http_code} %{size_download} %{url} [%header{x-cache-status}%header{x-cache}%header{x-bucketcache}]\n' \
 	    -K "$cfg" >"$out" 2>"$out.err" || true
 }
@@ -781,37 +822,77 @@ curl_keys() {
 hit_word() {
 	case $1 in
 	nginx | varnish) echo HIT ;;
-	bucketcache) echo hit ;;
+	bucketcache | bucketcache-anon) echo hit ;;
 	*) echo '' ;;
 	esac
 }
+is_gateway() { [ "$1" = bucketcache ] || [ "$1" = bucketcache-anon ]; }
 
-# warm_target TARGET URL: two passes over every hot key; the second must be
-# all hits.
+# URLS["TARGET SIZE"]: the file of the URLs through which TARGET's clients
+# (curl and wrk) read the hot keys of SIZE, one a line, in key order.
+declare -A URLS=()
+# make_urls TARGET SIZE: writes URLS["TARGET SIZE"]: for the signed
+# bucketcache, presigned URLs made by boto3 for its URL (see the header);
+# for every other target, plain URLs.
+make_urls() {
+	local tg=$1 s=$2 n=${HOT_N[$2]} f=$DATA/urls/$1.$2.urls i k
+	if [ "$tg" = bucketcache ]; then
+		"$PY" "$HELPER" presign "${URL[$tg]}" "$PRESIGN_REGION" "$PRESIGN_AK" "$PRESIGN_SK" \
+		    "$PRESIGN_EXPIRES" "$BUCKET" "hot/$s/k-" "$n" "$f" ||
+			fail "presigning the URLs of hot/$s (bench_peers.py presign) failed"
+	else
+		for ((i = 0; i < n; i++)); do
+			printf -v k 'k-%0*d' "$KEY_DIGITS" "$i"
+			printf '%s/%s/hot/%s/%s\n' "${URL[$tg]}" "$BUCKET" "$s" "$k"
+		done >"$f"
+	fi
+	[ "$(wc -l <"$f")" = "$n" ] || fail "$f: not $n URLs"
+	URLS["$tg $s"]=$f
+}
+
+# stats_op FILE OP CLASS: requests_by_op[OP][CLASS] (0 when absent).
+stats_op() {
+	"$PY" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("requests_by_op", {}).get(sys.argv[2], {}).get(sys.argv[3], 0))' "$1" "$2" "$3"
+}
+
+# warm_target TARGET: two passes over every hot key, through the URLs of
+# URLS; the second must be all hits.
 warm_target() {
-	local tg=$1 url=$2 s n bytes bad out h0 h1 t0
+	local tg=$1 url=${URL[$1]} s n bytes bad out h0 h1 g0 g1 a1 t0 st
 	t0=$(now)
 	for s in $SIZES; do
 		n=${HOT_N[$s]}
 		bytes=$(to_bytes "$s")
 		out=$DATA/warm.$tg.$s
-		curl_keys "$url" hot "$s" "$n" "$out.1"
+		st=$DATA/stats/warm-$tg-$s
+		curl_keys "${URLS["$tg $s"]}" "$out.1"
 		bad=$(awk -v b="$bytes" '$1 != 200 || $2 != b' "$out.1" | wc -l)
 		[ "$bad" = 0 ] && [ "$(wc -l <"$out.1")" = "$n" ] ||
 			{ head -n 5 "$out.1" "$out.1.err" >&2; fail "$tg: warm pass over $s: $bad of $n not '200, $bytes bytes'"; }
-		if [ "$tg" = bucketcache ]; then
-			stats_save "$url" "$DATA/stats/warm-$s-1.json"
+		if is_gateway "$tg"; then
+			stats_save "$url" "$st-1.json"
 		fi
-		curl_keys "$url" hot "$s" "$n" "$out.2"
+		curl_keys "${URLS["$tg $s"]}" "$out.2"
 		bad=$(awk -v b="$bytes" -v w="[$(hit_word "$tg")]" '$1 != 200 || $2 != b || $4 != w' "$out.2" | wc -l)
 		[ "$bad" = 0 ] && [ "$(wc -l <"$out.2")" = "$n" ] ||
 			{ awk -v w="[$(hit_word "$tg")]" '$4 != w' "$out.2" | head -n 5 >&2; fail "$tg: second pass over $s: $bad of $n keys not '200 $(hit_word "$tg")'"; }
-		if [ "$tg" = bucketcache ]; then
-			stats_save "$url" "$DATA/stats/warm-$s-2.json"
-			h0=$(stats_get "$DATA/stats/warm-$s-1.json" cache_hits)
-			h1=$(stats_get "$DATA/stats/warm-$s-2.json" cache_hits)
-			[ $((h1 - h0)) = "$n" ] || fail "bucketcache: cache_hits grew by $((h1 - h0)) over the second pass over $s, not $n"
-			say "warm: bucketcache $s: $n keys, pass 2 all '200 x-bucketcache: hit', cache_hits +$n"
+		if is_gateway "$tg"; then
+			stats_save "$url" "$st-2.json"
+			h0=$(stats_get "$st-1.json" cache_hits)
+			h1=$(stats_get "$st-2.json" cache_hits)
+			[ $((h1 - h0)) = "$n" ] || fail "$tg: cache_hits grew by $((h1 - h0)) over the second pass over $s, not $n"
+			if [ "$tg" = bucketcache ]; then
+				# the signed row: every GET authenticated
+				g0=$(stats_op "$st-1.json" GetObject 2xx)
+				g1=$(stats_op "$st-2.json" GetObject 2xx)
+				a1=$(stats_get "$st-2.json" auth_failures)
+				[ $((g1 - g0)) = "$n" ] ||
+					fail "bucketcache (signed): requests_by_op GetObject 2xx grew by $((g1 - g0)) over the second pass over $s, not $n"
+				[ "$a1" = 0 ] || fail "bucketcache (signed): auth_failures is $a1 after warming $s, not 0"
+				say "warm: bucketcache $s: $n presigned URLs, pass 2 all '200 x-bucketcache: hit', cache_hits +$n, GetObject 2xx +$n, auth_failures 0"
+			else
+				say "warm: $tg $s: $n keys, pass 2 all '200 x-bucketcache: hit', cache_hits +$n"
+			fi
 		elif [ "$tg" = direct ]; then
 			say "warm: direct $s: $n keys, 2 passes all '200, $bytes bytes' (page cache)"
 		else
@@ -821,19 +902,46 @@ warm_target() {
 	window "warm-$tg" "$t0" "$(now)"
 }
 
-# sha_check TARGET URL: a few objects of each size via the target == source.
+# sha_check TARGET: the first and last object of each size via the
+# target's URLs == source.
 sha_check() {
-	local tg=$1 url=$2 s n i k want got
+	local tg=$1 s n i k want got u
 	for s in $SIZES; do
 		n=${HOT_N[$s]}
 		for i in 0 $((n - 1)); do
 			k=$(keyname "$i")
+			u=$(sed -n "$((i + 1))p" "${URLS["$tg $s"]}")
 			want=$(sha256sum <"$WWW/$BUCKET/hot/$s/$k" | cut -c1-64)
-			got=$(curl -sf --max-time 60 "$url/$BUCKET/hot/$s/$k" | sha256sum | cut -c1-64)
+			got=$(curl -sf --globoff --max-time 60 "$u" | sha256sum | cut -c1-64)
 			[ "$got" = "$want" ] || fail "$tg: sha256 of hot/$s/$k is $got, the file's is $want"
 		done
 	done
 	say "sha256: $tg == source for the first and last object of each size"
+}
+
+# auth_probe: the signed bucketcache refuses the first presigned URL with
+# its signature's last digit changed (403, auth_failures +1): the signed row
+# did verify signatures. Run after the measured phase (its auth_failures
+# stays 0 until then); a failure is an anomaly.
+auth_probe() {
+	local s1 u last bad code a0 a1 errcode pre=$DATA/stats/auth-probe
+	read -r s1 _ <<<"$SIZES"
+	u=$(head -n 1 "${URLS["bucketcache $s1"]}")
+	last=${u: -1}
+	if [ "$last" = 0 ]; then bad=${u%?}1; else bad=${u%?}0; fi
+	stats_save "${URL[bucketcache]}" "$pre-before.json"
+	code=$(curl -s --globoff --max-time 10 -o "$pre.body" -w '%{http_code}' "$bad") || true
+	stats_save "${URL[bucketcache]}" "$pre-after.json"
+	a0=$(stats_get "$pre-before.json" auth_failures)
+	a1=$(stats_get "$pre-after.json" auth_failures)
+	errcode=$(sed -n 's:.*<Code>\([^<]*\)</Code>.*:\1:p' "$pre.body" | head -n 1)
+	if [ "$code" = 403 ] && [ $((a1 - a0)) = 1 ]; then
+		say "auth: bucketcache (signed) refused a presigned URL with a wrong signature: $code ${errcode:-?}, auth_failures +1"
+		meta auth_probe "$code ${errcode:-?}, auth_failures $a0 -> $a1"
+	else
+		say "auth: bucketcache (signed) answered a presigned URL with a wrong signature: ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1"
+		echo "hot: bucketcache (signed) did not refuse a presigned URL with a wrong signature (HTTP ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1, not 403 and +1): did the signed row verify signatures?" >>"$DATA/anomalies.txt"
+	fi
 }
 
 # ---- hot GETs ------------------------------------------------------------------------------
@@ -842,23 +950,35 @@ declare -A URL=()
 # the hot section's caches (stopped at its end)
 NGINX_CACHE_PID=
 VARNISH_PID=
+# the hot section's gateways, by target (bucketcache, bucketcache-anon)
+declare -A HOT_GW_PID=() HOT_GW_LOG=() HOT_GW_NAME=()
+HOT_GWS=()
 
-# run_wrk OUT CONNS SECS URL LUA: one wrk run (environment from the caller);
-# sets WRK_LINE, WRK_T0, WRK_T1, WRK_LOAD.
+# run_wrk OUT CONNS SECS URL LUA [PATHS_FILE]: one wrk run (the key names
+# from the caller's environment, or the lines of PATHS_FILE); sets WRK_LINE,
+# WRK_T0, WRK_T1, WRK_LOAD.
 run_wrk() {
-	local out=$1 c=$2 secs=$3 url=$4 lua=$5 t=$WRK_THREADS
+	local out=$1 c=$2 secs=$3 url=$4 lua=$5 paths=${6:-} t=$WRK_THREADS
 	[ "$c" -ge "$t" ] || t=$c
 	WRK_LOAD=$(cut -d' ' -f1 /proc/loadavg)
 	WRK_T0=$(now)
-	wrk -t"$t" -c"$c" -d"${secs}s" --timeout 10s -s "$lua" "$url/" >"$out" 2>&1 ||
+	BENCH_PATHS_FILE=$paths wrk -t"$t" -c"$c" -d"${secs}s" --timeout 10s -s "$lua" "$url/" >"$out" 2>&1 ||
 		{ cat "$out" >&2; fail "wrk failed against $url ($c conns)"; }
 	WRK_T1=$(now)
 	WRK_LINE=$(grep '^BENCHRESULT ' "$out" | tail -n 1)
 	[ -n "$WRK_LINE" ] || { cat "$out" >&2; fail "no BENCHRESULT line from wrk ($out)"; }
 }
 
+# paths_for TARGET SIZE: the paths file wrk reads for TARGET (the presigned
+# URLs for the signed bucketcache), or "" (BENCH_PREFIX names).
+paths_for() {
+	if [ "$1" = bucketcache ]; then
+		printf '%s' "${URLS["bucketcache $2"]}"
+	fi
+}
+
 hot_section() {
-	local tg s n c r i k shift_ order_list cell=0 bytes line
+	local tg s n c r i shift_ order_list cell=0 bytes line pid
 	say ""
 	say "=== hot GETs ==="
 	for tg in $TARGETS; do
@@ -874,29 +994,50 @@ hot_section() {
 			VARNISH_PID=$PEER_PID
 			URL[varnish]=$PEER_URL
 			;;
-		bucketcache)
-			start_gateway hot "http://127.0.0.1:${ORIGIN_PORT[bucketcache]}" "$BC_MEM" S3RVER S3RVER
-			HOT_GW_PID=$GW_PID
-			HOT_GW_LOG=$GW_LOG
-			URL[bucketcache]=$GW_URL
+		bucketcache | bucketcache-anon)
+			if [ "$tg" = bucketcache ]; then
+				HOT_GW_NAME[$tg]="hot, signed"
+				start_gateway "${HOT_GW_NAME[$tg]}" "http://127.0.0.1:${ORIGIN_PORT[$tg]}" "$BC_MEM" S3RVER S3RVER signed
+			else
+				HOT_GW_NAME[$tg]="hot-anon, --anonymous"
+				start_gateway "${HOT_GW_NAME[$tg]}" "http://127.0.0.1:${ORIGIN_PORT[$tg]}" "$BC_MEM" S3RVER S3RVER anon
+			fi
+			HOT_GWS+=("$tg")
+			HOT_GW_PID[$tg]=$GW_PID
+			HOT_GW_LOG[$tg]=$GW_LOG
+			URL[$tg]=$GW_URL
 			;;
 		esac
 	done
+	meta presign "$PRESIGN_REGION $PRESIGN_AK $PRESIGN_EXPIRES"
+	command_note "presign (bucketcache, signed; per size): $PY tests/bench/bench_peers.py presign ${URL[bucketcache]} $PRESIGN_REGION $PRESIGN_AK $PRESIGN_SK $PRESIGN_EXPIRES $BUCKET hot/SIZE/k- N FILE   (boto3: Session().client('s3', endpoint_url='${URL[bucketcache]}', region_name='$PRESIGN_REGION', aws_access_key_id='$PRESIGN_AK', aws_secret_access_key='$PRESIGN_SK', config=Config(signature_version='s3v4', s3={'addressing_style': 'path'})).generate_presigned_url('get_object', Params={'Bucket': '$BUCKET', 'Key': 'hot/SIZE/k-NNNNN'}, ExpiresIn=$PRESIGN_EXPIRES), one URL a line; no AWS config or credential file read)"
+	for tg in $TARGETS; do
+		for s in $SIZES; do
+			make_urls "$tg" "$s"
+		done
+	done
+	read -r s _ <<<"$SIZES"
+	meta presign_example "$(head -n 1 "${URLS["bucketcache $s"]}")"
 	for tg in $TARGETS; do
 		note "warming $tg (${URL[$tg]})"
-		warm_target "$tg" "${URL[$tg]}"
-		sha_check "$tg" "${URL[$tg]}"
+		warm_target "$tg"
+		sha_check "$tg"
 	done
-	meta hot_bc_rss_kib_warm "$(awk '/^VmRSS/ { print $2 }' "/proc/$HOT_GW_PID/status")"
-	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-warm.json"
-	meta hot_bc_bytes_held_warm "$(stats_get "$DATA/stats/hot-warm.json" cache_bytes_held)"
+	for tg in "${HOT_GWS[@]}"; do
+		meta "hot_rss_kib_warm_$tg" "$(awk '/^VmRSS/ { print $2 }' "/proc/${HOT_GW_PID[$tg]}/status")"
+		stats_save "${URL[$tg]}" "$DATA/stats/hot-warm-$tg.json"
+		meta "hot_bytes_held_warm_$tg" "$(stats_get "$DATA/stats/hot-warm-$tg.json" cache_bytes_held)"
+	done
 
 	local ntg
 	ntg=$(echo "$TARGETS" | wc -w)
 	read -r -a tgs <<<"$TARGETS"
 	printf 'size\tsize_bytes\tnkeys\tconns\tround\torder\ttarget\tt0\tt1\tload1\trequests\tbytes\tduration_us\tp50_us\tp99_us\tmean_us\tmax_us\terr_connect\terr_read\terr_write\terr_status\terr_timeout\n' >"$DATA/hot_runs.tsv"
 	command_note "wrk (hot): BENCH_NKEYS=N BENCH_PREFIX=/$BUCKET/hot/SIZE/k- BENCH_KEYDIGITS=$KEY_DIGITS wrk -t min(CONNS,$WRK_THREADS) -c CONNS -d ${DURATION}s --timeout 10s -s $ROTATE_LUA URL/"
-	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-before.json"
+	command_note "wrk (hot, bucketcache, signed): BENCH_PATHS_FILE=FILE wrk -t min(CONNS,$WRK_THREADS) -c CONNS -d ${DURATION}s --timeout 10s -s $ROTATE_LUA ${URL[bucketcache]}/   (FILE: the size's presigned URLs, as made above; rotate.lua requests each URL's path and query in turn)"
+	for tg in "${HOT_GWS[@]}"; do
+		stats_save "${URL[$tg]}" "$DATA/stats/hot-before-$tg.json"
+	done
 	window hot-measured-start "$(now)" "$(now)"
 	for s in $SIZES; do
 		n=${HOT_N[$s]}
@@ -909,7 +1050,7 @@ hot_section() {
 			done
 			for tg in $TARGETS; do
 				note "$s: ${WARMUP}s unrecorded warm-up of $tg at $maxc conns"
-				run_wrk "$DATA/wrk/warmup.$s.$tg.out" "$maxc" "$WARMUP" "${URL[$tg]}" "$ROTATE_LUA"
+				run_wrk "$DATA/wrk/warmup.$s.$tg.out" "$maxc" "$WARMUP" "${URL[$tg]}" "$ROTATE_LUA" "$(paths_for "$tg" "$s")"
 				window "wrk-warmup-$s-$tg" "$WRK_T0" "$WRK_T1"
 			done
 		fi
@@ -922,7 +1063,7 @@ hot_section() {
 				for tg in "${order_list[@]}"; do
 					i=$((i + 1))
 					note "hot $s, $c conns, round $r/$ROUNDS: $tg"
-					run_wrk "$DATA/wrk/hot.$s.c$c.r$r.$tg.out" "$c" "$DURATION" "${URL[$tg]}" "$ROTATE_LUA"
+					run_wrk "$DATA/wrk/hot.$s.c$c.r$r.$tg.out" "$c" "$DURATION" "${URL[$tg]}" "$ROTATE_LUA" "$(paths_for "$tg" "$s")"
 					line=$(printf '%s' "$WRK_LINE" | sed 's/^BENCHRESULT //; s/[a-z_0-9]*=//g; s/ /\t/g')
 					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$bytes" "$n" "$c" "$r" "$i" "$tg" \
 					    "$WRK_T0" "$WRK_T1" "$WRK_LOAD" "$line" >>"$DATA/hot_runs.tsv"
@@ -930,7 +1071,7 @@ hot_section() {
 						for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 						e = v["err_connect"] + v["err_read"] + v["err_write"] + v["err_status"] + v["err_timeout"]
 						d = v["duration_us"] / 1e6
-						printf "  %-4s c=%-3s r%s %-11s %9.0f req/s %6.2f GB/s p50 %8.2f ms p99 %8.2f ms%s\n",
+						printf "  %-4s c=%-3s r%s %-16s %9.0f req/s %6.2f GB/s p50 %8.2f ms p99 %8.2f ms%s\n",
 						    s, c, r, tg, v["requests"] / d, v["bytes"] / d / 1e9,
 						    v["p50_us"] / 1000, v["p99_us"] / 1000, e ? "  errors " e : ""
 					}' | tee -a "$REPORT"
@@ -939,13 +1080,18 @@ hot_section() {
 		done
 	done
 	unset BENCH_NKEYS BENCH_PREFIX BENCH_KEYDIGITS
-	stats_save "${URL[bucketcache]}" "$DATA/stats/hot-after.json"
-	kill -0 "$HOT_GW_PID" 2>/dev/null || echo "hot: the bucketcache process died during the measured phase" >>"$DATA/anomalies.txt"
-	meta hot_bc_rss_kib_end "$(awk '/^VmRSS/ { print $2 }' "/proc/$HOT_GW_PID/status" 2>/dev/null || echo 0)"
-	meta hot_bc_bytes_held_end "$(stats_get "$DATA/stats/hot-after.json" cache_bytes_held)"
-	gateway_log_check hot "$HOT_GW_LOG"
+	for tg in "${HOT_GWS[@]}"; do
+		stats_save "${URL[$tg]}" "$DATA/stats/hot-after-$tg.json"
+		kill -0 "${HOT_GW_PID[$tg]}" 2>/dev/null || echo "hot: the $tg process died during the measured phase" >>"$DATA/anomalies.txt"
+		meta "hot_rss_kib_end_$tg" "$(awk '/^VmRSS/ { print $2 }' "/proc/${HOT_GW_PID[$tg]}/status" 2>/dev/null || echo 0)"
+		meta "hot_bytes_held_end_$tg" "$(stats_get "$DATA/stats/hot-after-$tg.json" cache_bytes_held)"
+	done
+	auth_probe
+	for tg in "${HOT_GWS[@]}"; do
+		gateway_log_check "${HOT_GW_NAME[$tg]}" "${HOT_GW_LOG[$tg]}"
+	done
 	# stop the caches: memory for the next sections
-	for pid in $NGINX_CACHE_PID $VARNISH_PID $HOT_GW_PID; do
+	for pid in $NGINX_CACHE_PID $VARNISH_PID "${HOT_GW_PID[@]}"; do
 		stop_pid "$pid"
 	done
 	rm -rf "$SHM/nginx-cache"
@@ -1129,7 +1275,7 @@ cold_section() {
 		esac
 		for ((r = 1; r <= COLD_ROUNDS; r++)); do
 			# every cache fresh (empty): the same key sets are cold for each
-			start_gateway "cold-$up-r$r" "$base_up" "$BC_MEM" "$ak" "$sk"
+			start_gateway "cold-$up-r$r" "$base_up" "$BC_MEM" "$ak" "$sk" anon
 			base=([direct]=$base_direct [bucketcache]=$GW_URL)
 			peer_pid=()
 			if in_list nginx "${tgs[*]}"; then
@@ -1187,7 +1333,7 @@ soak_section() {
 	local idle t0 t1 wpid spid out
 	say ""
 	say "=== memory soak ==="
-	start_gateway soak "http://127.0.0.1:${ORIGIN_PORT[bulk]}" "$SOAK_MEM" S3RVER S3RVER
+	start_gateway soak "http://127.0.0.1:${ORIGIN_PORT[bulk]}" "$SOAK_MEM" S3RVER S3RVER anon
 	SOAK_GW_PID=$GW_PID
 	meta soak_mem "$SOAK_MEM"
 	meta soak_seconds "$SOAK_SECONDS"
@@ -1236,7 +1382,7 @@ soak_section() {
 
 T0=$(date +%s)
 start_origin
-say "origin: nginx static on 127.0.0.1, ports direct ${ORIGIN_PORT[direct]}, bulk ${ORIGIN_PORT[bulk]} (cold, soak), for nginx ${ORIGIN_PORT[nginx]}, varnish ${ORIGIN_PORT[varnish]}, bucketcache ${ORIGIN_PORT[bucketcache]}"
+say "origin: nginx static on 127.0.0.1, ports direct ${ORIGIN_PORT[direct]}, bulk ${ORIGIN_PORT[bulk]} (cold, soak), for nginx ${ORIGIN_PORT[nginx]}, varnish ${ORIGIN_PORT[varnish]}, bucketcache ${ORIGIN_PORT[bucketcache]}, bucketcache-anon ${ORIGIN_PORT[bucketcache-anon]}"
 if in_list hot "$SECTIONS"; then
 	hot_section
 fi

@@ -1,11 +1,21 @@
--- rotate.lua — wrk script for tests/bench/bench_hot_get.sh.
+-- rotate.lua — wrk script for tests/bench/bench_hot_get.sh and
+-- tests/bench/bench_peers.sh.
 --
--- Every request is a plain GET of one of BENCH_NKEYS objects named
--- BENCH_PREFIX..NNN (NNN: zero-padded to BENCH_KEYDIGITS digits), visited in
--- rotation. Each wrk thread starts at a different offset so that concurrent
--- threads do not march over the same keys in lock step. No response()
--- callback: defining one makes wrk hand each 128 KiB body to Lua, which would
--- slow the client, not the server. Errors are read from wrk's own counters.
+-- Every request is a plain GET of one of a list of paths, visited in
+-- rotation. The list is either
+--   - the lines of the file named by BENCH_PATHS_FILE, when it is set and not
+--     empty: one request target per line, "/bucket/key?query" (e.g. a
+--     presigned URL's path and query string), or a whole URL
+--     "http://host:port/bucket/key?query", whose scheme and authority are
+--     dropped: wrk sends the Host of the URL it was given on its command
+--     line, so a presigned URL must have been made for that same endpoint;
+--     empty lines are skipped;
+--   - or BENCH_NKEYS names BENCH_PREFIX..NNN (NNN: zero-padded to
+--     BENCH_KEYDIGITS digits).
+-- Each wrk thread starts at a different offset so that concurrent threads
+-- do not march over the same keys in lock step. No response() callback:
+-- defining one makes wrk hand each 128 KiB body to Lua, which would slow
+-- the client, not the server. Errors are read from wrk's own counters.
 --
 -- done() prints one machine-readable line that the shell script parses:
 --   BENCHRESULT requests=N bytes=N duration_us=N p50_us=N p99_us=N
@@ -14,6 +24,7 @@
 -- (latencies in microseconds, from wrk's per-request histogram; err_status
 -- counts responses outside 2xx/3xx).
 
+local paths_file = os.getenv("BENCH_PATHS_FILE")
 local nkeys = tonumber(os.getenv("BENCH_NKEYS") or "256")
 local prefix = os.getenv("BENCH_PREFIX") or "/bench/obj-"
 local digits = tonumber(os.getenv("BENCH_KEYDIGITS") or "3")
@@ -27,9 +38,29 @@ if extra ~= nil and extra ~= "" then
 	end
 end
 
+-- paths[0 .. nkeys-1]; this chunk runs once in wrk's main state and once
+-- in each thread's, so every thread has its own copy.
 local paths = {}
-for i = 0, nkeys - 1 do
-	paths[i] = string.format("%s%0" .. digits .. "d", prefix, i)
+if paths_file ~= nil and paths_file ~= "" then
+	local f = assert(io.open(paths_file, "r"),
+	    "BENCH_PATHS_FILE is not a readable file: " .. paths_file)
+	nkeys = 0
+	for line in f:lines() do
+		line = line:gsub("\r$", "")
+		if line ~= "" then
+			local target = line:gsub("^[%a][%w+.-]*://[^/]*", "")
+			assert(target:sub(1, 1) == "/",
+			    "BENCH_PATHS_FILE: not a path or URL: " .. line)
+			paths[nkeys] = target
+			nkeys = nkeys + 1
+		end
+	end
+	f:close()
+	assert(nkeys > 0, "BENCH_PATHS_FILE has no paths: " .. paths_file)
+else
+	for i = 0, nkeys - 1 do
+		paths[i] = string.format("%s%0" .. digits .. "d", prefix, i)
+	end
 end
 
 local thread_no = 0

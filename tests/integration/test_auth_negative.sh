@@ -2,8 +2,10 @@
 # test_auth_negative.sh — requests the gateway must refuse, each with the
 # S3 XML error a real S3 sends, counted in auth_failures, and never
 # forwarded upstream (the fixture must not see them): wrong secret, unknown
-# key, skewed clock, malformed Authorization, unsigned without --anonymous
-# (and accepted with it), expired/tampered presigned URLs, a client key
+# key, skewed clock, malformed Authorization, expired/tampered presigned
+# URLs (not unsigned requests: without --anonymous they go upstream
+# unsigned and the upstream refuses them; with it they use the gateway's
+# key), a client key
 # restricted to a bucket or prefix, keys with "." or ".." segments (400
 # InvalidArgument, by decision), and unsatisfiable Ranges (file backend,
 # since s3rver answers ranges wrongly).
@@ -76,9 +78,6 @@ neg unknownkey 403 InvalidAccessKeyId "unknown access key" \
 	--aws-sigv4 "aws:amz:us-east-1:s3" --user NOBODY:whatever "${UNS[@]}" "$GW/neg-a/obj.txt"
 neg wrongsecret-region 403 SignatureDoesNotMatch "wrong secret, signed for another region" \
 	--aws-sigv4 "aws:amz:eu-west-1:s3" --user S3RVER:wrong "${UNS[@]}" "$GW/neg-a/obj.txt"
-neg unsigned 403 AccessDenied "unsigned request without --anonymous" "$GW/neg-a/obj.txt"
-neg unsigned-put 403 AccessDenied "unsigned PUT without --anonymous" -X PUT \
-	--data-binary "@$OBJ" "$GW/neg-a/evil.txt"
 
 for a in "AWS4-HMAC-SHA256" \
 	"AWS4-HMAC-SHA256 garbage" \
@@ -123,11 +122,42 @@ bc_assert_ge "$v" "$nneg" "stats: auth_failures counted every refused signature/
 bc_expect evil-absent 404 NoSuchKey "the refused PUTs stored nothing" "${SIG[@]}" "${UNS[@]}" \
 	"$GW/neg-a/evil.txt"
 
+# ---- unsigned without --anonymous: the upstream decides ----------------------
+# (sent on unsigned; the fixture refuses unsigned requests as S3 refuses an
+# anonymous client a private bucket; test_public_bucket.sh has the rest)
+fx0=$(bc_fixture_stats requests)
+bc_expect unsigned 403 AccessDenied "unsigned GET without --anonymous: the upstream's answer" \
+	"$GW/neg-a/obj.txt"
+bc_expect unsigned-put 403 AccessDenied "unsigned PUT without --anonymous: the upstream's answer" \
+	-X PUT --data-binary "@$OBJ" "$GW/neg-a/evil.txt"
+v=$(bc_fixture_stats requests)
+bc_assert_eq $((fx0 + 2)) "$v" "both unsigned requests went upstream"
+bc_expect evil-absent2 404 NoSuchKey "the unsigned PUT stored nothing" "${SIG[@]}" "${UNS[@]}" \
+	"$GW/neg-a/evil.txt"
+bc_fixture_reset   # the two refusals above were the upstream's, as meant
+
 # ---- near misses that must pass -------------------------------------------
 s3r_expect skew-ok 200 - "clock 10 min ahead is within 15 min" --date-offset 600 "$GW/neg-a/obj.txt"
 url=$("${S3REQ[@]}" --presign 3600 --date-offset -1800 --print-url "$GW/neg-a/obj.txt")
 bc_expect presign-ok 200 - "presigned URL signed 30 min ago, valid 1 h" "$url"
 bc_assert_same_file "$OBJ" "$BC_TMP/presign-ok.body" "presigned GET bytes"
+# the same URL again: accepted from the verdict cache; a changed path,
+# signature, query or Host beside it is still verified (and refused)
+bc_stats_save "$BC_TMP/s0v.json"
+bc_expect presign-again 200 - "the same presigned URL again" "$url"
+bc_assert_same_file "$OBJ" "$BC_TMP/presign-again.body" "presigned GET bytes, again"
+bc_expect presign-again2 200 - "the same presigned URL a third time" "$url"
+v=$(bc_stats_delta "$BC_TMP/s0v.json" auth_cached)
+bc_assert_eq 2 "$v" "stats: auth_cached counted the two repeats"
+sig=${url##*X-Amz-Signature=}
+bc_expect cached-path 403 SignatureDoesNotMatch "a verified presigned URL with another key's path" \
+	"${url/obj.txt/evil.txt}"
+bc_expect cached-sig 403 SignatureDoesNotMatch "a verified presigned URL with another signature" \
+	"${url%"$sig"}$(printf %s "$sig" | tr 0-9a-f 1-9a-f0)"
+bc_expect cached-query 403 SignatureDoesNotMatch "a verified presigned URL with a parameter added" \
+	"$url&x-id=GetObject"
+bc_expect cached-host 403 SignatureDoesNotMatch "a verified presigned URL with another Host" \
+	-H "Host: other.example" "$url"
 
 # ---- any region in the client's credential scope (decision) ----------------
 bc_stats_save "$BC_TMP/s0r.json"
@@ -244,4 +274,4 @@ bc_expect rok 206 - "Range inside the object still works" -H "Range: bytes=990-2
 v=$(bc_hdr rok Content-Range)
 bc_assert_eq "bytes 990-999/1000" "$v" "clipped Content-Range"
 bc_stop_gateway
-bc_done 154
+bc_done 169

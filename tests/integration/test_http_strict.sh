@@ -10,7 +10,8 @@
 #      signatures too (400 before authentication, not 403). Well-formed
 #      requests still pass: a plain GET (kept alive), two pipelined GETs,
 #      ~60 headers of 300 bytes sent in 7-byte pieces, a chunked upload
-#      (UploadPart; a chunked PutObject is S3's 411 MissingContentLength),
+#      (UploadPart, and PutObject: the file backend stores a chunked
+#      PutObject, issue 9; through the proxy its upstream decides),
 #      a key in percent-encoded UTF-8.
 #   8. PUT with Transfer-Encoding: gzip (or "gzip, chunked") is 501
 #      NotImplemented at once (well under 1 s) and stores nothing; with a
@@ -110,16 +111,19 @@ done()
 EOF
 
 # A chunked upload (UploadPart: S3 takes a part without Content-Length) and a
-# chunked PutObject, which S3 refuses with 411 (not as malformed).
+# chunked PutObject, which the file backend stores (issue 9: the gateway
+# streams chunked bodies to its upstream, here the file store, which
+# decides; S3 itself answers 411, see test_s3_answers.sh).
 PART=$BC_TMP/part.bin
 bc_mkfile "$PART" 300000
 bc_expect mpu 200 - "CreateMultipartUpload" -X POST "$ANON_URL/bkt/chunked.bin?uploads"
 UPLOAD_ID=$(sed -n 's:.*<UploadId>\(.*\)</UploadId>.*:\1:p' "$BC_TMP/mpu.body")
 bc_assert_match '^[0-9a-zA-Z._-]+$' "$UPLOAD_ID" "an upload id"
-bc_py "$ANON_PORT" "$UPLOAD_ID" "$PART" "$BC_TMP/part.etag" <<'EOF'
+bc_py "$ANON_PORT" "$UPLOAD_ID" "$PART" "$BC_TMP/part.etag" "$DATA" <<'EOF'
 import sys, rawhttp
 from itlib import ok, done
 port, upid, path, etag_out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+data_dir = sys.argv[5]
 data = open(path, "rb").read()
 body, i, n = b"", 0, 1
 while i < len(data):          # chunks of 1, 10, 100, ... bytes, with an extension
@@ -137,9 +141,10 @@ open(etag_out, "w").write((r.header("etag") if r else None) or "none")
 req = (b"PUT /bkt/chunked-put.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
        b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
 r, closed, took = rawhttp.exchange(port, req)
-ok(r is not None and r.status == 411 and rawhttp.s3_code(r) == "MissingContentLength",
-   "PutObject with Transfer-Encoding: chunked: S3's 411 MissingContentLength, not 400/501",
-   repr(r))
+ok(r is not None and r.status == 200,
+   "PutObject with Transfer-Encoding: chunked: stored (200), not 400/411/501", repr(r))
+ok(open(data_dir + "/bkt/chunked-put.bin", "rb").read() == b"hello",
+   "PutObject with Transfer-Encoding: chunked: its bytes")
 done()
 EOF
 ETAG=$(cat "$BC_TMP/part.etag")
@@ -251,4 +256,4 @@ done()
 EOF
 bc_stop_gateway
 
-bc_done $((131 - ASAN))
+bc_done $((132 - ASAN))

@@ -78,6 +78,8 @@ typedef struct sreq_s {
 	char range[64];          /* "" when absent */
 	char if_match[80];
 	char if_none_match[80];
+	bool signed_;            /* carried an Authorization header */
+	bool amz_date;           /* carried X-Amz-Date */
 } sreq_t;
 
 typedef struct srv_s {
@@ -100,6 +102,7 @@ typedef struct srv_s {
 	size_t             cut_body;     /* >0: close after this many body
 					    bytes (Content-Length says all) */
 	bool               head_no_length;  /* HEAD without Content-Length */
+	bool               deny_unsigned;   /* unsigned requests: 403 */
 	size_t             hold_body;    /* >0: a GET body stops after this
 					    many bytes while body_gate is set */
 	bool               body_gate;
@@ -262,7 +265,7 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	size_t size = 0;
 	char etag[64] = "";
 	bool head = strcmp(method, "HEAD") == 0, ignore_range, ignore_im;
-	bool short_body, no_etag, head_no_length;
+	bool short_body, no_etag, head_no_length, deny;
 	size_t cut, hold;
 	unsigned fail = 0;
 	struct MHD_Response *r = NULL;
@@ -282,6 +285,10 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	copy_hdr(conn, "If-Match", q.if_match, sizeof(q.if_match));
 	copy_hdr(conn, "If-None-Match", q.if_none_match,
 	    sizeof(q.if_none_match));
+	q.signed_ = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    "Authorization") != NULL;
+	q.amz_date = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    "X-Amz-Date") != NULL;
 
 	pthread_mutex_lock(&s->mu);
 	if (s->nlog < SRV_MAX_LOG)
@@ -312,6 +319,7 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	cut = s->cut_body;
 	hold = s->hold_body;
 	head_no_length = s->head_no_length;
+	deny = s->deny_unsigned && !q.signed_;
 	pthread_mutex_unlock(&s->mu);
 
 	if (fail == 1) {            /* a transport failure: no answer */
@@ -322,6 +330,9 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		status = fail;
 		r = xml_response(fail == 503 ? "SlowDown" : fail == 404 ?
 		    "NoSuchKey" : "InternalError");
+	} else if (deny) {
+		status = 403;
+		r = xml_response("AccessDenied");
 	} else if (o == NULL) {
 		status = 404;
 		r = xml_response("NoSuchKey");
@@ -368,7 +379,7 @@ srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	free(data);
 	if (r == NULL)
 		return MHD_NO;
-	if (o != NULL && fail == 0) {
+	if (o != NULL && fail == 0 && !deny) {
 		if (!no_etag)
 			MHD_add_response_header(r, "ETag", etag);
 		if (status != 412 && status != 416) {
@@ -3245,6 +3256,288 @@ LTest(cache, meta_stale_window_ends)
 	    BC_WAIT_UPSTREAM, "past the window the failure shows");
 	cr_assert_eq(t.w.up_status, 503);
 	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- unsigned requests (the upstream decides) ---------------------------- */
+
+/* Requests seen, unsigned ones (no Authorization, no X-Amz-Date) only
+ * when unsigned_only. */
+static unsigned
+srv_count_auth(srv_t *s, bool unsigned_only)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 0; i < s->nlog; i++)
+		if (!unsigned_only || (!s->log[i].signed_ &&
+		    !s->log[i].amz_date))
+			n++;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* An unsigned request's fills go unsigned, and what they read is then
+ * served to later unsigned requests (and signed ones) from the cache. */
+LTest(cache, unsigned_fill_serves_unsigned)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *first = NULL, *ch = NULL;
+	bool cached = true;
+	tw_t t, s;
+	unsigned n;
+
+	env_start();
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	tw_init(&s);
+	t.w.anon = true;
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(first);
+	cr_assert_eq(srv_count_auth(&E.srv, false), 1);
+	cr_assert_eq(srv_count_auth(&E.srv, true), 1,
+	    "the unsigned request's fill went signed");
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &ch), 0);
+	check_chunk(ch, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(ch);
+	cr_assert_eq(srv_count_auth(&E.srv, true), 2,
+	    "the chunk fill for an unsigned request went signed");
+	bc_objmeta_fini(&meta);
+	/* served from the cache: to unsigned and to signed requests */
+	n = srv_count_auth(&E.srv, false);
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0);
+	cr_assert(cached);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &s.w, &meta, &cached), 0);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(srv_count_auth(&E.srv, false), n, "a cached read went "
+	    "upstream");
+	tw_fini(&s);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A signed fill does not make an object readable by unsigned requests:
+ * each one makes an unsigned check (a one-byte If-Match GET), and the
+ * upstream's refusal is handed on as it came; signed requests are still
+ * served from the cache. */
+LTest(cache, signed_fill_is_not_public)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bool cached;
+	tw_t t, s;
+	sreq_t q;
+	unsigned n;
+
+	env_start();
+	srv_knob(&E.srv, &E.srv.deny_unsigned, true);
+	o = warm_object(&meta);
+	bc_objmeta_fini(&meta);
+	tw_init(&t);
+	tw_init(&s);
+	t.w.anon = true;
+	for (int round = 0; round < 2; round++) {
+		n = srv_count_auth(&E.srv, true);
+		bc_waiter_reset(&t.w);
+		cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+		    BC_WAIT_UPSTREAM, "round %d: an unsigned request was "
+		    "served a signed fill's copy", round);
+		cr_assert_eq(t.w.up_status, 403);
+		cr_assert_not_null(strstr(bc_buf_str(&t.w.up_body),
+		    "<Code>AccessDenied</Code>"), "the upstream's body");
+		cr_assert_eq(srv_count_auth(&E.srv, true), n + 1,
+		    "round %d: one unsigned check, no refusal cached", round);
+		q = srv_last(&E.srv);
+		cr_assert_str_eq(q.method, "GET");
+		cr_assert_str_eq(q.range, "bytes=0-0");
+		cr_assert_str_eq(q.if_match, "\"etag-a\"");
+		cr_assert(!q.signed_ && !q.amz_date);
+	}
+	n = srv_count_auth(&E.srv, false);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &s.w, &meta, &cached), 0,
+	    "the signed request is still served");
+	cr_assert(cached);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(srv_count_auth(&E.srv, false), n);
+	tw_fini(&s);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An object a signed request cached is served to unsigned ones after one
+ * unsigned check the upstream allowed, and from then on without one. */
+LTest(cache, public_check_marks_the_object)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	bool cached;
+	tw_t t;
+	unsigned n;
+
+	env_start();
+	o = warm_object(&meta);
+	bc_objmeta_fini(&meta);
+	tw_init(&t);
+	t.w.anon = true;
+	n = srv_count_auth(&E.srv, false);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(srv_count_auth(&E.srv, false), n + 1);
+	cr_assert_eq(srv_count_auth(&E.srv, true), 1, "the check was signed");
+	cr_assert_str_eq(srv_last(&E.srv).range, "bytes=0-0");
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0,
+	    "checked: served at once");
+	cr_assert(cached);
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 0, false, NULL, &ch),
+	    0, "chunk 0 is a hit");
+	bc_chunk_unref(ch);
+	bc_objmeta_fini(&meta);
+	cr_assert_eq(srv_count_auth(&E.srv, false), n + 1);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* One fill, two kinds of waiters: an unsigned first fill refused by the
+ * upstream hands the refusal to the unsigned request only; the signed one
+ * that joined it looks again and fills signed. And the reverse: a signed
+ * fill's upstream error is not an unsigned request's answer. */
+LTest(cache, refusals_go_to_their_own_kind)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *first = NULL;
+	bool cached;
+	tw_t a, s;
+
+	env_start();
+	srv_knob(&E.srv, &E.srv.deny_unsigned, true);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&a);
+	tw_init(&s);
+	a.w.anon = true;
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &a.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &s.w, &meta, &cached),
+	    BC_EAGAIN, "the signed request joins the unsigned fill");
+	cr_assert(srv_wait_held(&E.srv, 1));
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_UPSTREAM);
+	cr_assert_eq(a.w.up_status, 403);
+	cr_assert_eq(tw_wait(&s), BC_WAIT_RECHECK, "the signed request got "
+	    "the unsigned one's refusal");
+	bc_waiter_reset(&s.w);
+	cr_assert_eq(get_meta(o, 0, &s, &meta, &cached, &first), 0);
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	cr_assert(srv_last(&E.srv).signed_);
+	bc_object_unref(E.c, o);
+
+	/* the reverse, on a fresh object: the signed fill fails (404) */
+	srv_knob(&E.srv, &E.srv.deny_unsigned, false);
+	bc_cache_invalidate(E.c, BUCKET, KEY, NULL);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	bc_waiter_reset(&a.w);
+	bc_waiter_reset(&s.w);
+	srv_fail(&E.srv, 1, 404);
+	srv_gate(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &s.w, &meta, &cached),
+	    BC_EAGAIN);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &a.w, &meta, &cached),
+	    BC_EAGAIN, "the unsigned request waits on the signed fill");
+	cr_assert(srv_wait_held(&E.srv, 1));
+	srv_gate(&E.srv, false);
+	cr_assert_eq(tw_wait(&s), BC_WAIT_UPSTREAM);
+	cr_assert_eq(s.w.up_status, 404);
+	cr_assert_eq(tw_wait(&a), BC_WAIT_RECHECK);
+	bc_waiter_reset(&a.w);
+	first = NULL;
+	cr_assert_eq(get_meta(o, 0, &a, &meta, &cached, &first), 0,
+	    "the unsigned request fills for itself");
+	check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(first);
+	bc_objmeta_fini(&meta);
+	cr_assert(!srv_last(&E.srv).signed_);
+	tw_fini(&s);
+	tw_fini(&a);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* The unsigned-fetch mark ages like the metadata: past meta-ttl it is
+ * served and rechecked in the background (unsigned); once the upstream
+ * refuses that recheck, unsigned requests wait for a check and get the
+ * refusal, while signed ones are still served. */
+LTest(cache, public_mark_ages)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS, .meta_stale = 60000 };
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bool cached;
+	tw_t t, s;
+	unsigned n;
+
+	env_start_opts(&eo);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	tw_init(&s);
+	t.w.anon = true;
+	prime(o, &t);
+	srv_knob(&E.srv, &E.srv.deny_unsigned, true);
+	sleep_ms(TTL_MS + 50);
+	n = srv_count_auth(&E.srv, true);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0,
+	    "a stale mark is served");
+	bc_objmeta_fini(&meta);
+	/* the background recheck: unsigned, refused */
+	for (int i = 0; i < 200 && srv_count_auth(&E.srv, true) == n; i++)
+		sleep_ms(10);
+	cr_assert_eq(srv_count_auth(&E.srv, true), n + 1);
+	sleep_ms(100);   /* its answer is handled on the loop thread */
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+	    BC_WAIT_UPSTREAM, "the refused mark still served");
+	cr_assert_eq(t.w.up_status, 403);
+	cr_assert_eq(get_meta(o, 0, &s, &meta, &cached, NULL), 0,
+	    "a signed request is still served");
+	bc_objmeta_fini(&meta);
+	tw_fini(&s);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A passthrough read for an unsigned request is sent unsigned. */
+LTest(cache, unsigned_passthrough)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_xfer_t *x;
+
+	env_start();
+	o = warm_object(&meta);
+	x = bc_cache_passthrough(E.c, o, meta.etag, 10, 20, true, NULL, NULL);
+	cr_assert_not_null(x);
+	for (int i = 0; i < 500 && bc_xfer_error(x) == BC_EAGAIN; i++)
+		sleep_ms(10);
+	cr_assert_eq(bc_xfer_error(x), 0);
+	cr_assert_str_eq(srv_last(&E.srv).range, "bytes=10-20");
+	cr_assert(!srv_last(&E.srv).signed_ && !srv_last(&E.srv).amz_date);
+	bc_xfer_detach(x);
+	bc_xfer_unref(x);
+	bc_objmeta_fini(&meta);
 	bc_object_unref(E.c, o);
 	env_stop();
 }

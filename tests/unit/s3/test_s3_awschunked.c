@@ -6,6 +6,14 @@
  * oversize chunks, truncation, trailing garbage and malformed framing;
  * the declared payload length (x-amz-decoded-content-length): parsing,
  * exact / too long / too short, whole and split, framed and not.
+ * The trailer modes: AWS's signed-trailer example (seed 106e2a8a..., CRC32C
+ * trailer, trailer signature d81f82fc...) from its request to its body,
+ * re-signed and verifiable upstream; the bodies and one whole request the
+ * newest @aws-sdk/client-s3 sent (STREAMING-UNSIGNED-PAYLOAD-TRAILER, every
+ * checksum), decoded and passed on byte for byte, split every way; wrong
+ * checksums (BadDigest), trailer signatures, trailers naming another
+ * checksum, missing CRLFs, wrong declared lengths: the body's end never
+ * goes out.
  */
 #include <criterion/criterion.h>
 
@@ -400,8 +408,9 @@ LTest(awschunked, limits_and_framing)
 		{ "1000000000000000000000000000000000000000000000000000000000"
 		  "00000000000000000000000000000000000000000000000000000000",
 		    65536, BC_S3E_InvalidArgument },
+		/* a trailer in the mode without one */
 		{ "0;chunk-signature=" SIG1 "\r\nxx", 65536,
-		    BC_S3E_InvalidArgument },
+		    BC_S3E_MalformedTrailerError },
 		/* truncated: not an error until the body ends */
 		{ "10000;chunk-signature=" SIG1 "\r\naaaa", 65536,
 		    BC_S3E_IncompleteBody },
@@ -706,4 +715,768 @@ LTest(awschunked, declared_length_empty_payload)
 		bc_awschunked_free(d);
 		bc_buf_fini(&out);
 	}
+}
+
+/* ---- the trailer modes ---------------------------------------------------- */
+
+/* AWS's "PUT Object with trailing headers" example: the same 66560 'a' in
+ * the same chunks, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, seed
+ * 106e2a8a..., CRC32C trailer, its signature d81f82fc... */
+#define TSEED      "106e2a8a18243abcf37539882f36619c" \
+	"00e2dfc72633413f02d3b74544bfeb8e"
+#define TSIG1      "b474d8862b1487a5145d686f57f013e5" \
+	"4db672cee1c953b3010fb58501ef5aa2"
+#define TSIG2      "1c1344b170168f8e65b41376b44b20fe" \
+	"354e373826ccbbe2c1d40a8cae51e5c7"
+#define TSIG3      "2ca2aba2005185cf7159c6277faf8379" \
+	"5951dd77a3a99e6e65d5c9f85863f992"
+#define TTRAILER   "x-amz-checksum-crc32c:sOO8/Q=="
+#define TTSIG      "d81f82fc3505edab99d459891051a732" \
+	"e8730629a2e4a59689829ca17fe2e435"
+#define TBODY_LEN  66946   /* its Content-Length */
+
+static bc_sigv4_ctx_t
+trailer_ctx(void)
+{
+	bc_sigv4_ctx_t c = client_ctx();
+
+	strcpy(c.signature, TSEED);
+	return c;
+}
+
+static char *
+trailer_example_body(size_t *len)
+{
+	bc_buf_t b = BC_BUF_INIT;
+	char *a = malloc(65536);
+
+	cr_assert_not_null(a);
+	memset(a, 'a', 65536);
+	bc_buf_puts(&b, "10000;chunk-signature=" TSIG1 "\r\n");
+	bc_buf_append(&b, a, 65536);
+	bc_buf_puts(&b, "\r\n400;chunk-signature=" TSIG2 "\r\n");
+	bc_buf_append(&b, a, 1024);
+	bc_buf_puts(&b, "\r\n0;chunk-signature=" TSIG3 "\r\n"
+	    TTRAILER "\r\nx-amz-trailer-signature:" TTSIG "\r\n\r\n");
+	free(a);
+	*len = b.len;
+	return bc_buf_steal(&b);
+}
+
+static bc_awschunked_t *
+new_mode(bc_awschunked_mode_t mode, const bc_sigv4_ctx_t *c,
+    const bc_sigv4_ctx_t *u, bool framed, bc_checksum_alg_t alg)
+{
+	bc_awschunked_opts_t o;
+	bc_awschunked_t *d;
+
+	memset(&o, 0, sizeof(o));
+	o.mode = mode;
+	o.client = c;
+	o.framed = framed;
+	o.upstream = u;
+	o.max_chunk = 1 << 20;
+	o.trailer = alg;
+	d = bc_awschunked_new_opts(&o);
+	cr_assert_not_null(d);
+	return d;
+}
+
+/* The trailer signature computed here, apart from the decoder's code:
+ * HMAC(key, "AWS4-HMAC-SHA256-TRAILER\n" date "\n" scope "\n" prev "\n"
+ * hex(sha256(lines))). */
+static void
+trailer_sig(const bc_sigv4_ctx_t *c, const char *prev, const char *lines,
+    char sig[65])
+{
+	char hash[65], sts[512];
+	uint8_t mac[32];
+
+	bc_sha256_hex(lines, strlen(lines), hash);
+	snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s",
+	    c->amz_date, c->scope, prev, hash);
+	bc_hmac_sha256(c->key, 32, sts, strlen(sts), mac);
+	bc_hex(mac, 32, sig);
+}
+
+LTest(awschunked_trailer, aws_example_signatures)
+{
+	bc_sigv4_ctx_t c = trailer_ctx();
+	char *a = malloc(65536), sig[65];
+
+	memset(a, 'a', 65536);
+	bc_sigv4_chunk_signature(&c, TSEED, a, 65536, sig);
+	cr_expect_str_eq(sig, TSIG1);
+	bc_sigv4_chunk_signature(&c, TSIG1, a, 1024, sig);
+	cr_expect_str_eq(sig, TSIG2);
+	bc_sigv4_chunk_signature(&c, TSIG2, "", 0, sig);
+	cr_expect_str_eq(sig, TSIG3);
+	trailer_sig(&c, TSIG3, TTRAILER "\n", sig);
+	cr_expect_str_eq(sig, TTSIG);
+	free(a);
+}
+
+/* The whole path on AWS's example: its seed request verifies, then its
+ * body decodes, the CRC32C checked. */
+LTest(awschunked_trailer, aws_example_from_verified_request)
+{
+	static const struct {
+		const char *name, *value;
+	} h[] = {
+		{ "Host", "s3.amazonaws.com" },
+		{ "x-amz-date", "20130524T000000Z" },
+		{ "x-amz-storage-class", "REDUCED_REDUNDANCY" },
+		{ "Authorization", "AWS4-HMAC-SHA256 Credential="
+		    "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
+		    "SignedHeaders=content-encoding;host;"
+		    "x-amz-content-sha256;x-amz-date;"
+		    "x-amz-decoded-content-length;x-amz-storage-class;"
+		    "x-amz-trailer,Signature=" TSEED },
+		{ "x-amz-content-sha256", BC_SIGV4_STREAMING_TRAILER },
+		{ "Content-Encoding", "aws-chunked" },
+		{ "x-amz-decoded-content-length", "66560" },
+		{ "x-amz-trailer", "x-amz-checksum-crc32c" },
+		{ "Content-Length", "66946" },
+	};
+	bc_s3_req_t r;
+	bc_s3_auth_t a;
+	bc_awschunked_t *d;
+	bc_buf_t out = BC_BUF_INIT;
+	size_t len;
+	char *body = trailer_example_body(&len);
+
+	cr_assert_eq(len, TBODY_LEN);
+	bc_s3_req_init(&r);
+	for (size_t i = 0; i < sizeof(h) / sizeof(*h); i++)
+		bc_kv_add(&r.headers, h[i].name, h[i].value);
+	cr_assert_eq(bc_s3_req_parse(&r, "PUT",
+	    "/examplebucket/chunkObject.txt", NULL), BC_S3E_NONE);
+	cr_assert_eq(bc_s3_auth_verify(&r, T_S3DOC, secret_of, NULL, false,
+	    &a), BC_S3E_NONE);
+	cr_assert(a.streaming);
+	cr_assert_eq(a.stream_mode, BC_AWSCHUNKED_SIGNED_TRAILER);
+	cr_assert_str_eq(a.v4.signature, TSEED);
+	cr_assert_eq(bc_awschunked_from_headers(&r.headers, a.stream_mode,
+	    &a.v4, false, NULL, 1 << 20, &d), BC_S3E_NONE);
+	cr_expect_eq(run(d, body, len, all_at_once, 1, &out), BC_S3E_NONE);
+	cr_expect(bc_awschunked_done(d));
+	cr_expect_eq(out.len, PAYLOAD);
+	cr_expect_eq(strspn(out.data, "a"), PAYLOAD);
+	cr_expect_str_eq(bc_awschunked_checksum(d), "sOO8/Q==");
+	bc_awschunked_free(d);
+	bc_s3_req_fini(&r);
+	bc_buf_fini(&out);
+	free(body);
+}
+
+/* Re-signed for the upstream: same length, same trailer line, new chunk
+ * and trailer signatures that verify under the upstream's chain (and not
+ * the client's); every split gives the same bytes. */
+LTest(awschunked_trailer, signed_resign)
+{
+	static const size_t *const plans[] = { all_at_once, one_byte,
+	    odd_split, edge_split };
+	static const size_t nplan[] = { 1, 1, 8, 8 };
+	bc_sigv4_ctx_t c = trailer_ctx(), u = upstream_ctx();
+	bc_buf_t ref = BC_BUF_INIT, plain = BC_BUF_INIT;
+	size_t len;
+	char *body = trailer_example_body(&len);
+	bc_awschunked_t *d, *v;
+	char sig[65], usig[65], want[128];
+	const char *tail;
+
+	d = new_mode(BC_AWSCHUNKED_SIGNED_TRAILER, &c, &u, true,
+	    BC_CKSUM_CRC32C);
+	cr_assert_eq(run(d, body, len, all_at_once, 1, &ref), BC_S3E_NONE);
+	cr_expect(bc_awschunked_done(d));
+	bc_awschunked_free(d);
+	cr_assert_eq(ref.len, len);
+	/* the end: final chunk and trailer signature chained upstream */
+	bc_sigv4_chunk_signature(&u, u.signature, body + 88, 65536, sig);
+	cr_expect_eq(memcmp(ref.data + 22, sig, 64), 0);
+	bc_sigv4_chunk_signature(&u, sig, body + 88, 1024, sig);
+	bc_sigv4_chunk_signature(&u, sig, "", 0, sig);
+	trailer_sig(&u, sig, TTRAILER "\n", usig);
+	snprintf(want, sizeof(want), "0;chunk-signature=%s\r\n", sig);
+	tail = ref.data + 88 + 65538 + 86 + 1026;
+	cr_expect_eq(memcmp(tail, want, strlen(want)), 0);
+	tail += strlen(want);
+	snprintf(want, sizeof(want), TTRAILER "\r\nx-amz-trailer-signature:"
+	    "%s\r\n\r\n", usig);
+	cr_expect_eq(strlen(tail), strlen(want));
+	cr_expect_eq(memcmp(tail, want, strlen(want)), 0);
+	/* a verifier with the upstream's key takes it, the client's not */
+	v = new_mode(BC_AWSCHUNKED_SIGNED_TRAILER, &u, NULL, false,
+	    BC_CKSUM_CRC32C);
+	cr_expect_eq(run(v, ref.data, ref.len, all_at_once, 1, &plain),
+	    BC_S3E_NONE);
+	cr_expect_eq(plain.len, PAYLOAD);
+	bc_awschunked_free(v);
+	v = new_mode(BC_AWSCHUNKED_SIGNED_TRAILER, &c, NULL, false,
+	    BC_CKSUM_CRC32C);
+	cr_expect_eq(run(v, ref.data, ref.len, all_at_once, 1, &plain),
+	    BC_S3E_SignatureDoesNotMatch);
+	bc_awschunked_free(v);
+	for (size_t p = 0; p < 4; p++) {
+		bc_buf_t out = BC_BUF_INIT;
+
+		d = new_mode(BC_AWSCHUNKED_SIGNED_TRAILER, &c, &u, true,
+		    BC_CKSUM_CRC32C);
+		bc_awschunked_set_decoded_len(d, PAYLOAD);
+		cr_expect_eq(run(d, body, len, plans[p], nplan[p], &out),
+		    BC_S3E_NONE, "plan %zu", p);
+		cr_expect_eq(out.len, ref.len, "plan %zu", p);
+		cr_expect_eq(memcmp(out.data, ref.data, ref.len), 0,
+		    "plan %zu", p);
+		bc_awschunked_free(d);
+		bc_buf_fini(&out);
+	}
+	bc_buf_fini(&ref);
+	bc_buf_fini(&plain);
+	free(body);
+}
+
+/* A signed-trailer body of data (one chunk, or none when n is 0) with
+ * trailer lines (each "name:value\r\n"); the trailer signature is over
+ * sig_lines ("name:value\n" each), or given. */
+static char *
+signed_trailer_body(const bc_sigv4_ctx_t *c, const char *data, size_t n,
+    const char *lines, const char *sig_lines, const char *tsig,
+    size_t *len)
+{
+	bc_buf_t b = BC_BUF_INIT;
+	char s1[65], s0[65], st[65];
+	const char *prev = c->signature;
+
+	if (n > 0) {
+		bc_sigv4_chunk_signature(c, prev, data, n, s1);
+		bc_buf_printf(&b, "%zx;chunk-signature=%s\r\n", n, s1);
+		bc_buf_append(&b, data, n);
+		bc_buf_puts(&b, "\r\n");
+		prev = s1;
+	}
+	bc_sigv4_chunk_signature(c, prev, "", 0, s0);
+	bc_buf_printf(&b, "0;chunk-signature=%s\r\n%s", s0, lines);
+	if (sig_lines != NULL) {
+		trailer_sig(c, s0, sig_lines, st);
+		tsig = st;
+	}
+	if (tsig != NULL)
+		bc_buf_printf(&b, "x-amz-trailer-signature:%s\r\n", tsig);
+	bc_buf_puts(&b, "\r\n");
+	*len = b.len;
+	return bc_buf_steal(&b);
+}
+
+LTest(awschunked_trailer, signed_errors)
+{
+	static const struct {
+		const char *lines, *sig_lines, *tsig;
+		bc_s3err_t  e;
+	} t[] = {
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==\n", NULL, BC_S3E_NONE },
+		/* names in any case; the signature over the lower-case */
+		{ "X-Amz-Checksum-CRC32:i9aeUg==\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==\n", NULL, BC_S3E_NONE },
+		/* the checksum wrong, its line signed */
+		{ "x-amz-checksum-crc32:AAAAAA==\r\n",
+		    "x-amz-checksum-crc32:AAAAAA==\n", NULL, BC_S3E_BadDigest },
+		/* the signature over other bytes */
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==", NULL,
+		    BC_S3E_SignatureDoesNotMatch },
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==\r\n", NULL,
+		    BC_S3E_SignatureDoesNotMatch },
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n", NULL,
+		    "0000000000000000000000000000000000000000000000000000000000"
+		    "000000", BC_S3E_SignatureDoesNotMatch },
+		/* no signature, or a malformed one */
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n", NULL, NULL,
+		    BC_S3E_SignatureDoesNotMatch },
+		{ "x-amz-checksum-crc32:i9aeUg==\r\n", NULL, "abc",
+		    BC_S3E_SignatureDoesNotMatch },
+		/* another checksum than announced, or none */
+		{ "x-amz-checksum-crc32c:crUfeA==\r\n",
+		    "x-amz-checksum-crc32c:crUfeA==\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		{ "", "", NULL, BC_S3E_MalformedTrailerError },
+		/* twice; another header too */
+		{ "x-amz-checksum-crc32:i9aeUg==\r\nx-amz-checksum-crc32:"
+		    "i9aeUg==\r\n", "x-amz-checksum-crc32:i9aeUg==\n"
+		    "x-amz-checksum-crc32:i9aeUg==\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		{ "x-amz-checksum-crc32:i9aeUg==\r\nx-amz-meta-a:b\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==\nx-amz-meta-a:b\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		/* not "name:value" */
+		{ "x-amz-checksum-crc32: i9aeUg==\r\n",
+		    "x-amz-checksum-crc32: i9aeUg==\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		{ "x-amz-checksum-crc32\r\n", "x-amz-checksum-crc32\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		{ "x-amz-checksum-crc32:i9aeUg==\n",
+		    "x-amz-checksum-crc32:i9aeUg==\n", NULL,
+		    BC_S3E_MalformedTrailerError },
+		/* not a CRC32's form */
+		{ "x-amz-checksum-crc32:i9aeUg=\r\n",
+		    "x-amz-checksum-crc32:i9aeUg=\n", NULL,
+		    BC_S3E_InvalidRequest },
+		{ "x-amz-checksum-crc32:OOJZ0D8xKts=\r\n",
+		    "x-amz-checksum-crc32:OOJZ0D8xKts=\n", NULL,
+		    BC_S3E_InvalidRequest },
+	};
+	bc_sigv4_ctx_t c = trailer_ctx(), u = upstream_ctx();
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		for (int framed = 0; framed < 2; framed++) {
+			size_t len;
+			char *body = signed_trailer_body(&c, "Hello world", 11,
+			    t[i].lines, t[i].sig_lines, t[i].tsig, &len);
+			bc_awschunked_t *d = new_mode(
+			    BC_AWSCHUNKED_SIGNED_TRAILER, &c, &u, framed,
+			    BC_CKSUM_CRC32);
+			bc_buf_t out = BC_BUF_INIT;
+			bc_s3err_t e;
+
+			bc_awschunked_set_decoded_len(d, 11);
+			e = run(d, body, len, one_byte, 1, &out);
+			cr_expect_eq(e, t[i].e, "case %zu framed %d: %s", i,
+			    framed, bc_s3err_code(e));
+			/* the data chunk went; its end only when all held */
+			cr_expect_eq(out.len, t[i].e != BC_S3E_NONE ?
+			    (framed ? 84 + 13 : 11) : framed ? len : 11,
+			    "case %zu framed %d: %zu", i, framed, out.len);
+			cr_expect_eq(bc_awschunked_checksum(d) != NULL,
+			    t[i].e == BC_S3E_NONE);
+			bc_awschunked_free(d);
+			bc_buf_fini(&out);
+			free(body);
+		}
+	}
+}
+
+/* Without x-amz-trailer a trailer mode takes a body whose trailer holds
+ * no checksum (the signed one still signed), and refuses one that does. */
+LTest(awschunked_trailer, no_checksum_announced)
+{
+	static const char plain[] = "b\r\nHello world\r\n0\r\n\r\n";
+	static const char with[] = "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-crc32:i9aeUg==\r\n\r\n";
+	bc_sigv4_ctx_t c = trailer_ctx(), u = upstream_ctx();
+
+	for (int framed = 0; framed < 2; framed++) {
+		struct {
+			bc_awschunked_mode_t mode;
+			char *body;
+			size_t len;
+			bc_s3err_t e;
+		} t[4];
+		t[0].mode = t[1].mode = BC_AWSCHUNKED_UNSIGNED_TRAILER;
+		t[0].body = strdup(plain);
+		t[0].len = strlen(plain);
+		t[0].e = BC_S3E_NONE;
+		t[1].body = strdup(with);
+		t[1].len = strlen(with);
+		t[1].e = BC_S3E_MalformedTrailerError;
+		t[2].mode = t[3].mode = BC_AWSCHUNKED_SIGNED_TRAILER;
+		t[2].body = signed_trailer_body(&c, "Hello world", 11, "", "",
+		    NULL, &t[2].len);
+		t[2].e = BC_S3E_NONE;
+		t[3].body = signed_trailer_body(&c, "Hello world", 11,
+		    "x-amz-checksum-crc32:i9aeUg==\r\n",
+		    "x-amz-checksum-crc32:i9aeUg==\n", NULL, &t[3].len);
+		t[3].e = BC_S3E_MalformedTrailerError;
+		for (size_t i = 0; i < 4; i++) {
+			bc_awschunked_t *d = new_mode(t[i].mode, &c, &u,
+			    framed, BC_CKSUM_NONE);
+			bc_buf_t out = BC_BUF_INIT;
+			bc_s3err_t e;
+
+			cr_assert_not_null(d);
+			bc_awschunked_set_decoded_len(d, 11);
+			e = run(d, t[i].body, t[i].len, one_byte, 1, &out);
+			cr_expect_eq(e, t[i].e, "case %zu framed %d: %s", i,
+			    framed, bc_s3err_code(e));
+			if (e == BC_S3E_NONE)
+				cr_expect_eq(out.len, framed ? t[i].len : 11,
+				    "case %zu framed %d: %zu", i, framed,
+				    out.len);
+			cr_expect_null(bc_awschunked_checksum(d));
+			bc_awschunked_free(d);
+			bc_buf_fini(&out);
+			free(t[i].body);
+		}
+	}
+}
+
+/* The final chunk's signature is checked when its line is read. */
+LTest(awschunked_trailer, signed_final_chunk)
+{
+	bc_sigv4_ctx_t c = trailer_ctx();
+	size_t len;
+	char *body = trailer_example_body(&len);
+	bc_awschunked_t *d;
+	bc_buf_t out = BC_BUF_INIT;
+	size_t at = 88 + 65538 + 86 + 1026 + 18;   /* its signature: 2c.. */
+
+	body[at] ^= 1;
+	d = new_mode(BC_AWSCHUNKED_SIGNED_TRAILER, &c, NULL, false,
+	    BC_CKSUM_CRC32C);
+	cr_expect_eq(run(d, body, len, all_at_once, 1, &out),
+	    BC_S3E_SignatureDoesNotMatch);
+	cr_expect_eq(out.len, PAYLOAD);
+	bc_awschunked_free(d);
+	bc_buf_fini(&out);
+	/* and the legacy mode does not take a trailer body */
+	body[at] ^= 1;
+	d = bc_awschunked_new(&c, NULL, 1 << 20);
+	cr_expect_eq(run(d, body, len, all_at_once, 1, &out),
+	    BC_S3E_MalformedTrailerError);
+	bc_awschunked_free(d);
+	bc_buf_fini(&out);
+	free(body);
+}
+
+/* What @aws-sdk/client-s3 3.1172 (npm's newest, 2026) sent for a streamed
+ * PutObject of "Hello world" (and of "Hello ", "world", "!" as three
+ * stream pieces, and of an empty stream), captured on the wire:
+ * STREAMING-UNSIGNED-PAYLOAD-TRAILER in HTTP chunked transfer coding. */
+static const struct {
+	bc_checksum_alg_t alg;
+	const char       *body;
+	const char       *payload;
+	const char       *value;
+} js_bodies[] = {
+	{ BC_CKSUM_CRC32, "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-crc32:i9aeUg==\r\n\r\n", "Hello world",
+	    "i9aeUg==" },
+	{ BC_CKSUM_CRC32C, "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-crc32c:crUfeA==\r\n\r\n", "Hello world",
+	    "crUfeA==" },
+	{ BC_CKSUM_CRC64NVME, "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-crc64nvme:OOJZ0D8xKts=\r\n\r\n", "Hello world",
+	    "OOJZ0D8xKts=" },
+	{ BC_CKSUM_SHA1, "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-sha1:e1AsOh9IyGCa4hLN+2Od7jlnP14=\r\n\r\n",
+	    "Hello world", "e1AsOh9IyGCa4hLN+2Od7jlnP14=" },
+	{ BC_CKSUM_SHA256, "b\r\nHello world\r\n0\r\n"
+	    "x-amz-checksum-sha256:ZOyIygCyaOW6GjVnihtTFtIS9PNmskdyMlNKiuyjfzw="
+	    "\r\n\r\n", "Hello world",
+	    "ZOyIygCyaOW6GjVnihtTFtIS9PNmskdyMlNKiuyjfzw=" },
+	{ BC_CKSUM_CRC32, "6\r\nHello \r\n5\r\nworld\r\n1\r\n!\r\n0\r\n"
+	    "x-amz-checksum-crc32:G4UZlQ==\r\n\r\n", "Hello world!",
+	    "G4UZlQ==" },
+	{ BC_CKSUM_CRC32, "0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", "",
+	    "AAAAAA==" },
+};
+
+/* Decoded and framed (byte-identical), whole and byte by byte. */
+LTest(awschunked_trailer, unsigned_js_sdk_bodies)
+{
+	static const size_t *const plans[] = { all_at_once, one_byte,
+	    odd_split };
+	static const size_t nplan[] = { 1, 1, 8 };
+
+	for (size_t i = 0; i < sizeof(js_bodies) / sizeof(*js_bodies); i++) {
+		for (size_t p = 0; p < 3; p++) {
+			for (int framed = 0; framed < 2; framed++) {
+				const char *body = js_bodies[i].body;
+				const char *want = framed ? body :
+				    js_bodies[i].payload;
+				bc_awschunked_t *d = new_mode(
+				    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, NULL,
+				    framed, js_bodies[i].alg);
+				bc_buf_t out = BC_BUF_INIT;
+
+				bc_awschunked_set_decoded_len(d,
+				    strlen(js_bodies[i].payload));
+				cr_expect_eq(run(d, body, strlen(body),
+				    plans[p], nplan[p], &out), BC_S3E_NONE,
+				    "body %zu plan %zu", i, p);
+				cr_expect(bc_awschunked_done(d));
+				cr_expect_eq(out.len, strlen(want));
+				cr_expect_eq(memcmp(bc_buf_str(&out), want,
+				    strlen(want)), 0, "body %zu", i);
+				cr_expect_str_eq(bc_awschunked_checksum(d),
+				    js_bodies[i].value);
+				cr_expect_eq(bc_awschunked_decoded_len(d),
+				    strlen(js_bodies[i].payload));
+				bc_awschunked_free(d);
+				bc_buf_fini(&out);
+			}
+		}
+	}
+}
+
+/* The whole path on the SDK's request: its signature (headers only, the
+ * body unsigned) verifies, the mode is known, the body decodes. */
+LTest(awschunked_trailer, js_sdk_request_verifies)
+{
+	static const struct {
+		const char *name, *value;
+	} h[] = {
+		{ "x-amz-sdk-checksum-algorithm", "CRC32" },
+		{ "content-type", "application/octet-stream" },
+		{ "content-encoding", "aws-chunked" },
+		{ "transfer-encoding", "chunked" },
+		{ "x-amz-decoded-content-length", "12" },
+		{ "x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER" },
+		{ "x-amz-trailer", "x-amz-checksum-crc32" },
+		{ "x-amz-user-agent", "aws-sdk-js/3.1172.0" },
+		{ "user-agent", "aws-sdk-js/3.1172.0 ua/2.1 "
+		    "os/linux#6.18.44-fc-v782 lang/js md/nodejs#20.20.2 "
+		    "api/s3#3.1172.0 m/N,Z,b,U,E,e" },
+		{ "host", "127.0.0.1:18777" },
+		{ "amz-sdk-invocation-id",
+		    "e3a6d9df-7005-4bbb-ba9d-d45f9efbe52a" },
+		{ "amz-sdk-request", "attempt=1; max=3" },
+		{ "x-amz-date", "20261123T221340Z" },
+		{ "authorization", "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7"
+		    "EXAMPLE/20261123/us-east-1/s3/aws4_request, SignedHeaders="
+		    "amz-sdk-invocation-id;amz-sdk-request;content-encoding;"
+		    "content-type;host;x-amz-content-sha256;x-amz-date;"
+		    "x-amz-decoded-content-length;x-amz-sdk-checksum-algorithm;"
+		    "x-amz-trailer;x-amz-user-agent, Signature=6b7a92ef5e2247bf"
+		    "6bb752811dae9d015e93ca04b15454373f4057cf07254d1e" },
+	};
+	bc_s3_req_t r;
+	bc_s3_auth_t a;
+	bc_awschunked_t *d;
+	bc_buf_t out = BC_BUF_INIT;
+	const char *body = js_bodies[5].body;
+
+	bc_s3_req_init(&r);
+	for (size_t i = 0; i < sizeof(h) / sizeof(*h); i++)
+		bc_kv_add(&r.headers, h[i].name, h[i].value);
+	cr_assert_eq(bc_s3_req_parse(&r, "PUT", "/b/k?x-id=PutObject", NULL),
+	    BC_S3E_NONE);
+	cr_assert_eq(bc_s3_auth_verify(&r, 1795472020, secret_of, NULL,
+	    false, &a), BC_S3E_NONE);
+	cr_assert_eq(a.kind, BC_S3AUTH_V4);
+	cr_assert(a.streaming);
+	cr_assert_eq(a.stream_mode, BC_AWSCHUNKED_UNSIGNED_TRAILER);
+	cr_assert_eq(bc_awschunked_from_headers(&r.headers, a.stream_mode,
+	    &a.v4, false, NULL, 1 << 20, &d), BC_S3E_NONE);
+	cr_expect_eq(run(d, body, strlen(body), all_at_once, 1, &out),
+	    BC_S3E_NONE);
+	cr_expect_eq(out.len, 12);
+	cr_expect_eq(memcmp(out.data, "Hello world!", 12), 0);
+	bc_awschunked_free(d);
+	/* anonymous, with the same body mode: no signature, same decoder */
+	bc_s3_req_fini(&r);
+	bc_s3_req_init(&r);
+	for (size_t i = 0; i + 1 < sizeof(h) / sizeof(*h); i++)
+		bc_kv_add(&r.headers, h[i].name, h[i].value);
+	cr_assert_eq(bc_s3_req_parse(&r, "PUT", "/b/k", NULL), BC_S3E_NONE);
+	cr_assert_eq(bc_s3_auth_verify(&r, 1795472020, secret_of, NULL,
+	    true, &a), BC_S3E_NONE);
+	cr_expect_eq(a.kind, BC_S3AUTH_NONE);
+	cr_expect(a.streaming);
+	cr_expect_eq(a.stream_mode, BC_AWSCHUNKED_UNSIGNED_TRAILER);
+	cr_expect_str_eq(a.payload_hash, BC_SIGV4_STREAMING_UNSIGNED_TRAILER);
+	bc_s3_req_fini(&r);
+	bc_buf_fini(&out);
+}
+
+/* Unsigned bodies gone wrong: the data may have gone out, the end never
+ * does. */
+LTest(awschunked_trailer, unsigned_errors)
+{
+	static const struct {
+		const char *body;
+		uint64_t    declared;
+		bc_s3err_t  e;
+		size_t      framed;   /* output bytes */
+	} t[] = {
+		/* wrong checksum */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:AAAAAA=="
+		    "\r\n\r\n", 11, BC_S3E_BadDigest, 16 },
+		/* another algorithm's trailer */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32c:crUfeA=="
+		    "\r\n\r\n", 11, BC_S3E_MalformedTrailerError, 16 },
+		/* no trailer; a signature in the unsigned mode */
+		{ "b\r\nHello world\r\n0\r\n\r\n", 11,
+		    BC_S3E_MalformedTrailerError, 16 },
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732"
+		    "e8730629a2e4a59689829ca17fe2e435\r\n\r\n", 11,
+		    BC_S3E_MalformedTrailerError, 16 },
+		/* the final CRLF missing, or half of it */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n",
+		    11, BC_S3E_IncompleteBody, 16 },
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "\r", 11, BC_S3E_IncompleteBody, 16 },
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "\n", 11, BC_S3E_MalformedTrailerError, 16 },
+		/* bytes after the end */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "\r\nx", 11, BC_S3E_InvalidArgument, 52 },
+		/* decoded length wrong: longer, shorter */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "\r\n", 12, BC_S3E_IncompleteBody, 16 },
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg==\r\n"
+		    "\r\n", 10, BC_S3E_IncompleteBody, 0 },
+		/* chunk lines: extensions, signatures, no hex, bare LF */
+		{ "b;x=y\r\nHello world\r\n0\r\n", 11, BC_S3E_InvalidArgument,
+		    0 },
+		{ "b;chunk-signature=d81f82fc3505edab99d459891051a732e8730629a2"
+		    "e4a59689829ca17fe2e435\r\n", 11, BC_S3E_InvalidArgument,
+		    0 },
+		{ "\r\nHello world", 11, BC_S3E_InvalidArgument, 0 },
+		{ "b\nHello world", 11, BC_S3E_InvalidArgument, 0 },
+		/* data not followed by CRLF */
+		{ "b\r\nHello worldX\r\n", 11, BC_S3E_InvalidArgument, 14 },
+		/* malformed value */
+		{ "b\r\nHello world\r\n0\r\nx-amz-checksum-crc32:i9aeUg\r\n"
+		    "\r\n", 11, BC_S3E_InvalidRequest, 16 },
+		/* a trailer line that never ends */
+		{ "0\r\nx-amz-checksum-crc32:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+		    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+		    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0,
+		    BC_S3E_MalformedTrailerError, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		for (int framed = 0; framed < 2; framed++) {
+			bc_awschunked_t *d = new_mode(
+			    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, NULL, framed,
+			    BC_CKSUM_CRC32);
+			bc_buf_t out = BC_BUF_INIT;
+			bc_s3err_t e, again;
+			char x = '0';
+
+			bc_awschunked_set_decoded_len(d, t[i].declared);
+			e = run(d, t[i].body, strlen(t[i].body), one_byte, 1,
+			    &out);
+			cr_expect_eq(e, t[i].e, "case %zu framed %d: %s", i,
+			    framed, bc_s3err_code(e));
+			if (framed)
+				cr_expect_eq(out.len, t[i].framed,
+				    "case %zu: %zu", i, out.len);
+			/* never the final chunk: not "0\r\n" at a line start */
+			cr_expect(out.len < 3 || memcmp(out.data + out.len - 3,
+			    "0\r\n", 3) != 0 || t[i].e == BC_S3E_NONE);
+			cr_expect_null(bc_awschunked_checksum(d), "case %zu",
+			    i);
+			if (t[i].e != BC_S3E_IncompleteBody ||
+			    bc_awschunked_feed(d, &x, 0, &again) != 0) {
+				cr_expect_eq(bc_awschunked_feed(d, &x, 1,
+				    &again), -1);
+				cr_expect_eq(again, e);
+			}
+			bc_awschunked_free(d);
+			bc_buf_fini(&out);
+		}
+	}
+}
+
+/* Unsigned data streams through in blocks: a chunk far over max_chunk
+ * and bigger than any buffer. */
+LTest(awschunked_trailer, unsigned_large_chunk)
+{
+	size_t n = 1000000, len;
+	char *data = malloc(n), crc[BC_CKSUM_B64_MAX];
+	bc_buf_t b = BC_BUF_INIT, out = BC_BUF_INIT;
+	bc_awschunked_opts_t o;
+	bc_awschunked_t *d;
+	static const size_t steps[] = { 100000, 3, 70000 };
+
+	cr_assert_not_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 13);
+	bc_checksum_b64(BC_CKSUM_SHA256, data, n, crc);
+	bc_buf_printf(&b, "%zx\r\n", n);
+	bc_buf_append(&b, data, n);
+	bc_buf_printf(&b, "\r\n0\r\nx-amz-checksum-sha256:%s\r\n\r\n", crc);
+	len = b.len;
+	memset(&o, 0, sizeof(o));
+	o.mode = BC_AWSCHUNKED_UNSIGNED_TRAILER;
+	o.framed = true;
+	o.max_chunk = 1024;
+	o.trailer = BC_CKSUM_SHA256;
+	d = bc_awschunked_new_opts(&o);
+	cr_assert_not_null(d);
+	cr_expect_eq(run(d, b.data, len, steps, 3, &out), BC_S3E_NONE);
+	cr_expect_eq(out.len, len);
+	cr_expect_eq(memcmp(out.data, b.data, len), 0);
+	bc_awschunked_free(d);
+	free(data);
+	bc_buf_fini(&b);
+	bc_buf_fini(&out);
+}
+
+LTest(awschunked_trailer, modes_and_headers)
+{
+	bc_awschunked_mode_t m = BC_AWSCHUNKED_SIGNED_TRAILER;
+	bc_checksum_alg_t alg = BC_CKSUM_NONE;
+	bc_kvlist_t h = BC_KVLIST_INIT;
+	bc_sigv4_ctx_t c = client_ctx();
+	bc_awschunked_opts_t o;
+	bc_awschunked_t *d = NULL;
+
+	cr_expect(bc_awschunked_mode_parse(BC_SIGV4_STREAMING, &m));
+	cr_expect_eq(m, BC_AWSCHUNKED_SIGNED);
+	cr_expect(bc_awschunked_mode_parse(
+	    "STREAMING-UNSIGNED-PAYLOAD-TRAILER", &m));
+	cr_expect_eq(m, BC_AWSCHUNKED_UNSIGNED_TRAILER);
+	cr_expect(bc_awschunked_mode_parse(
+	    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", &m));
+	cr_expect_eq(m, BC_AWSCHUNKED_SIGNED_TRAILER);
+	cr_expect_not(bc_awschunked_mode_parse(
+	    "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", &m));
+	cr_expect_not(bc_awschunked_mode_parse("UNSIGNED-PAYLOAD", &m));
+	cr_expect_not(bc_awschunked_mode_parse(NULL, &m));
+	cr_expect_str_eq(bc_awschunked_mode_name(
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER), "STREAMING-UNSIGNED-PAYLOAD-"
+	    "TRAILER");
+	cr_expect_eq(bc_awschunked_parse_trailer("x-amz-checksum-crc64nvme",
+	    &alg), BC_S3E_NONE);
+	cr_expect_eq(alg, BC_CKSUM_CRC64NVME);
+	cr_expect_eq(bc_awschunked_parse_trailer(NULL, &alg), BC_S3E_NONE);
+	cr_expect_eq(alg, BC_CKSUM_NONE);   /* none announced */
+	cr_expect_eq(bc_awschunked_parse_trailer("x-amz-checksum-md5", &alg),
+	    BC_S3E_InvalidRequest);
+	cr_expect_eq(bc_awschunked_parse_trailer("x-amz-checksum-crc32,"
+	    "x-amz-checksum-crc32c", &alg), BC_S3E_InvalidRequest);
+	/* from headers: the length required, x-amz-trailer optional (valid
+	 * if given) */
+	cr_expect_eq(bc_awschunked_from_headers(&h,
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, false, NULL, 1024, &d),
+	    BC_S3E_MissingContentLength);
+	bc_kv_add(&h, "X-Amz-Trailer", "x-amz-checksum-md5");
+	cr_expect_eq(bc_awschunked_from_headers(&h,
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, false, NULL, 1024, &d),
+	    BC_S3E_InvalidRequest);
+	bc_kv_set(&h, "X-Amz-Trailer", "x-amz-checksum-sha1");
+	cr_expect_eq(bc_awschunked_from_headers(&h,
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, false, NULL, 1024, &d),
+	    BC_S3E_MissingContentLength);
+	bc_kv_add(&h, "x-amz-decoded-content-length", "x");
+	cr_expect_eq(bc_awschunked_from_headers(&h,
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, false, NULL, 1024, &d),
+	    BC_S3E_InvalidArgument);
+	cr_expect_null(d);
+	bc_kv_set(&h, "x-amz-decoded-content-length", "0");
+	cr_expect_eq(bc_awschunked_from_headers(&h,
+	    BC_AWSCHUNKED_UNSIGNED_TRAILER, NULL, false, NULL, 1024, &d),
+	    BC_S3E_NONE);
+	cr_expect_not_null(d);
+	bc_awschunked_free(d);
+	bc_kv_fini(&h);
+	/* inconsistent options */
+	memset(&o, 0, sizeof(o));
+	o.mode = BC_AWSCHUNKED_SIGNED_TRAILER;
+	o.trailer = BC_CKSUM_CRC32;
+	cr_expect_null(bc_awschunked_new_opts(&o));       /* no client */
+	o.client = &c;
+	o.framed = true;
+	cr_expect_null(bc_awschunked_new_opts(&o));       /* no upstream */
+	o.framed = false;
+	o.trailer = BC_CKSUM_NONE;   /* none announced: fine */
+	bc_awschunked_free(bc_awschunked_new_opts(&o));
+	o.mode = BC_AWSCHUNKED_SIGNED;
+	o.trailer = BC_CKSUM_CRC32;
+	cr_expect_null(bc_awschunked_new_opts(&o));       /* one too many */
 }

@@ -1156,9 +1156,19 @@ LTest(sigv4_verify, date_and_payload_headers)
 		{ { EX_HOST, { "Range", "bytes=0-9" }, EX_DATE,
 		    { "x-amz-content-sha256", "abc" } },
 		    BC_S3E_InvalidArgument },
+		/* the aws-chunked modes are known (here not what was
+		 * signed); another streaming mode (SigV4a's) is not */
 		{ { EX_HOST, { "Range", "bytes=0-9" }, EX_DATE,
 		    { "x-amz-content-sha256",
 		    "STREAMING-UNSIGNED-PAYLOAD-TRAILER" } },
+		    BC_S3E_SignatureDoesNotMatch },
+		{ { EX_HOST, { "Range", "bytes=0-9" }, EX_DATE,
+		    { "x-amz-content-sha256",
+		    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" } },
+		    BC_S3E_SignatureDoesNotMatch },
+		{ { EX_HOST, { "Range", "bytes=0-9" }, EX_DATE,
+		    { "x-amz-content-sha256",
+		    "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD" } },
 		    BC_S3E_NotImplemented },
 		/* no x-amz-content-sha256 but a body: cannot be checked */
 		{ { EX_HOST, { "Range", "bytes=0-9" }, EX_DATE,

@@ -2,7 +2,11 @@
  * key and bucket validation, continuation tokens, and listing
  * order/pagination over a real directory tree, checked against a
  * brute-force model of S3's listing rules. (The XML bodies it reads are
- * s3_xml.h's: tests/unit/s3/test_s3_xml.c.) */
+ * s3_xml.h's: tests/unit/s3/test_s3_xml.c.) And its checksums, through
+ * the handler (a gateway started here, spoken to with libcurl): headers
+ * and aws-chunked trailers verified (BadDigest) and kept in the metadata
+ * xattr, S3's default CRC64NVME, GET/HEAD with x-amz-checksum-mode, ranges,
+ * copies, multipart parts. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,12 +16,27 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+
 #include <criterion/criterion.h>
+#include <curl/curl.h>
 
 #include "../bc_test.h"
 
+#include "config/config.h"
+#include "http/http_server.h"
+#include "s3/s3_awschunked.h"
+#include "s3/s3_checksum.h"
 #include "s3/s3_request.h"
+#include "s3/s3_sigv4.h"
 #include "upstream/upstream_file.h"
+#include "util/util_buf.h"
+#include "util/util_crypto.h"
+#include "util/util_kv.h"
+#include "util/util_log.h"
 
 /* ---- keys and buckets ------------------------------------------------- */
 
@@ -593,4 +612,558 @@ LTest(upstream_file, list_prefix_stays_inside, .fini = rm_tree_sh)
 		bc_file_list_fini(&l);
 	}
 	close(fd);
+}
+
+/* ---- checksums, through the handler ----------------------------------- */
+
+/* A gateway on the file:// backend (a fresh tree, bucket "ck"), spoken
+ * to with libcurl; requests signed with the gateway's own SigV4 signer
+ * (key TK). What it stores is read back from the xattr, and over GET. */
+
+typedef struct fsrv_s {
+	bc_config_t cfg;
+	bc_server_t srv;
+	char        url[64];
+	char        host[64];
+} fsrv_t;
+
+static fsrv_t F;
+
+typedef struct resp_s {
+	long        status;
+	bc_buf_t    body;
+	bc_kvlist_t hdrs;
+} resp_t;
+
+static uint16_t
+free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port;
+
+	cr_assert_geq(s, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &al), 0);
+	port = ntohs(a.sin_port);
+	close(s);
+	return port;
+}
+
+static void
+fsrv_start(void)
+{
+	char listen_on[64], upstream[PATH_MAX + 16], err[256] = "";
+	char *env[] = { NULL };
+	int tries;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	bc_log_level = BC_LOG_ERROR;
+	snprintf(tree, sizeof(tree), "/tmp/bc-test-file-XXXXXX");
+	cr_assert_not_null(mkdtemp(tree));
+	mkpath("ck/", false, NULL);
+	snprintf(upstream, sizeof(upstream), "file://%s", tree);
+	for (tries = 0; tries < 3; tries++) {
+		uint16_t port = free_port();
+		char a0[] = "bucketcache", a1[] = "--listen", a3[] = "--upstream";
+		char a5[] = "--client-key", a6[] = "TK:tsecret";
+		char *argv[] = { a0, a1, listen_on, a3, upstream, a5, a6, NULL };
+
+		snprintf(listen_on, sizeof(listen_on), "127.0.0.1:%u",
+		    (unsigned)port);
+		snprintf(F.url, sizeof(F.url), "http://127.0.0.1:%u",
+		    (unsigned)port);
+		snprintf(F.host, sizeof(F.host), "%s", listen_on);
+		cr_assert_eq(bc_config_init(&F.cfg), 0);
+		cr_assert_eq(bc_config_load(&F.cfg, 7, argv, env, err,
+		    sizeof(err)), 0, "%s", err);
+		cr_assert_eq(bc_config_finish(&F.cfg, env, err, sizeof(err)),
+		    0, "%s", err);
+		if (bc_server_start(&F.srv, &F.cfg, NULL, err,
+		    sizeof(err)) == 0)
+			return;
+		bc_config_fini(&F.cfg);   /* the port was taken: again */
+	}
+	cr_assert_fail("cannot start the gateway: %s", err);
+}
+
+static void
+fsrv_stop(void)
+{
+	bc_server_stop(&F.srv);
+	bc_upstream_file_fini();
+	bc_config_fini(&F.cfg);
+	rm_tree_sh();
+	curl_global_cleanup();
+}
+
+static size_t
+on_body(char *p, size_t sz, size_t n, void *arg)
+{
+	cr_assert_eq(bc_buf_append(arg, p, sz * n), 0);
+	return sz * n;
+}
+
+static size_t
+on_header(char *p, size_t sz, size_t n, void *arg)
+{
+	size_t len = sz * n;
+	const char *colon = memchr(p, ':', len);
+
+	if (colon != NULL) {
+		const char *v = colon + 1;
+		size_t vl;
+
+		while (v < p + len && *v == ' ')
+			v++;
+		vl = (size_t)(p + len - v);
+		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		bc_kv_addn(arg, p, (size_t)(colon - p), v, vl);
+	}
+	return len;
+}
+
+/* Signs method path?query with headers hv (name, value, ..., NULL) and
+ * payload hash ph; *ctx gets the signature's context. */
+static struct curl_slist *
+sign(const char *method, const char *path, const char *query,
+    const char *const *hv, const char *ph, bc_sigv4_ctx_t *ctx)
+{
+	const bc_sigv4_creds_t creds = { "TK", "tsecret", NULL, "us-east-1",
+	    "s3" };
+	bc_kvlist_t h = BC_KVLIST_INIT, q = BC_KVLIST_INIT;
+	struct curl_slist *sl = NULL;
+	char line[4096];
+
+	if (query != NULL) {
+		char *dup = strdup(query), *save = NULL;
+
+		for (char *t = strtok_r(dup, "&", &save); t != NULL;
+		    t = strtok_r(NULL, "&", &save)) {
+			char *eq = strchr(t, '=');
+
+			if (eq != NULL)
+				*eq = '\0';
+			bc_kv_add(&q, t, eq != NULL ? eq + 1 : "");
+		}
+		free(dup);
+	}
+	bc_kv_add(&h, "Host", F.host);
+	for (size_t i = 0; hv != NULL && hv[i] != NULL; i += 2)
+		bc_kv_add(&h, hv[i], hv[i + 1]);
+	cr_assert_eq(bc_sigv4_sign(&h, method, path, &q, ph, &creds,
+	    time(NULL), ctx), 0);
+	for (size_t i = 0; i < h.n; i++) {
+		snprintf(line, sizeof(line), "%s: %s", h.v[i].name,
+		    h.v[i].value);
+		sl = curl_slist_append(sl, line);
+	}
+	sl = curl_slist_append(sl, "Expect:");
+	sl = curl_slist_append(sl, "Content-Type:");
+	bc_kv_fini(&h);
+	bc_kv_fini(&q);
+	return sl;
+}
+
+static void
+send_req(const char *method, const char *path, const char *query,
+    struct curl_slist *sl, const void *body, size_t len, resp_t *r)
+{
+	CURL *c = curl_easy_init();
+	char url[512];
+
+	memset(r, 0, sizeof(*r));
+	snprintf(url, sizeof(url), "%s%s%s%s", F.url, path,
+	    query != NULL ? "?" : "", query != NULL ? query : "");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, sl);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->hdrs);
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	} else {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		if (body != NULL) {
+			curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+			    (curl_off_t)len);
+		}
+	}
+	cr_assert_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(sl);
+}
+
+/* One signed request; body hashed into the signature (ph NULL) or not. */
+static void
+req(const char *method, const char *path, const char *query,
+    const char *const *hv, const char *ph, const void *body, size_t len,
+    resp_t *r)
+{
+	bc_sigv4_ctx_t ctx;
+	char hash[65];
+
+	if (ph == NULL) {
+		bc_sha256_hex(body != NULL ? body : "", len, hash);
+		ph = hash;
+	}
+	send_req(method, path, query, sign(method, path, query, hv, ph, &ctx),
+	    body, len, r);
+}
+
+static void
+resp_fini(resp_t *r)
+{
+	bc_buf_fini(&r->body);
+	bc_kv_fini(&r->hdrs);
+}
+
+static const char *
+resp_code(resp_t *r)
+{
+	static char code[64];
+	const char *s = bc_buf_str(&r->body), *a = strstr(s, "<Code>");
+
+	code[0] = '\0';
+	if (a != NULL)
+		sscanf(a + 6, "%63[^<]", code);
+	return code;
+}
+
+/* The object's stored metadata blob (NUL-terminated, static). */
+static const char *
+stored_meta(const char *key)
+{
+	static char blob[8192];
+	char path[PATH_MAX + 64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/ck/%s", tree, key);
+	n = getxattr(path, "user.bucketcache.meta", blob, sizeof(blob) - 1);
+	blob[n > 0 ? n : 0] = '\0';
+	return blob;
+}
+
+static bool
+exists(const char *key)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/ck/%s", tree, key);
+	return access(path, F_OK) == 0;
+}
+
+static void
+get_mode(const char *key, const char *range, resp_t *r)
+{
+	const char *hv[] = { "x-amz-checksum-mode", "ENABLED", "Range", range,
+	    NULL };
+	char path[256];
+
+	snprintf(path, sizeof(path), "/ck/%s", key);
+	if (range == NULL)
+		hv[2] = NULL;
+	req("GET", path, NULL, hv, BC_SIGV4_EMPTY_SHA256, NULL, 0, r);
+}
+
+static const char hello[] = "Hello world";
+
+/* A PUT with a checksum header: verified, kept, answered, returned. */
+LTest(file_checksum, header, .init = fsrv_start, .fini = fsrv_stop)
+{
+	static const struct {
+		const char *key, *name, *value;
+		long        status;
+		const char *code;
+	} t[] = {
+		{ "crc32", "x-amz-checksum-crc32", "i9aeUg==", 200, "" },
+		{ "crc32c", "X-Amz-Checksum-CRC32C", "crUfeA==", 200, "" },
+		{ "crc64", "x-amz-checksum-crc64nvme", "OOJZ0D8xKts=", 200, "" },
+		{ "sha1", "x-amz-checksum-sha1", "e1AsOh9IyGCa4hLN+2Od7jlnP14=",
+		    200, "" },
+		{ "sha256", "x-amz-checksum-sha256",
+		    "ZOyIygCyaOW6GjVnihtTFtIS9PNmskdyMlNKiuyjfzw=", 200, "" },
+		/* wrong, malformed */
+		{ "bad1", "x-amz-checksum-crc32", "AAAAAA==", 400,
+		    "BadDigest" },
+		{ "bad2", "x-amz-checksum-sha256",
+		    "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", 400,
+		    "BadDigest" },
+		{ "bad3", "x-amz-checksum-crc32", "i9aeUg=", 400,
+		    "InvalidRequest" },
+		{ "bad4", "x-amz-checksum-crc32", "OOJZ0D8xKts=", 400,
+		    "InvalidRequest" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		const char *hv[] = { t[i].name, t[i].value, NULL };
+		char path[64], want[128];
+		resp_t r;
+
+		snprintf(path, sizeof(path), "/ck/%s", t[i].key);
+		req("PUT", path, NULL, hv, NULL, hello, 11, &r);
+		cr_expect_eq(r.status, t[i].status, "%s: %ld %s", t[i].key,
+		    r.status, bc_buf_str(&r.body));
+		cr_expect_str_eq(resp_code(&r), t[i].code);
+		if (t[i].status == 200) {
+			cr_expect_str_eq(bc_kv_get(&r.hdrs, t[i].name),
+			    t[i].value);
+			cr_expect_str_eq(bc_kv_get(&r.hdrs,
+			    "x-amz-checksum-type"), "FULL_OBJECT");
+			snprintf(want, sizeof(want), "\nh %s: %s\n",
+			    bc_checksum_header(bc_checksum_from_header(
+			    t[i].name)), t[i].value);
+			cr_expect_not_null(strstr(stored_meta(t[i].key), want),
+			    "%s", stored_meta(t[i].key));
+		} else {
+			cr_expect_not(exists(t[i].key), "%s", t[i].key);
+		}
+		resp_fini(&r);
+	}
+	/* two checksum headers */
+	{
+		const char *hv[] = { "x-amz-checksum-crc32", "i9aeUg==",
+		    "x-amz-checksum-crc32c", "crUfeA==", NULL };
+		resp_t r;
+
+		req("PUT", "/ck/two", NULL, hv, NULL, hello, 11, &r);
+		cr_expect_eq(r.status, 400);
+		cr_expect_str_eq(resp_code(&r), "InvalidRequest");
+		resp_fini(&r);
+	}
+}
+
+/* A PUT without one keeps S3's default, a CRC64NVME. */
+LTest(file_checksum, default_crc64nvme, .init = fsrv_start,
+    .fini = fsrv_stop)
+{
+	resp_t r;
+
+	req("PUT", "/ck/plain", NULL, NULL, NULL, hello, 11, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-crc64nvme"),
+	    "OOJZ0D8xKts=");
+	resp_fini(&r);
+	cr_expect_not_null(strstr(stored_meta("plain"),
+	    "\nh x-amz-checksum-crc64nvme: OOJZ0D8xKts=\n"));
+	/* UNSIGNED-PAYLOAD: the same */
+	req("PUT", "/ck/plain2", NULL, NULL, BC_SIGV4_UNSIGNED, hello, 11, &r);
+	cr_expect_eq(r.status, 200);
+	resp_fini(&r);
+	cr_expect_not_null(strstr(stored_meta("plain2"),
+	    "\nh x-amz-checksum-crc64nvme: OOJZ0D8xKts=\n"));
+}
+
+/* GET and HEAD return it with x-amz-checksum-mode: ENABLED, for the whole
+ * object only; never without. */
+LTest(file_checksum, checksum_mode, .init = fsrv_start, .fini = fsrv_stop)
+{
+	const char *hv[] = { "x-amz-checksum-sha1",
+	    "e1AsOh9IyGCa4hLN+2Od7jlnP14=", NULL };
+	const char *mode[] = { "x-amz-checksum-mode", "ENABLED", NULL };
+	resp_t r;
+
+	req("PUT", "/ck/k", NULL, hv, NULL, hello, 11, &r);
+	cr_assert_eq(r.status, 200);
+	resp_fini(&r);
+	get_mode("k", NULL, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_eq(r.body.len, 11);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"),
+	    "e1AsOh9IyGCa4hLN+2Od7jlnP14=");
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-type"),
+	    "FULL_OBJECT");
+	resp_fini(&r);
+	req("HEAD", "/ck/k", NULL, mode, BC_SIGV4_EMPTY_SHA256, NULL, 0, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"),
+	    "e1AsOh9IyGCa4hLN+2Od7jlnP14=");
+	resp_fini(&r);
+	req("GET", "/ck/k", NULL, NULL, BC_SIGV4_EMPTY_SHA256, NULL, 0, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"));
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-type"));
+	resp_fini(&r);
+	get_mode("k", "bytes=0-4", &r);
+	cr_expect_eq(r.status, 206);
+	cr_expect_eq(r.body.len, 5);
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"));
+	resp_fini(&r);
+	/* a copy keeps it (same bytes), with either directive */
+	{
+		const char *cp[] = { "x-amz-copy-source", "/ck/k", NULL };
+		const char *rp[] = { "x-amz-copy-source", "/ck/k",
+		    "x-amz-metadata-directive", "REPLACE", NULL };
+
+		req("PUT", "/ck/copy", NULL, cp, NULL, NULL, 0, &r);
+		cr_expect_eq(r.status, 200, "%s", bc_buf_str(&r.body));
+		resp_fini(&r);
+		req("PUT", "/ck/copy2", NULL, rp, NULL, NULL, 0, &r);
+		cr_expect_eq(r.status, 200, "%s", bc_buf_str(&r.body));
+		resp_fini(&r);
+		get_mode("copy", NULL, &r);
+		cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"),
+		    "e1AsOh9IyGCa4hLN+2Od7jlnP14=");
+		resp_fini(&r);
+		get_mode("copy2", NULL, &r);
+		cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-sha1"),
+		    "e1AsOh9IyGCa4hLN+2Od7jlnP14=");
+		resp_fini(&r);
+	}
+	/* a file placed by hand has none; stored metadata names it */
+	mkpath("ck/byhand", true, "Hello world");
+	get_mode("byhand", NULL, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-crc64nvme"));
+	resp_fini(&r);
+	{
+		char path[PATH_MAX + 16], blob[512];
+		struct stat st;
+		int n;
+
+		snprintf(path, sizeof(path), "%s/ck/byhand", tree);
+		cr_assert_eq(stat(path, &st), 0);
+		n = snprintf(blob, sizeof(blob), "bucketcache-meta 1\nsize %jd\n"
+		    "mtime %jd.%09ld\netag 3e25960a79dbc69b674cd4ec67a72c62\n"
+		    "h x-amz-checksum-md5: nope\n"
+		    "h x-amz-checksum-crc32c: crUfeA==\n",
+		    (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
+		    (long)st.st_mtim.tv_nsec);
+		cr_assert_eq(setxattr(path, "user.bucketcache.meta", blob,
+		    (size_t)n, 0), 0);
+	}
+	get_mode("byhand", NULL, &r);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-crc32c"),
+	    "crUfeA==");
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-md5"));
+	resp_fini(&r);
+}
+
+/* aws-chunked with a trailing checksum, both modes: decoded, verified,
+ * kept; a wrong one stores nothing. */
+LTest(file_checksum, trailer, .init = fsrv_start, .fini = fsrv_stop)
+{
+	/* what @aws-sdk/client-s3 sent for "Hello ", "world", "!" */
+	static const char js[] = "6\r\nHello \r\n5\r\nworld\r\n1\r\n!\r\n0\r\n"
+	    "x-amz-checksum-crc32:G4UZlQ==\r\n\r\n";
+	const char *hv[] = { "Content-Encoding", "aws-chunked",
+	    "x-amz-decoded-content-length", "12",
+	    "x-amz-trailer", "x-amz-checksum-crc32",
+	    "x-amz-sdk-checksum-algorithm", "CRC32", NULL };
+	char bad[sizeof(js)], sig1[65], sig0[65], tsig[65], hash[65];
+	char sts[512], body[512];
+	bc_sigv4_ctx_t ctx;
+	uint8_t mac[32];
+	resp_t r;
+	int n;
+
+	req("PUT", "/ck/u", NULL, hv, BC_SIGV4_STREAMING_UNSIGNED_TRAILER, js,
+	    sizeof(js) - 1, &r);
+	cr_expect_eq(r.status, 200, "%s", bc_buf_str(&r.body));
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-crc32"),
+	    "G4UZlQ==");
+	resp_fini(&r);
+	get_mode("u", NULL, &r);
+	cr_expect_eq(r.body.len, 12);
+	cr_expect_eq(memcmp(r.body.data, "Hello world!", 12), 0);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-crc32"),
+	    "G4UZlQ==");
+	resp_fini(&r);
+	memcpy(bad, js, sizeof(js));
+	memcpy(strstr(bad, "G4UZ"), "G4UY", 4);
+	req("PUT", "/ck/u-bad", NULL, hv, BC_SIGV4_STREAMING_UNSIGNED_TRAILER,
+	    bad, sizeof(js) - 1, &r);
+	cr_expect_eq(r.status, 400);
+	cr_expect_str_eq(resp_code(&r), "BadDigest");
+	resp_fini(&r);
+	cr_expect_not(exists("u-bad"));
+
+	/* the signed mode: the chain starts at the head's signature */
+	hv[5] = "x-amz-checksum-sha256";
+	hv[7] = "SHA256";
+	for (int good = 1; good >= 0; good--) {
+		struct curl_slist *sl = sign("PUT", good ? "/ck/s" : "/ck/s-bad",
+		    NULL, hv, BC_SIGV4_STREAMING_TRAILER, &ctx);
+		char value[BC_CKSUM_B64_MAX];
+
+		bc_checksum_b64(BC_CKSUM_SHA256, "Hello world!", 12, value);
+		bc_sigv4_chunk_signature(&ctx, ctx.signature, "Hello world!",
+		    12, sig1);
+		bc_sigv4_chunk_signature(&ctx, sig1, "", 0, sig0);
+		n = snprintf(sts, sizeof(sts), "x-amz-checksum-sha256:%s\n",
+		    value);
+		bc_sha256_hex(sts, (size_t)n, hash);
+		snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n"
+		    "%s\n%s", ctx.amz_date, ctx.scope, sig0, hash);
+		bc_hmac_sha256(ctx.key, 32, sts, strlen(sts), mac);
+		bc_hex(mac, 32, tsig);
+		if (!good)
+			tsig[0] = tsig[0] == '0' ? '1' : '0';
+		n = snprintf(body, sizeof(body), "c;chunk-signature=%s\r\n"
+		    "Hello world!\r\n0;chunk-signature=%s\r\n"
+		    "x-amz-checksum-sha256:%s\r\n"
+		    "x-amz-trailer-signature:%s\r\n\r\n", sig1, sig0, value,
+		    tsig);
+		send_req("PUT", good ? "/ck/s" : "/ck/s-bad", NULL, sl, body,
+		    (size_t)n, &r);
+		cr_expect_eq(r.status, good ? 200 : 403, "%s",
+		    bc_buf_str(&r.body));
+		resp_fini(&r);
+	}
+	get_mode("s", NULL, &r);
+	cr_expect_eq(r.body.len, 12);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-sha256"),
+	    "wFNeS+K3n/2TKRMFQ2v4iTFOSj+uwF7P/Lt98xrZ5Ro=");
+	resp_fini(&r);
+	cr_expect_not(exists("s-bad"));
+}
+
+/* Multipart: each part's checksum is verified and answered; the
+ * completed object keeps none (no composite "-N" values here). */
+LTest(file_checksum, multipart, .init = fsrv_start, .fini = fsrv_stop)
+{
+	const char *alg[] = { "x-amz-checksum-algorithm", "CRC32", NULL };
+	const char *good[] = { "x-amz-checksum-crc32", "i9aeUg==", NULL };
+	const char *bad[] = { "x-amz-checksum-crc32", "AAAAAA==", NULL };
+	char id[64] = "", q[128], xml[512], etag[64] = "";
+	const char *e;
+	resp_t r;
+
+	req("POST", "/ck/mp", "uploads", alg, NULL, NULL, 0, &r);
+	cr_assert_eq(r.status, 200, "%s", bc_buf_str(&r.body));
+	e = strstr(bc_buf_str(&r.body), "<UploadId>");
+	cr_assert_not_null(e);
+	sscanf(e + 10, "%63[^<]", id);
+	resp_fini(&r);
+	snprintf(q, sizeof(q), "partNumber=1&uploadId=%s", id);
+	req("PUT", "/ck/mp", q, bad, NULL, hello, 11, &r);
+	cr_expect_eq(r.status, 400);
+	cr_expect_str_eq(resp_code(&r), "BadDigest");
+	resp_fini(&r);
+	req("PUT", "/ck/mp", q, good, NULL, hello, 11, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_str_eq(bc_kv_get(&r.hdrs, "x-amz-checksum-crc32"),
+	    "i9aeUg==");
+	sscanf(bc_kv_get(&r.hdrs, "ETag"), "\"%63[^\"]", etag);
+	resp_fini(&r);
+	snprintf(q, sizeof(q), "uploadId=%s", id);
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><ETag>"
+	    "\"%s\"</ETag><PartNumber>1</PartNumber><ChecksumCRC32>i9aeUg=="
+	    "</ChecksumCRC32></Part></CompleteMultipartUpload>", etag);
+	req("POST", "/ck/mp", q, NULL, NULL, xml, strlen(xml), &r);
+	cr_expect_eq(r.status, 200, "%s", bc_buf_str(&r.body));
+	resp_fini(&r);
+	get_mode("mp", NULL, &r);
+	cr_expect_eq(r.status, 200);
+	cr_expect_eq(r.body.len, 11);
+	cr_expect_null(bc_kv_get(&r.hdrs, "x-amz-checksum-crc32"));
+	resp_fini(&r);
 }

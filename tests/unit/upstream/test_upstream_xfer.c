@@ -5,14 +5,16 @@
  * attempts and backoff waits (no attempt starts past it, the running one
  * fails, 5xx answers do not stretch it), both disarmed once the final
  * headers are in (a slow body is not cut), both counted from the end of a
- * request body, and 0 disabling them.
+ * request body, and 0 disabling them; and a request body of unknown
+ * length (BC_XFER_UNKNOWN_LEN) sent chunked.
  *
  * The upstream is a tiny HTTP/1.1 server on 127.0.0.1 (a port the kernel
  * picks) run by one thread with poll(): it reads each request (head and
- * Content-Length body), and answers the n-th request it received as the
- * n-th step of its script says (the last step repeats): after ttfb_ms, or
- * never; its body all at once or in pieces gap_ms apart. It logs when
- * each request was wholly in. The exchanges run on a real upstream loop
+ * Content-Length or chunked body), and answers the n-th request it
+ * received as the n-th step of its script says (the last step repeats):
+ * after ttfb_ms, or never; its body all at once or in pieces gap_ms
+ * apart. It logs when each request was wholly in (and the last one's
+ * body). The exchanges run on a real upstream loop
  * (libuv + libcurl) in collect mode; the test thread waits for on_done.
  * Timings are loose where jitter or a slow (sanitized) build may shift
  * them, and exact where the code guarantees it (e.g. attempt counts).
@@ -80,6 +82,9 @@ typedef struct srv_s {
 	unsigned        nsteps;
 	unsigned        nreq;
 	uint64_t        req_at[MAX_LOG];   /* ms, monotonic */
+	bool            last_chunked;      /* the last request's body came
+					      with Transfer-Encoding: chunked */
+	char            last_body[256];    /* its body, decoded (NUL-ended) */
 	conn_t          conns[MAX_CONNS];  /* server thread only */
 } srv_t;
 
@@ -124,6 +129,38 @@ send_all(int fd, const char *p, size_t n)
 	return true;
 }
 
+/* A chunked body at p (n bytes) decoded into out (cap bytes, NUL-ended):
+ * returns the bytes it spans, 0 when not all in yet, or -1 when malformed
+ * or too big. No trailers. */
+static ssize_t
+dechunk(const char *p, size_t n, char *out, size_t cap)
+{
+	size_t at = 0, o = 0;
+
+	for (;;) {
+		const char *nl = memchr(p + at, '\n', n - at);
+		unsigned long k;
+		char *e;
+
+		if (nl == NULL)
+			return 0;
+		k = strtoul(p + at, &e, 16);
+		if (e == p + at)
+			return -1;
+		at = (size_t)(nl - p) + 1;
+		if (k == 0)
+			return n - at >= 2 ? (ssize_t)(at + 2) : 0;
+		if (n - at < k + 2)
+			return 0;
+		if (o + k >= cap)
+			return -1;
+		memcpy(out + o, p + at, k);
+		o += k;
+		out[o] = '\0';
+		at += k + 2;
+	}
+}
+
 /* A whole request in c->in? Takes it (keeps what follows) and starts its
  * answer. */
 static void
@@ -131,6 +168,8 @@ conn_take_request(srv_t *s, conn_t *c)
 {
 	char *end, *cl;
 	size_t head, body = 0, total;
+	char dec[256] = "";
+	bool chunked;
 	unsigned n;
 
 	if (c->answering || c->in_len == 0)
@@ -143,6 +182,23 @@ conn_take_request(srv_t *s, conn_t *c)
 	cl = strstr(c->in, "\r\nContent-Length:");   /* curl's spelling */
 	if (cl != NULL && cl < end)
 		body = strtoul(cl + 17, NULL, 10);
+	cl = strstr(c->in, "\r\nTransfer-Encoding: chunked\r\n");
+	chunked = cl != NULL && cl < end;
+	if (chunked) {
+		ssize_t k = dechunk(c->in + head, c->in_len - head, dec,
+		    sizeof(dec));
+
+		if (k < 0) {
+			conn_close(c);
+			return;
+		}
+		if (k == 0)
+			return;
+		body = (size_t)k;
+	} else if (body < sizeof(dec) && c->in_len >= head + body) {
+		memcpy(dec, c->in + head, body);
+		dec[body] = '\0';
+	}
 	total = head + body;
 	if (total >= sizeof(c->in)) {   /* not this test's kind of request */
 		conn_close(c);
@@ -158,6 +214,8 @@ conn_take_request(srv_t *s, conn_t *c)
 	if (s->nreq < MAX_LOG)
 		s->req_at[s->nreq] = now_ms();
 	s->nreq++;
+	s->last_chunked = chunked;
+	memcpy(s->last_body, dec, sizeof(dec));
 	pthread_mutex_unlock(&s->mu);
 	c->req_ms = now_ms();
 	c->pieces_sent = 0;
@@ -682,5 +740,56 @@ LTest(upstream_xfer, body_request_times_out_without_retry)
 	    (unsigned long long)took_ms(t_end));
 	sleep_ms(300);
 	cr_assert_eq(srv_nreq(&E.srv), 1);
+	env_stop();
+}
+
+/* ---- request bodies of unknown length ----------------------------------- */
+
+/* A body of unknown length (BC_XFER_UNKNOWN_LEN: a client's chunked
+ * upload) goes upstream chunked, whole, ending at bc_xfer_write_end(). */
+LTest(upstream_xfer, unknown_length_body_goes_chunked)
+{
+	static const step_t ok[] = {
+		{ .ttfb_ms = 0, .status = 200, .body_len = 2 },
+	};
+	int err;
+
+	env_start(ok, 1);
+	xfer_start(0, 0, 3, BC_XFER_UNKNOWN_LEN);
+	cr_assert_eq(bc_xfer_write(E.x, "hello", 5), 5);
+	sleep_ms(100);
+	cr_assert_eq(bc_xfer_write(E.x, " chunked ", 9), 9);
+	cr_assert_eq(bc_xfer_write(E.x, "world", 5), 5);
+	bc_xfer_write_end(E.x);
+	err = xfer_wait();
+	cr_assert_eq(err, 0, "%s", bc_strerror(err));
+	check_body(2);
+	cr_assert_eq(srv_nreq(&E.srv), 1);
+	pthread_mutex_lock(&E.srv.mu);
+	cr_assert(E.srv.last_chunked, "sent with a Content-Length");
+	cr_assert_str_eq(E.srv.last_body, "hello chunked world");
+	pthread_mutex_unlock(&E.srv.mu);
+	env_stop();
+}
+
+/* An empty body of unknown length is still a chunked PUT (a final chunk
+ * only), not a bodiless request. */
+LTest(upstream_xfer, unknown_length_empty_body)
+{
+	static const step_t ok[] = {
+		{ .ttfb_ms = 0, .status = 200, .body_len = 0 },
+	};
+	int err;
+
+	env_start(ok, 1);
+	xfer_start(0, 0, 0, BC_XFER_UNKNOWN_LEN);
+	bc_xfer_write_end(E.x);
+	err = xfer_wait();
+	cr_assert_eq(err, 0, "%s", bc_strerror(err));
+	cr_assert_eq(srv_nreq(&E.srv), 1);
+	pthread_mutex_lock(&E.srv.mu);
+	cr_assert(E.srv.last_chunked);
+	cr_assert_str_eq(E.srv.last_body, "");
+	pthread_mutex_unlock(&E.srv.mu);
 	env_stop();
 }
