@@ -3,7 +3,7 @@ vcl 4.1;
 
 backend origin {
 	.host = "127.0.0.1";
-	.port = "43603";
+	.port = "57985";
 }
 
 sub vcl_recv {

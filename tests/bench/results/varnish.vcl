@@ -3,7 +3,7 @@ vcl 4.1;
 
 backend origin {
 	.host = "127.0.0.1";
-	.port = "45989";
+	.port = "33921";
 }
 
 sub vcl_recv {
