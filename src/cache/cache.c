@@ -31,6 +31,8 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_hash.h"
+#include "util/util_num.h"
 #include "util/util_time.h"
 
 #define TABLE_MIN     4096
@@ -51,6 +53,7 @@ typedef struct fill_s {
 	bc_object_t   *o;           /* reference held */
 	fill_kind_t    kind;
 	bool           anon;        /* sent unsigned, for an unsigned request */
+	bool           prefetch;    /* no client has waited on it (yet) */
 	uint32_t       index;
 	char           etag[132];   /* the version expected */
 	bc_waiter_t   *waiters;
@@ -103,6 +106,16 @@ struct bc_cache_s {
 	bc_upstream_ep_t       ep;
 };
 
+/* The policy context of an event on o's chunks. No jobs are known yet:
+ * the dataset is the bucket. */
+static bc_policy_ctx_t
+policy_ctx(const bc_object_t *o, bool prefetch)
+{
+	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, o->bucket, prefetch };
+
+	return ctx;
+}
+
 /* Response headers never replayed from the cached metadata: per-response
  * framing, per-request identifiers, and what the gateway adds itself. */
 static const char *const unreplayed_headers[] = {
@@ -115,14 +128,10 @@ static const char *const unreplayed_headers[] = {
 static uint64_t
 obj_hash(const char *bucket, const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = bc_hash(BC_HASH_INIT, bucket, strlen(bucket));
 
-	for (const char *p = bucket; *p != '\0'; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	h = (h ^ 0xff) * 1099511628211ull;
-	for (const char *p = key; *p != '\0'; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	return h;
+	h = bc_hash(h, "\xff", 1);   /* no bucket name holds it */
+	return bc_hash(h, key, strlen(key));
 }
 
 /* ---- waiters ----------------------------------------------------------- */
@@ -672,13 +681,9 @@ fill_unlink(bc_object_t *o, fill_t *f)
 static uint64_t
 parse_u64(const char *v)
 {
-	char *end;
-	unsigned long long n;
+	uint64_t n;
 
-	if (v == NULL || *v < '0' || *v > '9')
-		return UINT64_MAX;
-	n = strtoull(v, &end, 10);
-	return *end == '\0' ? (uint64_t)n : UINT64_MAX;
+	return bc_u64_parse_str(v, &n) ? n : UINT64_MAX;
 }
 
 /* Parses "bytes first-last/total"; returns total, or UINT64_MAX when
@@ -914,8 +919,11 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
 	ch->fetch_us = bc_xfer_elapsed_us(f->x);
 	waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
-	if (o->listed)
-		bc_tier_mem.put(c->mem, ch);   /* may not admit */
+	if (o->listed) {
+		bc_policy_ctx_t ctx = policy_ctx(o, f->prefetch);
+
+		bc_tier_mem.put(c->mem, ch, &ctx);   /* may not admit */
+	}
 	waiters_end(&f->waiters, f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
 	    ch, 0, 0, NULL, 0);
 	/* The fill's own reference goes now when the tier or a reader holds
@@ -1088,24 +1096,19 @@ out:
 
 /* ---- lookups ----------------------------------------------------------- */
 
-static void
-on_tier_get(void *arg, bc_chunk_t *chunk, int err)
-{
-	*(bc_chunk_t **)arg = chunk;
-}
-
 /* c->mu held: whether chunk hint of o's version is in memory (a request
  * for it that is not makes a fill, which validates on its way). */
 static bool
 hint_cached(bc_cache_t *c, bc_object_t *o, uint32_t hint)
 {
 	bc_chunk_key_t k = { o->bucket, o->key, o->meta.etag, hint };
-	bc_chunk_t *ch = NULL;
+	bc_policy_ctx_t ctx = policy_ctx(o, false);
+	bc_chunk_t *ch;
 
 	if (hint == BC_CACHE_META_ONLY ||
 	    bc_chunk_start(hint, c->cs) >= o->meta.size)
 		return true;
-	bc_tier_mem.get(c->mem, &k, on_tier_get, &ch);
+	ch = bc_tier_mem.lookup(c->mem, &k, &ctx);
 	if (ch == NULL)
 		return false;
 	bc_chunk_unref(ch);
@@ -1255,13 +1258,14 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
     bool fetch, bool anon, bc_waiter_t *w, bc_chunk_t **out)
 {
 	bc_chunk_key_t k = { o->bucket, o->key, etag, i };
-	bc_chunk_t *hit = NULL;
+	bc_policy_ctx_t ctx = policy_ctx(o, w == NULL);
+	bc_chunk_t *hit;
 	fill_t *f;
 	int rv;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->mu);
-	bc_tier_mem.get(c->mem, &k, on_tier_get, &hit);
+	hit = bc_tier_mem.lookup(c->mem, &k, &ctx);
 	if (hit != NULL) {
 		*out = hit;
 		rv = 0;
@@ -1283,7 +1287,11 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		rv = fill_start(c, o, FILL_CHUNK, i, anon, &f);
 		if (rv < 0)
 			goto out;
-	} else if (f->chunk != NULL && !f->recheck && w != NULL &&
+		f->prefetch = true;   /* until a waiter comes */
+	}
+	if (w != NULL)
+		f->prefetch = false;
+	if (f->chunk != NULL && !f->recheck && w != NULL &&
 	    w->partial_ok) {
 		bc_chunk_ref(f->chunk);   /* join the fill as it streams */
 		*out = f->chunk;
@@ -1445,7 +1453,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	}
 	memset(&to, 0, sizeof(to));
 	to.capacity = c->mem_size;
-	to.policy = &bc_policy_lru;
+	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
 	to.external_bytes = &c->outside_bytes;
 	rv = bc_tier_mem.open(&to, &c->mem);
 	if (rv < 0)

@@ -20,27 +20,13 @@
 #include <unistd.h>
 
 #include "cache/cache_chunk.h"
-
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME  0x100000001b3ULL
-
-static uint64_t
-fnv_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
+#include "util/util_hash.h"
 
 /* Hashes s including its NUL, as it appears in an id. */
 static uint64_t
-fnv_str(uint64_t h, const char *s)
+hash_str(uint64_t h, const char *s)
 {
-	return fnv_bytes(h, s, strlen(s) + 1);
+	return bc_hash(h, s, strlen(s) + 1);
 }
 
 static uint64_t
@@ -51,7 +37,7 @@ finish(uint64_t h, uint32_t index)
 		(unsigned char)(index >> 16), (unsigned char)(index >> 24)
 	};
 
-	h = fnv_bytes(h, ib, sizeof(ib));
+	h = bc_hash(h, ib, sizeof(ib));
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
@@ -63,11 +49,11 @@ finish(uint64_t h, uint32_t index)
 uint64_t
 bc_chunk_key_hash(const bc_chunk_key_t *k)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = BC_HASH_INIT;
 
-	h = fnv_str(h, k->bucket);
-	h = fnv_str(h, k->key);
-	h = fnv_str(h, k->etag);
+	h = hash_str(h, k->bucket);
+	h = hash_str(h, k->key);
+	h = hash_str(h, k->etag);
 	return finish(h, k->index);
 }
 
@@ -92,7 +78,7 @@ bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len)
 	memcpy(c->id + bl + 1 + kl + 1, k->etag, el + 1);
 	c->id_len = idl;
 	c->index = k->index;
-	c->hash = finish(fnv_bytes(FNV_OFFSET, c->id, idl), k->index);
+	c->hash = finish(bc_hash(BC_HASH_INIT, c->id, idl), k->index);
 	c->data = data;
 	c->len = len;
 	atomic_init(&c->refs, 1);

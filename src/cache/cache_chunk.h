@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/policy.h"
+
 typedef struct bc_chunk_key_s {
 	const char *bucket;
 	const char *key;
@@ -52,10 +54,9 @@ struct bc_chunk_s {
 	uint64_t         fetch_us;    /* what fetching it cost (policy input) */
 	bc_chunk_free_fn on_free;     /* NULL, or set once by the owning tier */
 	void            *tier_data;   /* the owning tier's per-chunk state */
-	/* Intrusive links and a word for the owning tier's policy (its lock
-	 * held); no one else touches them. */
-	bc_chunk_t      *pol_prev, *pol_next;
-	uint64_t         pol_word;
+	/* The owning memory tier's policy node (under that tier's lock);
+	 * no one else touches it. */
+	bc_policy_node_t pol;
 	/* Filling (see above); fill_waiters is the cache's, under its lock. */
 	_Atomic size_t      filled;
 	_Atomic int         state;

@@ -30,8 +30,10 @@
 
 #include "config/config.h"
 #include "config/config_creds.h"
+#include "policy/policy.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_num.h"
 
 #define MAX_LINE    4096    /* config file line */
 #define MAX_SECRET  1024
@@ -185,20 +187,14 @@ parse_bool(void *dst, const char *v, char *why, size_t whylen)
 static int
 parse_u64(const char *s, uint64_t *out, const char **end)
 {
-	uint64_t n = 0;
-	const char *p = s;
+	ssize_t n = bc_u64_prefix(s, strlen(s), out);
 
-	if (!isdigit((unsigned char)*p))
+	*end = s;
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
 		return BC_EINVAL;
-	for (; isdigit((unsigned char)*p); p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (n > (UINT64_MAX - d) / 10)
-			return BC_ERANGE;
-		n = n * 10 + d;
-	}
-	*out = n;
-	*end = p;
+	*end = s + n;
 	return 0;
 }
 
@@ -922,6 +918,11 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 	if (c->chunk_size < 4096 || c->chunk_size > CHUNK_SIZE_MAX) {
 		bc_errf(err, errlen, "--chunk-size: %llu is not between 4K and "
 		    "1G", (unsigned long long)c->chunk_size);
+		return BC_EINVAL;
+	}
+	if (bc_policy_find(c->policy) == NULL) {
+		bc_errf(err, errlen, "--policy: '" SHOW "' is not a policy (%s)",
+		    c->policy, bc_policy_names());
 		return BC_EINVAL;
 	}
 	if (strcmp(c->upstream_addressing, "path") != 0 &&

@@ -37,6 +37,7 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_num.h"
 
 #define READER_BLOCK   (64 * 1024)
 #define MAX_AWS_CHUNK  (16 * 1024 * 1024)
@@ -354,14 +355,10 @@ invalidate(bc_http_req_t *r, proxy_t *p)
 static uint64_t
 header_u64(const bc_kvlist_t *h, const char *name)
 {
-	const char *v = bc_kv_get(h, name);
-	char *end;
-	unsigned long long n;
+	uint64_t n;
 
-	if (v == NULL || *v < '0' || *v > '9')
-		return MHD_SIZE_UNKNOWN;
-	n = strtoull(v, &end, 10);
-	return *end == '\0' ? (uint64_t)n : MHD_SIZE_UNKNOWN;
+	return bc_u64_parse_str(bc_kv_get(h, name), &n) ? n :
+	    MHD_SIZE_UNKNOWN;
 }
 
 static bc_s3err_t

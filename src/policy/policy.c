@@ -20,3 +20,9 @@ bc_policy_find(const char *name)
 			return policies[i];
 	return NULL;
 }
+
+const char *
+bc_policy_names(void)
+{
+	return "lru";   /* keep in step with policies[] */
+}

@@ -1,11 +1,12 @@
 /*
  * policy_lru.c — least recently used eviction, admit everything.
  *
- * An intrusive doubly-linked list through c->pol_prev/pol_next, most
+ * An intrusive doubly-linked list through the nodes' prev/next, most
  * recently inserted or hit at the head; victims come from the tail. Every
- * op is O(1) except choose_victim, which walks past skipped chunks. Called
+ * op is O(1) except choose_victim, which walks past skipped nodes. Called
  * with the owning tier's lock held (policy.h); the list holds no
- * references: the tier removes a chunk (on_remove) before dropping it.
+ * references: the tier removes an entry (on_remove) before dropping it.
+ * Context and targets are ignored: recency is all it knows.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -13,14 +14,15 @@
 #include "policy/policy.h"
 
 struct bc_policy_s {
-	bc_chunk_t *head;       /* most recent */
-	bc_chunk_t *tail;       /* least recent: the next victim */
-	size_t      n;
+	bc_policy_node_t *head;       /* most recent */
+	bc_policy_node_t *tail;       /* least recent: the next victim */
+	size_t            n;
 };
 
 static bc_policy_t *
-lru_new(void)
+lru_new(const bc_policy_opts_t *o)
 {
+	(void)o;
 	return calloc(1, sizeof(bc_policy_t));
 }
 
@@ -31,74 +33,87 @@ lru_free(bc_policy_t *p)
 }
 
 static bool
-lru_admit(bc_policy_t *p, const bc_chunk_t *c)
+lru_admit(bc_policy_t *p, const bc_policy_node_t *n,
+    const bc_policy_ctx_t *ctx)
 {
 	(void)p;
-	(void)c;
+	(void)n;
+	(void)ctx;
 	return true;
 }
 
 static void
-push_head(bc_policy_t *p, bc_chunk_t *c)
+push_head(bc_policy_t *p, bc_policy_node_t *n)
 {
-	c->pol_prev = NULL;
-	c->pol_next = p->head;
+	n->prev = NULL;
+	n->next = p->head;
 	if (p->head != NULL)
-		p->head->pol_prev = c;
+		p->head->prev = n;
 	else
-		p->tail = c;
-	p->head = c;
+		p->tail = n;
+	p->head = n;
 }
 
 static void
-unlink_chunk(bc_policy_t *p, bc_chunk_t *c)
+unlink_node(bc_policy_t *p, bc_policy_node_t *n)
 {
-	if (c->pol_prev != NULL)
-		c->pol_prev->pol_next = c->pol_next;
+	if (n->prev != NULL)
+		n->prev->next = n->next;
 	else
-		p->head = c->pol_next;
-	if (c->pol_next != NULL)
-		c->pol_next->pol_prev = c->pol_prev;
+		p->head = n->next;
+	if (n->next != NULL)
+		n->next->prev = n->prev;
 	else
-		p->tail = c->pol_prev;
-	c->pol_prev = NULL;
-	c->pol_next = NULL;
+		p->tail = n->prev;
+	n->prev = NULL;
+	n->next = NULL;
 }
 
 static void
-lru_on_insert(bc_policy_t *p, bc_chunk_t *c)
+lru_on_insert(bc_policy_t *p, bc_policy_node_t *n,
+    const bc_policy_ctx_t *ctx)
 {
-	push_head(p, c);
+	(void)ctx;
+	push_head(p, n);
 	p->n++;
 }
 
 static void
-lru_on_hit(bc_policy_t *p, bc_chunk_t *c)
+lru_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
+	(void)ctx;
 	assert(p->n > 0);
-	if (p->head == c)
+	if (p->head == n)
 		return;
-	unlink_chunk(p, c);
-	push_head(p, c);
+	unlink_node(p, n);
+	push_head(p, n);
 }
 
 static void
-lru_on_remove(bc_policy_t *p, bc_chunk_t *c)
+lru_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
 	assert(p->n > 0);
-	assert(c->pol_prev != NULL || p->head == c);
-	unlink_chunk(p, c);
+	assert(n->prev != NULL || p->head == n);
+	unlink_node(p, n);
 	p->n--;
 }
 
-static bc_chunk_t *
-lru_choose_victim(bc_policy_t *p, bool (*skip)(void *arg, const bc_chunk_t *c),
-    void *arg)
+static bc_policy_node_t *
+lru_choose_victim(bc_policy_t *p,
+    bool (*skip)(void *arg, const bc_policy_node_t *n), void *arg)
 {
-	for (bc_chunk_t *c = p->tail; c != NULL; c = c->pol_prev)
-		if (skip == NULL || !skip(arg, c))
-			return c;
+	for (bc_policy_node_t *n = p->tail; n != NULL; n = n->prev)
+		if (skip == NULL || !skip(arg, n))
+			return n;
 	return NULL;
+}
+
+static void
+lru_set_target(bc_policy_t *p, const char *dataset, uint64_t bytes)
+{
+	(void)p;
+	(void)dataset;
+	(void)bytes;
 }
 
 const bc_policy_ops_t bc_policy_lru = {
@@ -110,4 +125,5 @@ const bc_policy_ops_t bc_policy_lru = {
 	.on_hit = lru_on_hit,
 	.on_remove = lru_on_remove,
 	.choose_victim = lru_choose_victim,
+	.set_target = lru_set_target,
 };

@@ -27,6 +27,7 @@
 
 #include "s3/s3_awschunked.h"
 #include "util/util_crypto.h"
+#include "util/util_num.h"
 
 #define SIG_EXT      ";chunk-signature="
 #define SIG_EXT_LEN  (sizeof(SIG_EXT) - 1)
@@ -232,21 +233,10 @@ bc_awschunked_from_headers(const bc_kvlist_t *h, bc_awschunked_mode_t mode,
 bc_s3err_t
 bc_awschunked_parse_decoded_len(const char *value, uint64_t *len)
 {
-	uint64_t n = 0;
-	size_t i;
-
 	if (value == NULL)
 		return BC_S3E_MissingContentLength;
-	for (i = 0; value[i] >= '0' && value[i] <= '9'; i++) {
-		unsigned dig = (unsigned)(value[i] - '0');
-
-		if (i >= 20 || n > (UINT64_MAX - dig) / 10)
-			return BC_S3E_InvalidArgument;
-		n = n * 10 + dig;
-	}
-	if (i == 0 || value[i] != '\0')
+	if (strlen(value) > 20 || !bc_u64_parse_str(value, len))
 		return BC_S3E_InvalidArgument;
-	*len = n;
 	return BC_S3E_NONE;
 }
 

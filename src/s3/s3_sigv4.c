@@ -15,6 +15,7 @@
 #include "s3/s3_sigv4.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define ALGORITHM   "AWS4-HMAC-SHA256"
 #define SMALL_QUERY 16   /* query parameters sorted without malloc */
@@ -353,17 +354,13 @@ days_from_civil(long long y, unsigned m, unsigned d)
 	return era * 146097 + (long long)doe - 719468;
 }
 
+/* n (at most 9) digits as a number; -1 when they are not all digits. */
 static int
 digits(const char *s, size_t n)
 {
-	int v = 0;
+	uint64_t v;
 
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v;
+	return bc_u64_parse(s, n, &v) ? (int)v : -1;
 }
 
 int

@@ -12,6 +12,7 @@
 
 #include "s3/s3_sigv4.h"
 #include "s3/s3_verdicts.h"
+#include "util/util_hash.h"
 
 #define STRIPES     64
 #define MAX_EXPIRES 604800   /* a week, as the verifier allows */
@@ -149,16 +150,6 @@ verdict_key(const bc_s3_req_t *r, char *buf, size_t cap, time_t *from,
 	return len;
 }
 
-static uint64_t
-fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-	return h;
-}
-
 bc_s3err_t
 bc_s3_verdicts_verify(bc_s3_verdicts_t *v, const bc_s3_req_t *r,
     time_t now, bc_s3_secret_fn secret, void *ctx, bool allow_anonymous,
@@ -177,7 +168,7 @@ bc_s3_verdicts_verify(bc_s3_verdicts_t *v, const bc_s3_req_t *r,
 	if (v != NULL)
 		klen = verdict_key(r, key, sizeof(key), &from, &until);
 	if (klen > 0 && now >= from && now <= until) {
-		i = (size_t)fnv1a(key, klen) & v->mask;
+		i = (size_t)bc_hash(BC_HASH_INIT, key, klen) & v->mask;
 		mu = &v->mu[i % STRIPES];
 		s = &v->slots[i];
 		pthread_mutex_lock(mu);

@@ -12,6 +12,7 @@
 
 #include "s3/s3_xml.h"
 #include "util/util_buf.h"
+#include "util/util_num.h"
 
 #define ENTITY_MAX 12   /* bytes of a reference, '&' and ';' included */
 #define TAG_MAX    40   /* "</" name ">" + NUL */
@@ -409,25 +410,15 @@ parse_part(const char *in, size_t inlen, bc_s3_part_t *part)
 	const char *q = in, *s, *es;
 	size_t sl, el;
 	char *etag = NULL;
-	unsigned pn = 0;
+	uint64_t pn = 0;
 	bc_s3err_t e = BC_S3E_MalformedXML;
 
 	if (xml_elem(&q, in + inlen, "PartNumber", &s, &sl) != 1)
 		goto out;
 	bc_span_trim(&s, &sl);
-	/* a decimal without sign of at most 7 digits cannot overflow */
-	if (sl == 0 || sl > 7) {
-		e = BC_S3E_InvalidArgument;
-		goto out;
-	}
-	for (size_t i = 0; i < sl; i++) {
-		if (s[i] < '0' || s[i] > '9') {
-			e = BC_S3E_InvalidArgument;
-			goto out;
-		}
-		pn = pn * 10 + (unsigned)(s[i] - '0');
-	}
-	if (pn < 1 || pn > BC_S3_MAX_PARTS) {
+	/* a decimal without sign, of at most 7 digits */
+	if (sl > 7 || !bc_u64_parse(s, sl, &pn) || pn < 1 ||
+	    pn > BC_S3_MAX_PARTS) {
 		e = BC_S3E_InvalidArgument;
 		goto out;
 	}

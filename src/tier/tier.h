@@ -1,11 +1,14 @@
 /*
  * tier.h — a cache tier (memory, disk, Redis) behind one ops table.
  *
- * Contract (DESIGN.md): open, get (async, callback), put (takes its own
- * reference), del, close, plus capacity and usage. A tier that fails
- * (Redis down, disk full) reports an error to the caller, which skips it;
- * it never fails a client request another tier or the upstream can serve.
- * Tiers are thread-safe: every op may be called from any thread.
+ * Contract (DESIGN.md, "Tier ops"): open, a look-up, put (takes its own
+ * reference), del, close, plus capacity and usage. A SYNC tier (memory)
+ * answers lookup() at once; the other tiers' asynchronous get comes with
+ * them. A tier that fails (Redis down, disk full) reports an error to the
+ * caller, which skips it; it never fails a client request another tier or
+ * the upstream can serve. Tiers are thread-safe: every op may be called
+ * from any thread. Each tier orders its entries with its own policy
+ * instance (policy.h), handing it the caller's context on every event.
  */
 #ifndef BC_TIER_H
 #define BC_TIER_H
@@ -18,14 +21,11 @@
 
 typedef struct bc_tier_s bc_tier_t;
 
-/* Called once per get: c is a new reference the callee owns (NULL on a
- * miss), err is 0 or a negative BC_E* code. May run before get returns
- * (the memory tier always calls back synchronously). */
-typedef void (*bc_tier_get_cb)(void *arg, bc_chunk_t *c, int err);
+#define BC_TIER_SYNC 1u   /* answers lookup() at once (memory) */
 
 typedef struct bc_tier_opts_s {
 	uint64_t                capacity;   /* bytes, overhead included */
-	const bc_policy_ops_t  *policy;     /* eviction/admission */
+	const bc_policy_ops_t  *policy;     /* eviction/admission; NULL: lru */
 	/* Bytes the cache holds outside this tier (metadata) that count
 	 * against the same capacity; may be NULL. */
 	_Atomic uint64_t       *external_bytes;
@@ -33,15 +33,19 @@ typedef struct bc_tier_opts_s {
 
 typedef struct bc_tier_ops_s {
 	const char *name;
+	unsigned    flags;   /* BC_TIER_SYNC */
 	/* Returns 0 and *out, or a negative BC_E* code. */
 	int      (*open)(const bc_tier_opts_t *o, bc_tier_t **out);
-	/* Looks k up; cb fires exactly once (see bc_tier_get_cb). */
-	void     (*get)(bc_tier_t *t, const bc_chunk_key_t *k,
-	    bc_tier_get_cb cb, void *arg);
-	/* Offers c (the tier takes its own reference when it keeps it).
-	 * Returns 0 when kept, BC_E2BIG when the policy did not admit it or
-	 * it cannot fit, another negative code on failure. May evict. */
-	int      (*put)(bc_tier_t *t, bc_chunk_t *c);
+	/* SYNC tiers: k's chunk as a new reference the caller owns, or NULL;
+	 * a hit is the policy's on_hit with ctx. */
+	bc_chunk_t *(*lookup)(bc_tier_t *t, const bc_chunk_key_t *k,
+	    const bc_policy_ctx_t *ctx);
+	/* Offers c (the tier takes its own reference when it keeps it),
+	 * for ctx. Returns 0 when kept, BC_E2BIG when the policy did not
+	 * admit it or it cannot fit, another negative code on failure. May
+	 * evict. */
+	int      (*put)(bc_tier_t *t, bc_chunk_t *c,
+	    const bc_policy_ctx_t *ctx);
 	/* Drops k if present. Returns 0 or BC_ENOENT. */
 	int      (*del)(bc_tier_t *t, const bc_chunk_key_t *k);
 	/* Drops every chunk of (bucket, key) — any ETag — or, when key is

@@ -4,10 +4,10 @@
  * shift deletion, grown at 3/4 load) under one mutex, ordered by a policy.
  *
  * Threads: every op takes t->lock; a hit is a lookup, the policy's on_hit
- * and a ref, without allocation. get() calls back after unlocking.
- * Chunks are freed outside the lock when the tier held the last
- * reference (a "deferred" list through pol_next, which is ours once the
- * policy forgot the chunk and no one else holds it).
+ * and a ref, without allocation. Chunks are freed outside the lock when
+ * the tier held the last reference (a "deferred" list through the policy
+ * node's next, which is ours once the policy forgot the chunk and no one
+ * else holds it).
  *
  * Accounting: capacity bounds usage = acct->bytes + *external_bytes, where
  * acct->bytes is the charge (bc_chunk_charge) of every chunk in the table
@@ -124,6 +124,12 @@ bc_tier_mem_acct_unref(bc_tier_mem_acct_t *a)
 
 /* ---- hash table (lock held) ---------------------------------------- */
 
+static bc_chunk_t *
+chunk_of(const bc_policy_node_t *n)
+{
+	return BC_POLICY_ENTRY(n, bc_chunk_t, pol);
+}
+
 static bool
 same_id(const bc_chunk_t *a, const bc_chunk_t *b)
 {
@@ -216,7 +222,7 @@ release(bc_tier_t *t, bc_chunk_t *c, bc_chunk_t **deferred)
 {
 	size_t ch = bc_chunk_charge(c);
 
-	t->pol_ops->on_remove(t->pol, c);
+	t->pol_ops->on_remove(t->pol, &c->pol);
 	t->held_bytes -= ch;
 	if (atomic_load(&c->refs) == 1) {
 		/* No one else can reach c: the tier's lookups are locked. */
@@ -224,7 +230,7 @@ release(bc_tier_t *t, bc_chunk_t *c, bc_chunk_t **deferred)
 		c->tier_data = NULL;
 		atomic_fetch_sub(&t->acct->bytes, ch);
 		acct_unref(t->acct);
-		c->pol_next = *deferred;
+		c->pol.next = *deferred != NULL ? &(*deferred)->pol : NULL;
 		*deferred = c;
 	} else {
 		bc_chunk_unref(c);
@@ -247,8 +253,8 @@ free_deferred(bc_chunk_t *c)
 	bc_chunk_t *next;
 
 	for (; c != NULL; c = next) {
-		next = c->pol_next;
-		c->pol_next = NULL;
+		next = c->pol.next != NULL ? chunk_of(c->pol.next) : NULL;
+		c->pol.next = NULL;
 		bc_chunk_unref(c);
 	}
 }
@@ -278,7 +284,8 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 		goto fail;
 	}
 	locked = true;
-	t->pol = t->pol_ops->new();
+	t->pol = t->pol_ops->new(&(bc_policy_opts_t){ .capacity =
+	    o->capacity });
 	t->acct = calloc(1, sizeof(*t->acct));
 	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
 	t->mask = MIN_SLOTS - 1;
@@ -302,8 +309,8 @@ fail:
 	return rv;
 }
 
-static void
-mem_get(bc_tier_t *t, const bc_chunk_key_t *k, bc_tier_get_cb cb, void *arg)
+static bc_chunk_t *
+mem_lookup(bc_tier_t *t, const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx)
 {
 	uint64_t    h = bc_chunk_key_hash(k);
 	bc_chunk_t *c = NULL;
@@ -314,20 +321,26 @@ mem_get(bc_tier_t *t, const bc_chunk_key_t *k, bc_tier_get_cb cb, void *arg)
 	if (i != NONE) {
 		c = t->slots[i].c;
 		bc_chunk_ref(c);
-		t->pol_ops->on_hit(t->pol, c);
+		t->pol_ops->on_hit(t->pol, &c->pol, ctx);
 		t->hits++;
 	} else {
 		t->misses++;
 	}
 	pthread_mutex_unlock(&t->lock);
-	cb(arg, c, 0);
+	return c;
 }
 
 static bool
-busy_skip(void *arg, const bc_chunk_t *c)
+busy(const bc_chunk_t *c)
+{
+	return atomic_load(&c->refs) > 1;
+}
+
+static bool
+busy_skip(void *arg, const bc_policy_node_t *n)
 {
 	(void)arg;
-	return atomic_load(&c->refs) > 1;
+	return busy(chunk_of(n));
 }
 
 /* The dry run: sums what evicting would free, in the policy's order,
@@ -338,11 +351,12 @@ struct dry {
 };
 
 static bool
-dry_skip(void *arg, const bc_chunk_t *c)
+dry_skip(void *arg, const bc_policy_node_t *n)
 {
 	struct dry *d = arg;
+	const bc_chunk_t *c = chunk_of(n);
 
-	if (c == d->old || busy_skip(NULL, c))
+	if (c == d->old || busy(c))
 		return true;
 	d->sum += bc_chunk_charge(c);
 	return d->sum < d->need;
@@ -371,7 +385,7 @@ room_possible(bc_tier_t *t, uint64_t add, uint64_t room,
 static int
 evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
 {
-	bc_chunk_t *v;
+	bc_policy_node_t *v;
 	size_t i;
 
 	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext_bytes(t)),
@@ -379,7 +393,7 @@ evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
 		v = t->pol_ops->choose_victim(t->pol, busy_skip, NULL);
 		if (v == NULL)
 			return BC_E2BIG;
-		i = find_chunk(t, v);
+		i = find_chunk(t, chunk_of(v));
 		assert(i != NONE);
 		drop(t, i, deferred);
 		atomic_fetch_add(&t->evictions, 1);
@@ -388,7 +402,7 @@ evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
 }
 
 static int
-mem_put(bc_tier_t *t, bc_chunk_t *c)
+mem_put(bc_tier_t *t, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
 	bc_chunk_t *deferred = NULL, *old = NULL;
 	uint64_t    ch = bc_chunk_charge(c), add, room;
@@ -408,7 +422,9 @@ mem_put(bc_tier_t *t, bc_chunk_t *c)
 		rv = BC_EEXIST;
 		goto out;
 	}
-	if (ch > t->capacity || !t->pol_ops->admit(t->pol, c)) {
+	c->pol.size = ch;
+	c->pol.fetch_us = c->fetch_us;
+	if (ch > t->capacity || !t->pol_ops->admit(t->pol, &c->pol, ctx)) {
 		rv = BC_E2BIG;
 		goto reject;
 	}
@@ -442,7 +458,7 @@ mem_put(bc_tier_t *t, bc_chunk_t *c)
 	}
 	t->held_bytes += ch;
 	t->inserts++;
-	t->pol_ops->on_insert(t->pol, c);
+	t->pol_ops->on_insert(t->pol, &c->pol, ctx);
 	goto out;
 reject:
 	t->rejected++;
@@ -597,8 +613,9 @@ mem_close(bc_tier_t *t)
 
 const bc_tier_ops_t bc_tier_mem = {
 	.name = "memory",
+	.flags = BC_TIER_SYNC,
 	.open = mem_open,
-	.get = mem_get,
+	.lookup = mem_lookup,
 	.put = mem_put,
 	.del = mem_del,
 	.del_object = mem_del_object,

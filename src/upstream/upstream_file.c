@@ -42,6 +42,7 @@
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 #include "util/util_log.h"
 
 #define HIDDEN_PREFIX   ".bucketcache-"
@@ -159,23 +160,6 @@ errno_s3(int e, bc_s3err_t absent)
 	default:
 		return BC_S3E_InternalError;
 	}
-}
-
-/* Parses a decimal without sign; false on anything else or overflow. */
-static bool
-parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (s == NULL || *s == '\0')
-		return false;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
 }
 
 /* ---- names ------------------------------------------------------------- */
@@ -1990,7 +1974,7 @@ op_list_objects(bc_http_req_t *r, fctx_t *c, bool v2)
 			    "Invalid Encoding Method specified in Request");
 		url = true;
 	}
-	if (mk != NULL && !parse_u64(mk, &max))
+	if (mk != NULL && !bc_u64_parse_str(mk, &max))
 		return fail(r, BC_S3E_InvalidArgument,
 		    "Provided max-keys not an integer or within integer range");
 	if (prefix != NULL && strlen(prefix) > BC_S3_MAX_KEY)
@@ -3026,7 +3010,7 @@ setup_body(bc_http_req_t *r, fctx_t *c)
 		c->chunked = true;   /* anonymous: framing only */
 	}
 	if (c->chunked) {
-		if (dlen != NULL && !parse_u64(dlen, &c->expect))
+		if (dlen != NULL && !bc_u64_parse_str(dlen, &c->expect))
 			return BC_S3E_InvalidArgument;
 	} else if (c->verify == NULL) {
 		c->expect = r->content_length;
@@ -3160,7 +3144,7 @@ file_start(bc_http_req_t *r)
 		uint64_t v;
 		int dfd;
 
-		if (pn == NULL || !parse_u64(pn, &v) || v < 1 ||
+		if (pn == NULL || !bc_u64_parse_str(pn, &v) || v < 1 ||
 		    v > BC_S3_MAX_PARTS)
 			return BC_S3E_InvalidArgument;
 		c->part = (unsigned)v;

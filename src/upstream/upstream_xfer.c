@@ -23,6 +23,7 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 #define RETRY_BASE_MS 100
 #define RETRY_MAX_MS  2000
@@ -236,7 +237,7 @@ arm_limit(bc_xfer_t *x)
 	x->limit_is_deadline = deadline;
 	/* timers count from the loop's cached time: bring it to now */
 	uv_update_time(bc_loop_uv(x->loop));
-	uv_timer_start(&x->timer, on_limit, ms_until(at, uv_hrtime()), 0);
+	uv_timer_start(&x->timer, on_limit, ms_until(at, bc_mono_ns()), 0);
 }
 
 /* The attempt's request is wholly sent: its TTFB clock starts, and so
@@ -245,7 +246,7 @@ arm_limit(bc_xfer_t *x)
 static void
 request_sent(bc_xfer_t *x)
 {
-	uint64_t now = uv_hrtime();
+	uint64_t now = bc_mono_ns();
 
 	if (x->req_sent)
 		return;
@@ -298,7 +299,7 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 				x->status = x->cur_status;
 				x->hdrs_done = true;
 				final = true;
-				bc_stats_upstream_latency((uv_hrtime() -
+				bc_stats_upstream_latency((bc_mono_ns() -
 				    x->attempt_ns) / 1000);
 				do_wake(x);
 			}
@@ -446,7 +447,7 @@ end(bc_xfer_t *x, int err)
 	x->body_done = true;
 	if (x->err == 0)
 		x->err = err;
-	x->elapsed_us = (uv_hrtime() - x->attempt_ns) / 1000;
+	x->elapsed_us = (bc_mono_ns() - x->attempt_ns) / 1000;
 	x->client_waiting = true;   /* wake even if nobody asked yet */
 	do_wake(x);
 	pthread_mutex_unlock(&x->mu);
@@ -517,7 +518,7 @@ start_attempt(bc_xfer_t *x)
 	x->req_sent = false;
 	x->answering = false;
 	x->ttfb_at_ns = 0;
-	x->attempt_ns = uv_hrtime();
+	x->attempt_ns = bc_mono_ns();
 	BC_STATS_INC(upstream_requests);
 	if (curl_multi_add_handle(bc_loop_multi(x->loop), e) != CURLM_OK) {
 		x->easy = NULL;
@@ -559,7 +560,7 @@ on_retry(uv_timer_t *t)
 	pthread_mutex_unlock(&x->mu);
 	/* a busy loop may run this late: no attempt past the deadline */
 	if (!cancelled && x->deadline_at_ns != 0 &&
-	    uv_hrtime() >= x->deadline_at_ns)
+	    bc_mono_ns() >= x->deadline_at_ns)
 		end_timed_out(x, "no answer within upstream-deadline");
 	else
 		attempt_or_end(x);
@@ -594,7 +595,7 @@ retry_later(bc_xfer_t *x, const char *why)
 		ms = RETRY_MAX_MS;
 	ms = ms / 2 + (uint64_t)random() % (ms / 2 + 1);  /* jitter */
 	if (x->deadline_at_ns != 0 &&
-	    ms_until(x->deadline_at_ns, uv_hrtime()) <= ms)
+	    ms_until(x->deadline_at_ns, bc_mono_ns()) <= ms)
 		return false;
 	x->attempt++;
 	BC_STATS_INC(upstream_retries);

@@ -3,7 +3,10 @@
  * remove at head/middle/tail), choose_victim's skip callback, a random
  * sequence checked against an array model, and bc_policy_find().
  *
- * Cases are tables of ops on chunks named by one letter: "+a" inserts a,
+ * Entries of the test embed a bc_policy_node_t, as a tier's entries do;
+ * no chunk is involved (a policy knows none).
+ *
+ * Cases are tables of ops on entries named by one letter: "+a" inserts a,
  * "*a" hits it, "-a" removes it. The policy is then drained: victims
  * (skipping the letters in skip) must come out in the expected order, and
  * what the skip left must come out in rest's order when nothing is
@@ -17,7 +20,6 @@
 
 #include "../bc_test.h"
 
-#include "cache/cache_chunk.h"
 #include "policy/policy.h"
 
 /* Under ASan, a leak fails the test (see tests/unit/config/test_config.c:
@@ -25,27 +27,35 @@
  * result), so every test body ends with a recoverable leak check. */
 #define NLETTERS 26
 
-static bc_chunk_t *
+typedef struct ent_s {
+	char             key[8];
+	bc_policy_node_t node;
+} ent_t;
+
+static const bc_policy_ctx_t ctx0 = { 1, "job", "bkt", false };
+
+static ent_t *
 mk(const char *key, uint32_t index)
 {
-	bc_chunk_key_t k = { "bkt", key, "\"e\"", index };
-	bc_chunk_t    *c = bc_chunk_new(&k, NULL, 0);
+	ent_t *e = calloc(1, sizeof(*e));
 
-	cr_assert_not_null(c);
-	return c;
+	cr_assert_not_null(e);
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->node.size = 100 + index;
+	return e;
 }
 
-/* The chunk's key (the id's second string). */
+/* The key of the entry n is in. */
 static const char *
-keyof(const bc_chunk_t *c)
+keyof(const bc_policy_node_t *n)
 {
-	return c->id + strlen(c->id) + 1;
+	return BC_POLICY_ENTRY(n, ent_t, node)->key;
 }
 
 static bool
-skip_letters(void *arg, const bc_chunk_t *c)
+skip_letters(void *arg, const bc_policy_node_t *n)
 {
-	return strchr(arg, keyof(c)[0]) != NULL;
+	return strchr(arg, keyof(n)[0]) != NULL;
 }
 
 /* Drains p into out (letters, in victim order), skipping skip's letters. */
@@ -53,8 +63,8 @@ static void
 drain(const bc_policy_ops_t *ops, bc_policy_t *p, const char *skip,
     char *out)
 {
-	bc_chunk_t *v;
-	size_t      n = 0;
+	bc_policy_node_t *v;
+	size_t            n = 0;
 
 	for (;;) {
 		v = ops->choose_victim(p, skip_letters, (void *)skip);
@@ -63,8 +73,8 @@ drain(const bc_policy_ops_t *ops, bc_policy_t *p, const char *skip,
 		cr_assert_lt(n, NLETTERS, "more victims than chunks");
 		out[n++] = keyof(v)[0];
 		ops->on_remove(p, v);
-		cr_assert_null(v->pol_prev);
-		cr_assert_null(v->pol_next);
+		cr_assert_null(v->prev);
+		cr_assert_null(v->next);
 	}
 	out[n] = '\0';
 }
@@ -104,8 +114,8 @@ static void
 run_case(const struct lru_case *tc)
 {
 	const bc_policy_ops_t *ops = &bc_policy_lru;
-	bc_policy_t           *p = ops->new();
-	bc_chunk_t            *ch[NLETTERS] = { 0 };
+	bc_policy_t           *p = ops->new(NULL);
+	ent_t                 *ch[NLETTERS] = { 0 };
 	char                   got[NLETTERS + 1];
 	const char            *s;
 
@@ -124,12 +134,12 @@ run_case(const struct lru_case *tc)
 
 			if (ch[l - 'a'] == NULL)
 				ch[l - 'a'] = mk(key, 0);
-			cr_assert(ops->admit(p, ch[l - 'a']));
-			ops->on_insert(p, ch[l - 'a']);
+			cr_assert(ops->admit(p, &ch[l - 'a']->node, &ctx0));
+			ops->on_insert(p, &ch[l - 'a']->node, &ctx0);
 		} else if (op == '*') {
-			ops->on_hit(p, ch[l - 'a']);
+			ops->on_hit(p, &ch[l - 'a']->node, &ctx0);
 		} else {
-			ops->on_remove(p, ch[l - 'a']);
+			ops->on_remove(p, &ch[l - 'a']->node);
 		}
 	}
 	drain(ops, p, tc->skip, got);
@@ -140,7 +150,7 @@ run_case(const struct lru_case *tc)
 	    got, tc->rest);
 	ops->free(p);
 	for (int i = 0; i < NLETTERS; i++)
-		bc_chunk_unref(ch[i]);
+		free(ch[i]);
 }
 
 LTest(lru, table)
@@ -158,33 +168,33 @@ struct seen {
 };
 
 static bool
-record(void *arg, const bc_chunk_t *c)
+record(void *arg, const bc_policy_node_t *n)
 {
 	struct seen *s = arg;
 
-	s->order[s->n++] = keyof(c)[0];
+	s->order[s->n++] = keyof(n)[0];
 	s->order[s->n] = '\0';
-	return keyof(c)[0] != s->stop;
+	return keyof(n)[0] != s->stop;
 }
 
 LTest(lru, skip_walks_from_tail)
 {
 	const bc_policy_ops_t *ops = &bc_policy_lru;
-	bc_policy_t           *p = ops->new();
-	bc_chunk_t            *a = mk("a", 0), *b = mk("b", 0);
-	bc_chunk_t            *c = mk("c", 0), *d = mk("d", 0);
+	bc_policy_t           *p = ops->new(NULL);
+	ent_t                 *a = mk("a", 0), *b = mk("b", 0);
+	ent_t                 *c = mk("c", 0), *d = mk("d", 0);
 	struct seen            s = { .stop = 'b' };
 
-	ops->on_insert(p, a);
-	ops->on_insert(p, b);
-	ops->on_insert(p, c);
-	ops->on_insert(p, d);
-	ops->on_hit(p, a);             /* order, oldest first: b c d a */
-	cr_assert_eq(ops->choose_victim(p, record, &s), b);
+	ops->on_insert(p, &a->node, &ctx0);
+	ops->on_insert(p, &b->node, &ctx0);
+	ops->on_insert(p, &c->node, &ctx0);
+	ops->on_insert(p, &d->node, &ctx0);
+	ops->on_hit(p, &a->node, &ctx0);   /* order, oldest first: b c d a */
+	cr_assert_eq(ops->choose_victim(p, record, &s), &b->node);
 	cr_assert_str_eq(s.order, "b");
 	s.n = 0;
 	s.stop = 'a';
-	cr_assert_eq(ops->choose_victim(p, record, &s), a);
+	cr_assert_eq(ops->choose_victim(p, record, &s), &a->node);
 	cr_assert_str_eq(s.order, "bcda");
 	s.n = 0;
 	s.stop = 'x';
@@ -193,17 +203,17 @@ LTest(lru, skip_walks_from_tail)
 	/* choose_victim only chooses: nothing was removed. */
 	s.n = 0;
 	s.stop = 'b';
-	cr_assert_eq(ops->choose_victim(p, record, &s), b);
-	ops->on_remove(p, a);
-	ops->on_remove(p, b);
-	ops->on_remove(p, c);
-	ops->on_remove(p, d);
+	cr_assert_eq(ops->choose_victim(p, record, &s), &b->node);
+	ops->on_remove(p, &a->node);
+	ops->on_remove(p, &b->node);
+	ops->on_remove(p, &c->node);
+	ops->on_remove(p, &d->node);
 	cr_assert_null(ops->choose_victim(p, record, &s));
 	ops->free(p);
-	bc_chunk_unref(a);
-	bc_chunk_unref(b);
-	bc_chunk_unref(c);
-	bc_chunk_unref(d);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
 }
 
 /* A random mix of inserts, hits and removes on 64 chunks, checked after
@@ -211,18 +221,18 @@ LTest(lru, skip_walks_from_tail)
 #define NMODEL 64
 
 static bool
-no_skip(void *arg, const bc_chunk_t *c)
+no_skip(void *arg, const bc_policy_node_t *n)
 {
 	(void)arg;
-	(void)c;
+	(void)n;
 	return false;
 }
 
 LTest(lru, random_against_model)
 {
 	const bc_policy_ops_t *ops = &bc_policy_lru;
-	bc_policy_t           *p = ops->new();
-	bc_chunk_t            *ch[NMODEL];
+	bc_policy_t           *p = ops->new(NULL);
+	ent_t                 *ch[NMODEL];
 	int                    model[NMODEL];    /* [0] least recent */
 	bool                   in[NMODEL] = { 0 };
 	int                    n = 0;
@@ -241,64 +251,72 @@ LTest(lru, random_against_model)
 		for (j = 0; j < n && model[j] != x; j++)
 			;
 		if (!in[x]) {
-			ops->on_insert(p, ch[x]);
+			ops->on_insert(p, &ch[x]->node, &ctx0);
 			model[n++] = x;
 			in[x] = true;
 		} else if (op == 0) {
-			ops->on_remove(p, ch[x]);
+			ops->on_remove(p, &ch[x]->node);
 			memmove(&model[j], &model[j + 1],
 			    (size_t)(n - j - 1) * sizeof(model[0]));
 			n--;
 			in[x] = false;
 		} else if (op == 1 && n > 0) {
 			/* evict the victim */
-			bc_chunk_t *v = ops->choose_victim(p, no_skip, NULL);
+			bc_policy_node_t *v = ops->choose_victim(p, no_skip,
+			    NULL);
 
-			cr_assert_eq(v, ch[model[0]], "step %d", step);
+			cr_assert_eq(v, &ch[model[0]]->node, "step %d", step);
 			ops->on_remove(p, v);
 			in[model[0]] = false;
 			memmove(&model[0], &model[1],
 			    (size_t)(n - 1) * sizeof(model[0]));
 			n--;
 		} else {
-			ops->on_hit(p, ch[x]);
+			ops->on_hit(p, &ch[x]->node, &ctx0);
 			memmove(&model[j], &model[j + 1],
 			    (size_t)(n - j - 1) * sizeof(model[0]));
 			model[n - 1] = x;
 		}
 		if (n > 0)
 			cr_assert_eq(ops->choose_victim(p, no_skip, NULL),
-			    ch[model[0]], "step %d", step);
+			    &ch[model[0]]->node, "step %d", step);
 		else
 			cr_assert_null(ops->choose_victim(p, no_skip, NULL));
 	}
 	/* The whole order, not just the tail. */
 	for (int j = 0; j < n; j++) {
-		bc_chunk_t *v = ops->choose_victim(p, no_skip, NULL);
+		bc_policy_node_t *v = ops->choose_victim(p, no_skip, NULL);
 
-		cr_assert_eq(v, ch[model[j]], "position %d", j);
+		cr_assert_eq(v, &ch[model[j]]->node, "position %d", j);
 		ops->on_remove(p, v);
 	}
 	cr_assert_null(ops->choose_victim(p, no_skip, NULL));
 	ops->free(p);
 	for (int i = 0; i < NMODEL; i++)
-		bc_chunk_unref(ch[i]);
+		free(ch[i]);
 }
 
-LTest(lru, admits_everything)
+LTest(lru, admits_everything_and_ignores_targets)
 {
-	bc_policy_t *p = bc_policy_lru.new();
-	bc_chunk_key_t k = { "b", "k", "\"e\"", 7 };
-	uint8_t       *big = malloc(1 << 20);
-	bc_chunk_t    *c;
+	bc_policy_opts_t o = { .capacity = 1 << 20 };
+	bc_policy_t     *p = bc_policy_lru.new(&o);
+	ent_t           *a = mk("a", 0), *b = mk("b", 0);
+	bc_policy_ctx_t  pre = { 2, NULL, NULL, true };
 
-	cr_assert_not_null(big);
-	c = bc_chunk_new(&k, big, 1 << 20);
-	cr_assert_not_null(c);
-	cr_assert(bc_policy_lru.admit(p, c));
-	bc_chunk_unref(c);
+	cr_assert_not_null(p);
+	a->node.size = (uint64_t)1 << 40;   /* far over the capacity */
+	cr_assert(bc_policy_lru.admit(p, &a->node, &ctx0));
+	cr_assert(bc_policy_lru.admit(p, &b->node, &pre));
+	bc_policy_lru.set_target(p, "bkt", 1);
+	bc_policy_lru.on_insert(p, &a->node, &ctx0);
+	bc_policy_lru.on_insert(p, &b->node, &pre);
+	cr_assert_eq(bc_policy_lru.choose_victim(p, no_skip, NULL), &a->node);
+	bc_policy_lru.on_remove(p, &a->node);
+	bc_policy_lru.on_remove(p, &b->node);
 	bc_policy_lru.free(p);
 	bc_policy_lru.free(NULL);
+	free(a);
+	free(b);
 }
 
 struct find_case {
@@ -322,4 +340,5 @@ LTest(policy, find)
 		    fc[i].name);
 	cr_expect_null(bc_policy_find(NULL));
 	cr_expect_str_eq(bc_policy_lru.name, "lru");
+	cr_expect_str_eq(bc_policy_names(), "lru");
 }

@@ -16,7 +16,9 @@
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 #include "util/util_kv.h"
+#include "util/util_hash.h"
 #include "util/util_log.h"
+#include "util/util_num.h"
 
 /* Test() whose body is followed by check_leaks(). */
 /* ---- bc_buf ------------------------------------------------------------- */
@@ -464,4 +466,60 @@ LTest(log, level_parse)
 	cr_assert_eq(bc_log_level_parse("DEBUG"), -1);
 	cr_assert_eq(bc_log_level_parse(""), -1);
 	cr_assert_eq(bc_log_level_parse("verbose"), -1);
+}
+
+LTest(num, parse_whole_numbers)
+{
+	static const struct {
+		const char *s;
+		bool        ok;
+		uint64_t    v;
+	} t[] = {
+		{ "0", true, 0 }, { "7", true, 7 }, { "0012", true, 12 },
+		{ "18446744073709551615", true, UINT64_MAX },
+		{ "18446744073709551616", false, 0 },
+		{ "99999999999999999999", false, 0 },
+		{ "", false, 0 }, { "-1", false, 0 }, { "+1", false, 0 },
+		{ " 1", false, 0 }, { "1 ", false, 0 }, { "0x10", false, 0 },
+		{ "1,2", false, 0 }, { "12x", false, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		uint64_t v = 42;
+
+		cr_expect_eq(bc_u64_parse_str(t[i].s, &v), t[i].ok, "%s",
+		    t[i].s);
+		cr_expect_eq(v, t[i].ok ? t[i].v : 42, "%s: untouched", t[i].s);
+	}
+	cr_expect_not(bc_u64_parse_str(NULL, NULL));
+}
+
+LTest(num, spans_and_prefixes)
+{
+	uint64_t v = 0;
+
+	cr_expect(bc_u64_parse("123456", 3, &v));   /* a span, not to NUL */
+	cr_expect_eq(v, 123);
+	cr_expect_not(bc_u64_parse("12", 0, &v));
+	cr_expect_eq(bc_u64_prefix("42MiB", 5, &v), 2);
+	cr_expect_eq(v, 42);
+	v = 9;
+	cr_expect_eq(bc_u64_prefix("M42", 3, &v), 0);
+	cr_expect_eq(v, 9, "untouched without digits");
+	cr_expect_eq(bc_u64_prefix("4242", 2, &v), 2);   /* bounded by n */
+	cr_expect_eq(v, 42);
+	cr_expect_eq(bc_u64_prefix("184467440737095516160", 21, &v),
+	    BC_ERANGE);
+}
+
+LTest(hash, fnv1a_vectors)
+{
+	/* FNV-1a 64 test vectors (Fowler, Noll, Vo) */
+	cr_expect_eq(bc_hash(BC_HASH_INIT, "", 0), 0xcbf29ce484222325ULL);
+	cr_expect_eq(bc_hash(BC_HASH_INIT, "a", 1), 0xaf63dc4c8601ec8cULL);
+	cr_expect_eq(bc_hash(BC_HASH_INIT, "foobar", 6),
+	    0x85944171f73967e8ULL);
+	/* extending is hashing the concatenation */
+	cr_expect_eq(bc_hash(bc_hash(BC_HASH_INIT, "foo", 3), "bar", 3),
+	    0x85944171f73967e8ULL);
 }

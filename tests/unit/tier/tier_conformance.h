@@ -1,0 +1,36 @@
+/*
+ * tier_conformance.h — the suite every tier must pass (tier_conformance.c).
+ *
+ * A tier's test program is tier_conformance.c plus one small file that
+ * defines bc_conformance: how to open a fresh, empty tier of a capacity,
+ * ordered by a given policy, and how to close it and remove what it made
+ * (files, Redis keys). Everything else goes through the tier's ops only:
+ * get/put/del, del_object, the capacity bound, eviction in the policy's
+ * order, chunks still referenced while evicted, the policy's context
+ * passed on, concurrent use from several threads.
+ *
+ * Look-ups go through conformance_get(): lookup() for a SYNC tier. The
+ * asynchronous get of the lower tiers (disk, Redis) comes with them; the
+ * suite then waits for its callback there.
+ */
+#ifndef BC_TIER_CONFORMANCE_H
+#define BC_TIER_CONFORMANCE_H
+
+#include <stdint.h>
+
+#include "policy/policy.h"
+#include "tier/tier.h"
+
+typedef struct bc_conformance_s {
+	const bc_tier_ops_t *ops;
+	/* A fresh, empty tier of capacity bytes ordered by pol; asserts
+	 * (Criterion) on failure. */
+	bc_tier_t *(*open)(uint64_t capacity, const bc_policy_ops_t *pol);
+	/* Closes t and removes what open made. */
+	void       (*close)(bc_tier_t *t);
+} bc_conformance_t;
+
+/* Defined by each tier's conformance file. */
+extern const bc_conformance_t bc_conformance;
+
+#endif
