@@ -103,7 +103,6 @@ struct bc_cache_s {
 	_Atomic uint64_t       outside_bytes;
 	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
 	bc_cache_opts_t        o;
-	bc_upstream_ep_t       ep;
 };
 
 /* The policy context of an event on o's chunks. No jobs are known yet:
@@ -516,13 +515,9 @@ upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
     uint64_t first, uint64_t last, const char *cond, const char *etag,
     bool anon, bc_buf_t *url, bc_kvlist_t *hdrs)
 {
-	bc_buf_t host = BC_BUF_INIT, path = BC_BUF_INIT;
 	char range[64];
 	int rv = 0;
 
-	rv |= bc_upstream_target(&c->ep, o->bucket, o->key, false, NULL, url,
-	    &host, &path);
-	rv |= bc_kv_add(hdrs, "Host", bc_buf_str(&host));
 	if (!head && first != NO_RANGE) {
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 		    first, last);
@@ -530,12 +525,10 @@ upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
 	}
 	if (cond != NULL)
 		rv |= bc_kv_add(hdrs, cond, etag);
-	if (rv == 0 && !anon)
-		rv = bc_sigv4_sign(hdrs, head ? "HEAD" : "GET",
-		    bc_buf_str(&path), NULL, BC_SIGV4_EMPTY_SHA256, c->o.creds,
-		    time(NULL), NULL);
-	bc_buf_fini(&host);
-	bc_buf_fini(&path);
+	if (rv == 0)
+		rv = bc_s3_origin_request(c->o.origin, head ? "HEAD" : "GET",
+		    o->bucket, o->key, false, NULL, BC_SIGV4_EMPTY_SHA256, anon,
+		    url, hdrs, NULL);
 	return rv < 0 ? BC_ENOMEM : 0;
 }
 
@@ -1441,10 +1434,6 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	c->mem_size = o->cfg->mem_size;
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
 	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
-	c->ep.scheme_host = o->up_scheme_host;
-	c->ep.host = o->up_host;
-	c->ep.virtual_style = strcmp(o->cfg->upstream_addressing,
-	    "virtual") == 0;
 	c->nbuckets = TABLE_MIN;
 	c->table = calloc(c->nbuckets, sizeof(*c->table));
 	if (c->table == NULL || c->cs == 0) {

@@ -49,6 +49,7 @@
 #include "s3/s3_sigv4.h"
 #include "tier/tier.h"
 #include "upstream/upstream_loop.h"
+#include "upstream/upstream_s3.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
@@ -100,9 +101,7 @@ typedef struct bc_cache_opts_s {
 					     meta_stale, retries, timeouts,
 					     upstream */
 	bc_loop_t              *loop;
-	const bc_sigv4_creds_t *creds;
-	const char             *up_scheme_host;  /* "http://h:p" */
-	const char             *up_host;         /* "h:p" */
+	const bc_s3_origin_t   *origin;   /* address, credentials */
 } bc_cache_opts_t;
 
 /* Returns 0 and *out, or a negative BC_E* code. */

@@ -33,7 +33,7 @@
 #include "s3/s3_xml.h"
 #include "stats/stats.h"
 #include "cache/cache.h"
-#include "upstream/upstream_target.h"
+#include "upstream/upstream_s3.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
@@ -116,7 +116,6 @@ bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
 	bool slash = r->s3.key[0] == '\0' && !r->s3.virtual_host &&
 	    r->s3.path[strlen(r->s3.path) - 1] == '/';
 	bc_kvlist_t query = BC_KVLIST_INIT;
-	bc_buf_t path = BC_BUF_INIT, host = BC_BUF_INIT;
 	bc_s3err_t e = BC_S3E_InternalError;
 
 	for (size_t i = 0; i < r->s3.query.n; i++)
@@ -124,9 +123,6 @@ bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
 		    bc_kv_add(&query, r->s3.query.v[i].name,
 		    r->s3.query.v[i].value) < 0)
 			goto fail;
-	if (bc_upstream_target(&s->ep, r->s3.bucket, r->s3.key, slash, &query,
-	    url, &host, &path) < 0)
-		goto fail;
 	for (size_t i = 0; i < r->s3.headers.n; i++) {
 		const bc_kv_t *h = &r->s3.headers.v[i];
 
@@ -139,22 +135,17 @@ bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
 	for (size_t i = 0; add != NULL && i < add->n; i++)
 		if (bc_kv_add(hdrs, add->v[i].name, add->v[i].value) < 0)
 			goto fail;
-	if (bc_kv_add(hdrs, "Host", bc_buf_str(&host)) < 0)
+	/* an unsigned client's request goes unsigned (the upstream decides);
+	 * an aws-chunked body still says how it is framed */
+	if (r->upstream_unsigned && r->auth.streaming &&
+	    bc_kv_add(hdrs, "x-amz-content-sha256", payload_hash) < 0)
 		goto fail;
-	/* an unsigned client's request goes unsigned: the upstream decides */
-	if (r->upstream_unsigned) {
-		memset(ctx, 0, sizeof(*ctx));
-		/* an aws-chunked body still says how it is framed */
-		if (r->auth.streaming && bc_kv_add(hdrs,
-		    "x-amz-content-sha256", payload_hash) < 0)
-			goto fail;
-	} else if (bc_sigv4_sign(hdrs, r->s3.method, bc_buf_str(&path), &query,
-	    payload_hash, &s->creds, time(NULL), ctx) < 0)
+	if (bc_s3_origin_request(&s->origin, r->s3.method, r->s3.bucket,
+	    r->s3.key, slash, &query, payload_hash, r->upstream_unsigned, url,
+	    hdrs, ctx) < 0)
 		goto fail;
 	e = BC_S3E_NONE;
 fail:
-	bc_buf_fini(&path);
-	bc_buf_fini(&host);
 	bc_kv_fini(&query);
 	return e;
 }

@@ -730,31 +730,6 @@ bad:
 	return -1;
 }
 
-/* Splits the upstream URL into "scheme://host[:port]" and "host[:port]". */
-static int
-parse_upstream(bc_server_t *s, const char *url, char *err, size_t errlen)
-{
-	const char *p = strstr(url, "://");
-	const char *end;
-
-	if (p == NULL)
-		goto bad;
-	p += 3;
-	end = strchr(p, '/');
-	if (end == NULL)
-		end = p + strlen(p);
-	if (end == p)
-		goto bad;
-	s->up_scheme_host = strndup(url, (size_t)(end - url));
-	s->up_host = strndup(p, (size_t)(end - p));
-	if (s->up_scheme_host == NULL || s->up_host == NULL)
-		goto bad;
-	return 0;
-bad:
-	snprintf(err, errlen, "--upstream: '%s' is not a URL", url);
-	return -1;
-}
-
 int
 bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
     char *err, size_t errlen)
@@ -779,20 +754,10 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 			return -1;
 	} else {
 		s->backend = &bc_handler_proxy;
-		if (parse_upstream(s, cfg->upstream, err, errlen) < 0)
+		if (bc_s3_origin_init(&s->origin, cfg, err, errlen) < 0)
 			return -1;
-		s->creds.access_key = cfg->access_key;
-		s->creds.secret_key = cfg->secret_key;
-		s->creds.session_token = cfg->session_token;
-		s->creds.region = cfg->region;
-		s->creds.service = "s3";
-		s->ep.scheme_host = s->up_scheme_host;
-		s->ep.host = s->up_host;
-		s->ep.virtual_style = strcmp(cfg->upstream_addressing,
-		    "virtual") == 0;
 		if (cfg->cache) {
-			bc_cache_opts_t co = { cfg, loop, &s->creds,
-			    s->up_scheme_host, s->up_host };
+			bc_cache_opts_t co = { cfg, loop, &s->origin };
 			int rv = bc_cache_new(&co, &s->cache);
 
 			if (rv < 0) {
@@ -874,7 +839,5 @@ bc_server_stop(bc_server_t *s)
 	s->verdicts = NULL;
 	bc_cache_free(s->cache);
 	s->cache = NULL;
-	free(s->up_scheme_host);
-	free(s->up_host);
-	s->up_scheme_host = s->up_host = NULL;
+	bc_s3_origin_fini(&s->origin);
 }

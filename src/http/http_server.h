@@ -16,17 +16,15 @@
 #include "http/http_req.h"
 #include "s3/s3_sigv4.h"
 #include "upstream/upstream_loop.h"
-#include "upstream/upstream_target.h"
+#include "upstream/upstream_s3.h"
 
 struct bc_server_s {
 	const bc_config_t  *cfg;
 	struct MHD_Daemon  *mhd;
 	bc_loop_t          *loop;     /* NULL with a file:// upstream */
 	const struct bc_handler_s *backend;
-	bc_sigv4_creds_t    creds;    /* upstream signing */
-	char               *up_scheme_host;  /* "http://h:p" */
-	char               *up_host;         /* "h:p" (Host header) */
-	bc_upstream_ep_t    ep;              /* the two above, addressing */
+	bc_s3_origin_t      origin;   /* an http(s) upstream: address,
+					 credentials, request building */
 	struct bc_cache_s  *cache;           /* NULL when not caching */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's

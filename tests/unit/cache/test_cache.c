@@ -609,7 +609,7 @@ typedef struct env_opts_s {
 typedef struct env_s {
 	srv_t             srv;
 	bc_config_t       cfg;
-	bc_sigv4_creds_t  creds;
+	bc_s3_origin_t    origin;
 	bc_loop_t        *loop;
 	bc_cache_t       *c;
 	char              scheme_host[64];
@@ -674,20 +674,19 @@ env_start_opts(const env_opts_t *o)
 	free(E.cfg.upstream);
 	E.cfg.upstream = strdup(E.scheme_host);
 	cr_assert(E.cfg.upstream_addressing != NULL && E.cfg.upstream != NULL);
-	E.creds.access_key = "AKIDTESTTESTTEST";
-	E.creds.secret_key = "not-a-secret";
-	E.creds.session_token = NULL;
-	E.creds.region = "us-east-1";
-	E.creds.service = "s3";
+	free(E.cfg.access_key);
+	free(E.cfg.secret_key);
+	E.cfg.access_key = strdup("AKIDTESTTESTTEST");
+	E.cfg.secret_key = strdup("not-a-secret");
+	cr_assert(E.cfg.access_key != NULL && E.cfg.secret_key != NULL);
+	cr_assert_eq(bc_s3_origin_init(&E.origin, &E.cfg, NULL, 0), 0);
 	E.loop = bc_xfer_loop_new();
 	cr_assert_not_null(E.loop);
 	cr_assert_eq(bc_loop_start(E.loop), 0);
 	memset(&co, 0, sizeof(co));
 	co.cfg = &E.cfg;
 	co.loop = E.loop;
-	co.creds = &E.creds;
-	co.up_scheme_host = E.scheme_host;
-	co.up_host = E.host;
+	co.origin = &E.origin;
 	cr_assert_eq(bc_cache_new(&co, &E.c), 0);
 	srv_put(&E.srv, BUCKET, KEY, obj_a, sizeof(obj_a), "\"etag-a\"");
 }
@@ -708,6 +707,7 @@ env_stop(void)
 	bc_loop_stop(E.loop, bc_xfer_cancel_all, NULL);
 	bc_cache_free(E.c);
 	bc_loop_free(E.loop);
+	bc_s3_origin_fini(&E.origin);
 	bc_config_fini(&E.cfg);
 	srv_stop(&E.srv);
 	memset(&E, 0, sizeof(E));
