@@ -1,10 +1,13 @@
 /*
- * main.c — the bucketcache daemon: options, signals, start/stop order.
+ * main.c — the bucketcache daemon, and the one place its parts are
+ * composed: options, signals, start/stop order.
  *
- * Start: config (exit 2 on any bad option), curl, the upstream loop
- * thread, then the HTTP front end. Stop (SIGINT/SIGTERM): the front end
- * quiesces, transfers are cancelled, the loop is joined, the daemon
- * stopped. Exit status 0 on a clean stop, 1 when start-up fails.
+ * Start: config (exit 2 on any bad option), curl, then for an http(s)
+ * upstream the loop thread, the S3 origin and the cache over it; then the
+ * HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM), in
+ * reverse: the front end quiesces, transfers are cancelled and the loop
+ * joined, the daemon stopped; then the cache, the loop and the origin go.
+ * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options.
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -20,9 +23,12 @@
 #include "config.h"   /* autoconf: PACKAGE_VERSION */
 
 #include "config/config.h"
+#include "cache/cache.h"
 #include "http/http_server.h"
 #include "stats/stats.h"
+#include "upstream/upstream_s3.h"
 #include "upstream/upstream_xfer.h"
+#include "util/util_error.h"
 #include "util/util_log.h"
 
 extern char **environ;
@@ -41,6 +47,8 @@ main(int argc, char **argv)
 	bc_config_t cfg;
 	bc_server_t srv;
 	bc_loop_t *loop = NULL;
+	bc_s3_origin_t origin;
+	bc_cache_t *cache = NULL;
 	char err[512] = "";
 	struct sigaction sa;
 	sigset_t mask, old;
@@ -81,10 +89,25 @@ main(int argc, char **argv)
 	bc_stats_start();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
+	memset(&origin, 0, sizeof(origin));
 	if (!cfg.upstream_is_file) {
+		bc_cache_opts_t co = { &cfg, NULL, &origin };
+		int e;
+
 		loop = bc_xfer_loop_new();
 		if (loop == NULL || bc_loop_start(loop) < 0) {
 			BC_ERROR("cannot start the upstream loop");
+			goto out;
+		}
+		if (bc_s3_origin_init(&origin, &cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "bucketcache: %s\n", err);
+			rv = 2;
+			goto out;
+		}
+		co.loop = loop;
+		if (cfg.cache && (e = bc_cache_new(&co, &cache)) < 0) {
+			fprintf(stderr, "bucketcache: cache: %s\n",
+			    bc_strerror(e));
 			goto out;
 		}
 	}
@@ -93,7 +116,8 @@ main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
-	if (bc_server_start(&srv, &cfg, loop, err, sizeof(err)) < 0) {
+	if (bc_server_start(&srv, &cfg, loop, loop != NULL ? &origin : NULL,
+	    cache, err, sizeof(err)) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
@@ -114,7 +138,9 @@ main(int argc, char **argv)
 out:
 	if (loop != NULL)
 		bc_loop_stop(loop, bc_xfer_cancel_all, NULL);
+	bc_cache_free(cache);   /* no fill runs once the loop stopped */
 	bc_loop_free(loop);
+	bc_s3_origin_fini(&origin);
 	curl_global_cleanup();
 	bc_config_fini(&cfg);
 	return rv;

@@ -140,7 +140,7 @@ bc_proxy_request(bc_http_req_t *r, const char *payload_hash,
 	if (r->upstream_unsigned && r->auth.streaming &&
 	    bc_kv_add(hdrs, "x-amz-content-sha256", payload_hash) < 0)
 		goto fail;
-	if (bc_s3_origin_request(&s->origin, r->s3.method, r->s3.bucket,
+	if (bc_s3_origin_request(s->origin, r->s3.method, r->s3.bucket,
 	    r->s3.key, slash, &query, payload_hash, r->upstream_unsigned, url,
 	    hdrs, ctx) < 0)
 		goto fail;

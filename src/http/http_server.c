@@ -732,7 +732,8 @@ bad:
 
 int
 bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    char *err, size_t errlen)
+    const bc_s3_origin_t *origin, struct bc_cache_s *cache, char *err,
+    size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bc_conns_limits_t limits;
@@ -744,6 +745,8 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->loop = loop;
+	s->origin = origin;
+	s->cache = cache;
 	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
 		return -1;
 	if (ss.ss_family == AF_INET6)
@@ -754,17 +757,10 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 			return -1;
 	} else {
 		s->backend = &bc_handler_proxy;
-		if (bc_s3_origin_init(&s->origin, cfg, err, errlen) < 0)
+		if (origin == NULL || loop == NULL) {
+			snprintf(err, errlen, "an http(s) upstream needs its "
+			    "origin and loop");
 			return -1;
-		if (cfg->cache) {
-			bc_cache_opts_t co = { cfg, loop, &s->origin };
-			int rv = bc_cache_new(&co, &s->cache);
-
-			if (rv < 0) {
-				snprintf(err, errlen, "cache: %s",
-				    bc_strerror(rv));
-				return -1;
-			}
 		}
 	}
 	if (threads == 0) {
@@ -837,7 +833,6 @@ bc_server_stop(bc_server_t *s)
 	bc_conns_stop(&s->conns);
 	bc_s3_verdicts_free(s->verdicts);
 	s->verdicts = NULL;
-	bc_cache_free(s->cache);
-	s->cache = NULL;
-	bc_s3_origin_fini(&s->origin);
+	s->cache = NULL;     /* main's */
+	s->origin = NULL;
 }

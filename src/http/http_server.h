@@ -23,18 +23,23 @@ struct bc_server_s {
 	struct MHD_Daemon  *mhd;
 	bc_loop_t          *loop;     /* NULL with a file:// upstream */
 	const struct bc_handler_s *backend;
-	bc_s3_origin_t      origin;   /* an http(s) upstream: address,
-					 credentials, request building */
-	struct bc_cache_s  *cache;           /* NULL when not caching */
+	/* an http(s) upstream: address, credentials, request building;
+	 * NULL with file:// (main's) */
+	const bc_s3_origin_t *origin;
+	struct bc_cache_s  *cache;   /* NULL when not caching (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
 	struct bc_s3_verdicts_s *verdicts;
 };
 
-/* Starts serving cfg->listen. Returns 0, or -1 with err set. */
+/* Starts serving cfg->listen what main built (main.c): an http(s)
+ * upstream through origin on loop, fronted by cache (NULL: not caching),
+ * or the file:// store (origin and loop NULL). They must outlive the
+ * server. Returns 0, or -1 with err set. */
 int  bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    char *err, size_t errlen);
+    const bc_s3_origin_t *origin, struct bc_cache_s *cache, char *err,
+    size_t errlen);
 /* Stops accepting, ends every connection, frees the daemon. */
 void bc_server_stop(bc_server_t *s);
 

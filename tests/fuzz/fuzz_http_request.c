@@ -179,7 +179,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			abort();
 		}
 		bc_log_level = cfg.log_level;
-		if (bc_server_start(&srv, &cfg, NULL, err, sizeof(err)) == 0)
+		if (bc_server_start(&srv, &cfg, NULL, NULL, NULL, err,
+		    sizeof(err)) == 0)
 			started = true;
 		else
 			bc_config_fini(&cfg);

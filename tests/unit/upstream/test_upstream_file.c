@@ -683,7 +683,7 @@ fsrv_start(void)
 		    sizeof(err)), 0, "%s", err);
 		cr_assert_eq(bc_config_finish(&F.cfg, env, err, sizeof(err)),
 		    0, "%s", err);
-		if (bc_server_start(&F.srv, &F.cfg, NULL, err,
+		if (bc_server_start(&F.srv, &F.cfg, NULL, NULL, NULL, err,
 		    sizeof(err)) == 0)
 			return;
 		bc_config_fini(&F.cfg);   /* the port was taken: again */
