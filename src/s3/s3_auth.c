@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "s3/s3_auth.h"
+#include "s3/s3_date.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 
@@ -219,62 +220,6 @@ parse_v4_header(const char *h, v4parts_t *v)
 	return have_c && have_h && have_s;
 }
 
-static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May",
-    "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-
-int
-bc_s3_auth_parse_date(const char *s, time_t *t)
-{
-	char iso[17];
-	int day = 0, mon = -1, nd = 0;
-	const char *p = s;
-
-	if (strlen(s) == 16)
-		return bc_sigv4_parse_amz_date(s, t);
-	if (strlen(s) > 64)
-		return BC_EINVAL;
-	/* [Wkd, ]DD Mon YYYY HH:MM:SS GMT */
-	if (strlen(p) > 4 && p[3] == ',') {
-		p += 4;
-		while (*p == ' ')
-			p++;
-	}
-	while (is_digit(*p) && nd < 2) {
-		day = day * 10 + (*p++ - '0');
-		nd++;
-	}
-	if (nd == 0 || *p++ != ' ')
-		return BC_EINVAL;
-	for (int i = 0; i < 12; i++)
-		if (strncasecmp(p, months[i], 3) == 0)
-			mon = i;
-	if (mon < 0 || p[3] != ' ')
-		return BC_EINVAL;
-	p += 4;
-	if (!is_digit(p[0]) || !is_digit(p[1]) || !is_digit(p[2]) ||
-	    !is_digit(p[3]) || p[4] != ' ' ||
-	    !is_digit(p[5]) || !is_digit(p[6]) || p[7] != ':' ||
-	    !is_digit(p[8]) || !is_digit(p[9]) || p[10] != ':' ||
-	    !is_digit(p[11]) || !is_digit(p[12]) || p[13] != ' ')
-		return BC_EINVAL;
-	if (strcmp(p + 14, "GMT") != 0 && strcmp(p + 14, "UTC") != 0 &&
-	    strcmp(p + 14, "+0000") != 0 && strcmp(p + 14, "-0000") != 0)
-		return BC_EINVAL;
-	/* "YYYYMMDDTHHMMSSZ" */
-	memcpy(iso, p, 4);
-	iso[4] = (char)('0' + (mon + 1) / 10);
-	iso[5] = (char)('0' + (mon + 1) % 10);
-	iso[6] = (char)('0' + day / 10);
-	iso[7] = (char)('0' + day % 10);
-	iso[8] = 'T';
-	memcpy(iso + 9, p + 5, 2);
-	memcpy(iso + 11, p + 8, 2);
-	memcpy(iso + 13, p + 11, 2);
-	iso[15] = 'Z';
-	iso[16] = '\0';
-	return bc_sigv4_parse_amz_date(iso, t);
-}
-
 /* The request's time: X-Amz-Date, else Date; amz gets its ISO form. */
 static bc_s3err_t
 request_date(const bc_s3_req_t *r, char amz[17], time_t *t,
@@ -289,7 +234,7 @@ request_date(const bc_s3_req_t *r, char amz[17], time_t *t,
 		memcpy(amz, x, 17);
 		return BC_S3E_NONE;
 	}
-	if (d == NULL || bc_s3_auth_parse_date(d, t) < 0)
+	if (d == NULL || bc_http_date_parse(d, t) < 0)
 		goto fail;
 	bc_sigv4_amz_date(*t, amz);
 	return BC_S3E_NONE;

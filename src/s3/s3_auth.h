@@ -76,8 +76,4 @@ int bc_s3_sigv2_string_to_sign(bc_buf_t *out, const bc_s3_req_t *r,
 bc_s3err_t bc_s3_sigv2_verify(const bc_s3_req_t *r, time_t now,
     bc_s3_secret_fn secret, void *ctx, bc_s3_auth_t *out);
 
-/* Parses an HTTP date (RFC 1123 "Fri, 24 May 2013 00:00:00 GMT") or an
- * ISO 8601 basic one ("20130524T000000Z"). Returns 0 or BC_EINVAL. */
-int bc_s3_auth_parse_date(const char *s, time_t *t);
-
 #endif

@@ -1,7 +1,6 @@
 /*
  * s3_cond.h — conditional requests (If-Match, If-None-Match,
- * If-Modified-Since, If-Unmodified-Since) evaluated the way S3 does, and
- * HTTP dates.
+ * If-Modified-Since, If-Unmodified-Since) evaluated the way S3 does.
  *
  * Order (RFC 7232 section 6, which is also what S3 documents):
  *   1. If-Match present: no match -> 412 PreconditionFailed. When it
@@ -30,10 +29,10 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "s3/s3_date.h"   /* dates, parsed and formatted */
 #include "s3/s3_error.h"
 #include "util/util_kv.h"
 
-#define BC_HTTP_DATE_LEN 30   /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
 
 /* The four condition header values; NULL when absent. Pointers are
  * borrowed from the caller. */
@@ -70,17 +69,5 @@ bc_s3err_t bc_cond_eval(const bc_cond_t *c, bc_cond_mode_t mode,
  * a tag equal to etag (quoted or not); weak allows W/ tags to match.
  * A malformed list matches nothing. */
 bool bc_cond_etag_match(const char *list, const char *etag, bool weak);
-
-/* Formats t (UTC) as an IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT";
- * times outside years 0..9999 are clamped. */
-void bc_http_date(time_t t, char out[BC_HTTP_DATE_LEN]);
-/* Parses an HTTP date in IMF-fixdate (RFC 1123), RFC 850 ("Sunday,
- * 06-Nov-94 08:49:37 GMT"; two-digit years below 70 are 20xx) or asctime
- * ("Sun Nov  6 08:49:37 1994") form. Returns 0 and sets *t, or BC_EINVAL. */
-int bc_http_date_parse(const char *s, time_t *t);
-
-/* Formats t (UTC) as S3's ISO 8601 "2009-10-12T17:50:30.000Z" into
- * out[25]. */
-void bc_iso8601_date(time_t t, char out[25]);
 
 #endif

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "s3/s3_auth.h"
+#include "s3/s3_date.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 
@@ -405,8 +406,8 @@ verify_header(const bc_s3_req_t *r, const char *authz, time_t now,
 	memcpy(sig, colon + 1, slen);
 	sig[slen] = '\0';
 
-	if ((amz != NULL ? bc_s3_auth_parse_date(amz, &t) :
-	    date != NULL ? bc_s3_auth_parse_date(date, &t) : BC_EINVAL) < 0) {
+	if ((amz != NULL ? bc_http_date_parse(amz, &t) :
+	    date != NULL ? bc_http_date_parse(date, &t) : BC_EINVAL) < 0) {
 		out->message = MSG_DATE;
 		return BC_S3E_AccessDenied;
 	}

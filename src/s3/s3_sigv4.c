@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "s3/s3_date.h"
 #include "s3/s3_sigv4.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -339,55 +340,10 @@ bc_sigv4_amz_date(time_t t, char out[17])
 		memcpy(out, "19700101T000000Z", 17);
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static long long
-days_from_civil(long long y, unsigned m, unsigned d)
-{
-	long long era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (long long)doe - 719468;
-}
-
-/* n (at most 9) digits as a number; -1 when they are not all digits. */
-static int
-digits(const char *s, size_t n)
-{
-	uint64_t v;
-
-	return bc_u64_parse(s, n, &v) ? (int)v : -1;
-}
-
 int
 bc_sigv4_parse_amz_date(const char *s, time_t *t)
 {
-	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31,
-	    30, 31, 30, 31 };
-	int y, mo, d, h, mi, se;
-	bool leap;
-
-	if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-		return BC_EINVAL;
-	y = digits(s, 4);
-	mo = digits(s + 4, 2);
-	d = digits(s + 6, 2);
-	h = digits(s + 9, 2);
-	mi = digits(s + 11, 2);
-	se = digits(s + 13, 2);
-	if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 ||
-	    mi < 0 || mi > 59 || se < 0 || se > 60)
-		return BC_EINVAL;
-	leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-	if ((unsigned)d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
-		return BC_EINVAL;
-	*t = (time_t)(days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
-	    h * 3600 + mi * 60 + se);
-	return 0;
+	return bc_amz_date_parse(s, t);
 }
 
 void

@@ -28,6 +28,7 @@
 
 #include "fuzz.h"
 #include "s3/s3_auth.h"
+#include "s3/s3_date.h"
 #include "s3/s3_sigv4.h"
 
 #define INPUT_MAX 8192
@@ -201,7 +202,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_amz_date(bc_kv_get(&r.headers, "x-amz-date"));
 	check_amz_date(bc_kv_get_exact(&r.query, "X-Amz-Date"));
 	if (bc_kv_get(&r.headers, "Date") != NULL)
-		(void)bc_s3_auth_parse_date(bc_kv_get(&r.headers, "Date"), &t);
+		(void)bc_http_date_parse(bc_kv_get(&r.headers, "Date"), &t);
 	if (flags & 16) {
 		if (bc_kv_get_exact(&r.query, "X-Amz-Algorithm") != NULL ||
 		    bc_kv_get_exact(&r.query, "X-Amz-Credential") != NULL ||

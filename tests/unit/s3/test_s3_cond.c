@@ -255,7 +255,15 @@ LTest(s3_cond, date_parse)
 		{ "Sun, 06 Nov 1994 24:00:00 GMT", BC_EINVAL, 0 },
 		{ "Sun, 06 Nov 1994 08:60:00 GMT", BC_EINVAL, 0 },
 		{ "Sun, 06 Nov 1994 08:49:61 GMT", BC_EINVAL, 0 },
-		{ "Sun, 06 Nov 1994 08:49:37 +0000", BC_EINVAL, 0 },
+		/* UTC as an offset, no weekday, SigV4's form: the one parser
+		 * takes what Date and x-amz-date carry too (s3_date.h) */
+		{ "Sun, 06 Nov 1994 08:49:37 +0000", 0, 784111777 },
+		{ "Sun, 06 Nov 1994 08:49:37 -0000", 0, 784111777 },
+		{ "06 Nov 1994 08:49:37 GMT", 0, 784111777 },
+		{ "19941106T084937Z", 0, 784111777 },
+		{ "Sun, 06 Nov 1994 08:49:37 +0100", BC_EINVAL, 0 },
+		{ "19941106T084937", BC_EINVAL, 0 },
+		{ "19941306T084937Z", BC_EINVAL, 0 },
 		{ "Sun, 06 Nov 0000 08:49:37 GMT", BC_EINVAL, 0 },
 		{ "Sun, 06 Nov 19945 08:49:37 GMT", BC_EINVAL, 0 },
 		{ "Sun,06 Nov 1994 08:49:37 GMT", BC_EINVAL, 0 },

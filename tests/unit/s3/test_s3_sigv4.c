@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "s3/s3_auth.h"
+#include "s3/s3_date.h"
 #include "s3/s3_sigv4.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -775,7 +776,7 @@ LTest(sigv4_parts, dates)
 	for (size_t i = 0; i < sizeof(http) / sizeof(*http); i++) {
 		time_t t = -1;
 
-		cr_expect_eq(bc_s3_auth_parse_date(http[i].s, &t),
+		cr_expect_eq(bc_http_date_parse(http[i].s, &t),
 		    http[i].rv, "%s", http[i].s);
 		if (http[i].rv == 0)
 			cr_expect_eq(t, http[i].t, "%s", http[i].s);
