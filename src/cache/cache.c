@@ -1327,6 +1327,16 @@ bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
 	return rv == BC_EAGAIN ? 0 : rv;
 }
 
+void
+bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t from, uint32_t last, bool anon)
+{
+	unsigned n = c->o.cfg->readahead;
+
+	for (uint32_t i = from + 1; i <= last && i > from && n > 0; i++, n--)
+		(void)bc_cache_prefetch(c, o, etag, i, anon);
+}
+
 bc_xfer_t *
 bc_cache_passthrough(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint64_t first, uint64_t last, bool anon, bc_xfer_wake_fn wake,

@@ -168,6 +168,11 @@ int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
  * code as bc_cache_chunk() (BC_ENOSPC: no room). */
 int  bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool anon);
+/* Read-ahead for a client reading o sequentially at chunk from: starts
+ * prefetches of the chunks after it up to last, at most --readahead of
+ * them (unsigned when anon). Failures are left to the reads that come. */
+void bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t from, uint32_t last, bool anon);
 
 /*
  * Bytes first..last of o's version etag straight from the upstream, kept

@@ -208,17 +208,6 @@ free_chunk(void *cls)
 	bc_chunk_unref(cls);
 }
 
-/* Starts fetches of chunks (from, to], at most readahead of them. */
-static void
-read_ahead(objreq_t *q, const bc_http_req_t *r, uint32_t from, uint32_t to)
-{
-	unsigned n = r->srv->cfg->readahead;
-
-	for (uint32_t i = from + 1; i <= to && n > 0; i++, n--)
-		(void)bc_cache_prefetch(q->c, q->o, q->meta.etag, i,
-		    q->w.anon);
-}
-
 /* The rest of the response (from off) straight from the upstream: every
  * chunk it needs would go past the memory bound, which chunks still held
  * by responses fill (see cache.h, BC_ENOSPC). */
@@ -316,7 +305,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 			q->cur_fetched = false;
 		}
-		read_ahead(q, r, i, q->c1);
+		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
+		    q->w.anon);
 	}
 	in_chunk = off - bc_chunk_start(i, cs);
 	n = bc_chunk_avail(q->cur);

@@ -1197,6 +1197,50 @@ LTest(cache, hit_makes_no_request)
 	env_stop();
 }
 
+/* Read-ahead (the HTTP handler's, now the cache's): prefetches of the
+ * next --readahead chunks, none past the last asked for, none for chunks
+ * in memory; a reader then joins or hits them. */
+LTest(cache, read_ahead_prefetches_the_next_chunks)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *b = NULL;
+	unsigned fills;
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);   /* chunk 0 */
+	tw_init(&t);
+	fills = (unsigned)st_get(BC_STAT_cache_fills);
+	E.cfg.readahead = 1;
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &b), 0);
+	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	b = NULL;
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=1024-2047"), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=2048-3071"), 0,
+	    "one chunk ahead only");
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 1);
+	/* more allowed: only the chunk not in memory is fetched, and none
+	 * past the last asked for */
+	E.cfg.readahead = 5;
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	cr_assert_eq(get_chunk(o, meta.etag, 2, &t, &b), 0);
+	check_chunk(b, 2, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=1024-2047"), 1);
+	cr_assert_eq(srv_count(&E.srv, "GET", "bytes=2048-3071"), 1);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2);
+	bc_cache_read_ahead(E.c, o, meta.etag, 2, 2, false);
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2, "all in memory");
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
 /* A chunk asked for with an ETag that is not the object's is never a
  * fetch of another version: BC_ECANCELED, no request. */
 LTest(cache, chunk_with_stale_etag_is_canceled)
