@@ -31,7 +31,6 @@
 static uint32_t t_crc32[8][256];
 static uint32_t t_crc32c[8][256];
 static uint64_t t_crc64[8][256];
-static EVP_MD  *md_sha1, *md_sha256;
 static bool     have_sse42;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -84,10 +83,6 @@ setup(void)
 	tables32(t_crc32, POLY_CRC32);
 	tables32(t_crc32c, POLY_CRC32C);
 	tables64(t_crc64, POLY_CRC64NVME);
-	md_sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
-	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (md_sha1 == NULL || md_sha256 == NULL)
-		abort();   /* libcrypto without its default provider */
 #ifdef HAVE_SSE42_PATH
 	__builtin_cpu_init();
 	have_sse42 = __builtin_cpu_supports("sse4.2");
@@ -223,7 +218,7 @@ bc_checksum_init(bc_checksum_t *c, bc_checksum_alg_t alg)
 	c->alg = alg;
 	if (alg != BC_CKSUM_SHA1 && alg != BC_CKSUM_SHA256)
 		return 0;
-	md = alg == BC_CKSUM_SHA1 ? md_sha1 : md_sha256;
+	md = alg == BC_CKSUM_SHA1 ? bc_digest_sha1() : bc_digest_sha256();
 	c->md = EVP_MD_CTX_new();
 	if (c->md == NULL || EVP_DigestInit_ex2(c->md, md, NULL) != 1) {
 		bc_checksum_fini(c);

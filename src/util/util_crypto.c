@@ -48,16 +48,15 @@ fetch_digests(void)
 		abort();   /* libcrypto without its default provider */
 }
 
-/* The digest algorithms, fetched once. */
-static const EVP_MD *
-sha256_md(void)
+const EVP_MD *
+bc_digest_sha256(void)
 {
 	pthread_once(&fetch_once, fetch_digests);
 	return md_sha256;
 }
 
-static const EVP_MD *
-sha1_md(void)
+const EVP_MD *
+bc_digest_sha1(void)
 {
 	pthread_once(&fetch_once, fetch_digests);
 	return md_sha1;
@@ -115,7 +114,7 @@ hmac(const EVP_MD *md, size_t mdlen, const void *key, size_t klen,
 void
 bc_sha256(const void *p, size_t n, uint8_t out[BC_SHA256_LEN])
 {
-	digest2(sha256_md(), p, n, NULL, 0, out);
+	digest2(bc_digest_sha256(), p, n, NULL, 0, out);
 }
 
 void
@@ -131,14 +130,14 @@ void
 bc_hmac_sha256(const void *key, size_t klen, const void *p, size_t n,
     uint8_t out[BC_SHA256_LEN])
 {
-	hmac(sha256_md(), BC_SHA256_LEN, key, klen, p, n, out);
+	hmac(bc_digest_sha256(), BC_SHA256_LEN, key, klen, p, n, out);
 }
 
 void
 bc_hmac_sha1(const void *key, size_t klen, const void *p, size_t n,
     uint8_t out[BC_SHA1_LEN])
 {
-	hmac(sha1_md(), BC_SHA1_LEN, key, klen, p, n, out);
+	hmac(bc_digest_sha1(), BC_SHA1_LEN, key, klen, p, n, out);
 }
 
 void
@@ -155,7 +154,7 @@ bc_sha256_new(void)
 	if (h == NULL)
 		return NULL;
 	h->ctx = EVP_MD_CTX_new();
-	if (h->ctx == NULL || EVP_DigestInit_ex2(h->ctx, sha256_md(),
+	if (h->ctx == NULL || EVP_DigestInit_ex2(h->ctx, bc_digest_sha256(),
 	    NULL) != 1) {
 		bc_sha256_free(h);
 		return NULL;

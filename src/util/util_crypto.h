@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/types.h>
+
 #define BC_SHA256_LEN 32
 #define BC_SHA1_LEN   20
 #define BC_MD5_LEN    16
@@ -46,5 +48,10 @@ void bc_hex(const uint8_t *p, size_t n, char *out);
 int  bc_base64(const uint8_t *p, size_t n, char *out, size_t outlen);
 /* Constant-time comparison of two NUL-terminated strings; 1 when equal. */
 int  bc_streq_ct(const char *a, const char *b);
+
+/* The digest algorithms, fetched once for the process (OpenSSL 3: a
+ * fetch per use is slow), for callers streaming their own contexts. */
+const EVP_MD *bc_digest_sha256(void);
+const EVP_MD *bc_digest_sha1(void);
 
 #endif
