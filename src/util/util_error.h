@@ -25,6 +25,8 @@
 #define BC_EPROTO    (-EPROTO)
 #define BC_EINPROGRESS (-EINPROGRESS)
 #define BC_ENOSPC    (-ENOSPC)
+#define BC_ENOTSUP   (-ENOTSUP)
+#define BC_EPIPE     (-EPIPE)
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);
