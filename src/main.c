@@ -2,11 +2,12 @@
  * main.c — the bucketcache daemon, and the one place its parts are
  * composed: options, signals, start/stop order.
  *
- * Start: config (exit 2 on any bad option), curl, then for an http(s)
- * upstream the loop thread, the S3 origin and the cache over it; then the
- * HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM), in
- * reverse: the front end quiesces, transfers are cancelled and the loop
- * joined, the daemon stopped; then the cache, the loop and the origin go.
+ * Start: config (exit 2 on any bad option), curl, the loop thread, the
+ * origin (S3, or file:// for a local directory), the cache over it
+ * (unless --no-cache); then the HTTP front end, handed what it serves.
+ * Stop (SIGINT/SIGTERM), in reverse: the front end quiesces, the origin's
+ * exchanges are cancelled and the loop joined, the daemon stopped; then
+ * the cache, the origin and the loop go.
  * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options.
  */
 #include <malloc.h>
@@ -26,6 +27,8 @@
 #include "cache/cache.h"
 #include "http/http_server.h"
 #include "stats/stats.h"
+#include "upstream/upstream.h"
+#include "upstream/upstream_file.h"
 #include "upstream/upstream_s3.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
@@ -41,13 +44,24 @@ on_signal(int sig)
 	stop_signal = sig;
 }
 
+/* Loop thread, as the loop stops: ends the origin's exchanges. */
+static void
+cancel_exchanges(bc_loop_t *l, void *origin)
+{
+	bc_origin_t *o = origin;
+
+	(void)l;
+	if (o != NULL)
+		o->ops->cancel_all(o);
+}
+
 int
 main(int argc, char **argv)
 {
 	bc_config_t cfg;
 	bc_server_t srv;
 	bc_loop_t *loop = NULL;
-	bc_s3_origin_t origin;
+	bc_origin_t *origin = NULL;
 	bc_cache_t *cache = NULL;
 	char err[512] = "";
 	struct sigaction sa;
@@ -89,23 +103,23 @@ main(int argc, char **argv)
 	bc_stats_start();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
-	memset(&origin, 0, sizeof(origin));
-	if (!cfg.upstream_is_file) {
-		bc_cache_opts_t co = { &cfg, NULL, &origin };
-		int e;
+	loop = bc_xfer_loop_new();
+	if (loop == NULL || bc_loop_start(loop) < 0) {
+		BC_ERROR("cannot start the loop");
+		goto out;
+	}
+	if ((cfg.upstream_is_file ? bc_file_origin_new(cfg.upstream_dir, loop,
+	    &origin, err, sizeof(err)) : bc_s3_origin_new(&cfg, loop, &origin,
+	    err, sizeof(err))) < 0) {
+		fprintf(stderr, "bucketcache: %s\n", err);
+		rv = 2;
+		goto out;
+	}
+	if (cfg.cache) {
+		bc_cache_opts_t co = { &cfg, origin };
+		int e = bc_cache_new(&co, &cache);
 
-		loop = bc_xfer_loop_new();
-		if (loop == NULL || bc_loop_start(loop) < 0) {
-			BC_ERROR("cannot start the upstream loop");
-			goto out;
-		}
-		if (bc_s3_origin_init(&origin, &cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "bucketcache: %s\n", err);
-			rv = 2;
-			goto out;
-		}
-		co.loop = loop;
-		if (cfg.cache && (e = bc_cache_new(&co, &cache)) < 0) {
+		if (e < 0) {
 			fprintf(stderr, "bucketcache: cache: %s\n",
 			    bc_strerror(e));
 			goto out;
@@ -116,8 +130,8 @@ main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
-	if (bc_server_start(&srv, &cfg, loop, loop != NULL ? &origin : NULL,
-	    cache, err, sizeof(err)) < 0) {
+	if (bc_server_start(&srv, &cfg, loop, origin, cache, err,
+	    sizeof(err)) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
@@ -137,10 +151,10 @@ main(int argc, char **argv)
 	rv = 0;
 out:
 	if (loop != NULL)
-		bc_loop_stop(loop, bc_xfer_cancel_all, NULL);
+		bc_loop_stop(loop, cancel_exchanges, origin);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
+	bc_origin_free(origin);
 	bc_loop_free(loop);
-	bc_s3_origin_fini(&origin);
 	curl_global_cleanup();
 	bc_config_fini(&cfg);
 	return rv;

@@ -5,7 +5,8 @@
  * Locking: c->mu guards the object table, every object's fields, fills
  * and waiter lists. Tier calls are made with c->mu held (cache lock before
  * tier lock). Fill completions run on the upstream loop thread and take
- * c->mu; xfers are started with c->mu held (bc_loop_call only queues).
+ * c->mu; exchanges are started with c->mu held (their callbacks run on
+ * the loop thread, never before the start returned: upstream.h).
  *
  * Objects: listed in a chained hash table and an LRU list while the cache
  * knows them. Their metadata counts against the memory bound (the memory
@@ -28,7 +29,7 @@
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
 #include "upstream/upstream_target.h"
-#include "upstream/upstream_xfer.h"
+#include "upstream/upstream.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_hash.h"
@@ -63,7 +64,7 @@ typedef struct fill_s {
 	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
 	size_t         woke_at;     /* bytes filled at the last progress wake */
 	size_t         charge;      /* bytes of chunk in c->outside_bytes */
-	bc_xfer_t     *x;
+	bc_exchange_t *x;
 } fill_t;
 
 #define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */
@@ -497,51 +498,29 @@ fail:
 
 /* ---- fills ------------------------------------------------------------- */
 
-static void fill_done(bc_xfer_t *x, void *arg);
-static void fill_headers(bc_xfer_t *x, void *arg, int status,
+static void fill_done(bc_exchange_t *x, void *arg);
+static void fill_headers(bc_exchange_t *x, void *arg, int status,
     const bc_kvlist_t *h);
 static void fill_data(void *arg, size_t total);
 
-#define NO_RANGE UINT64_MAX   /* upstream_request: GET the whole object */
-
-/* The upstream request for o: a HEAD, or a GET of bytes first..last (the
- * whole object when first is NO_RANGE); cond names a conditional header
- * ("If-Match", ...) to send with etag, or is NULL. Signed with the
- * gateway's credentials, or, when anon, sent as an unsigned client's:
- * no Authorization, X-Amz-Date or security token. Fills url and hdrs.
- * Returns 0 or BC_ENOMEM. */
-static int
-upstream_request(bc_cache_t *c, const bc_object_t *o, bool head,
-    uint64_t first, uint64_t last, const char *cond, const char *etag,
-    bool anon, bc_buf_t *url, bc_kvlist_t *hdrs)
-{
-	char range[64];
-	int rv = 0;
-
-	if (!head && first != NO_RANGE) {
-		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
-		    first, last);
-		rv |= bc_kv_add(hdrs, "Range", range);
-	}
-	if (cond != NULL)
-		rv |= bc_kv_add(hdrs, cond, etag);
-	if (rv == 0)
-		rv = bc_s3_origin_request(c->o.origin, head ? "HEAD" : "GET",
-		    o->bucket, o->key, false, NULL, BC_SIGV4_EMPTY_SHA256, anon,
-		    url, hdrs, NULL);
-	return rv < 0 ? BC_ENOMEM : 0;
-}
-
-/* Exchange options from the config: timeouts, retries. */
+/* The origin request for o: a HEAD, or a GET of bytes first..last (the
+ * whole object when first is BC_FETCH_WHOLE); cond names a conditional
+ * header ("If-Match", ...) to send with etag, or is NULL; sent as an
+ * unsigned client's when anon. */
 static void
-xfer_opts(const bc_cache_t *c, bc_xfer_opts_t *xo, bool head,
-    const bc_buf_t *url, const bc_kvlist_t *hdrs)
+fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head, uint64_t first,
+    uint64_t last, const char *cond, const char *etag, bool anon)
 {
-	bc_xfer_opts_init(xo, c->o.cfg);
-	xo->method = head ? "HEAD" : "GET";
-	xo->url = bc_buf_str(url);
-	xo->headers = hdrs;
-	xo->body_len = BC_XFER_NO_BODY;
+	memset(f, 0, sizeof(*f));
+	f->bucket = o->bucket;
+	f->key = o->key;
+	f->head = head;
+	f->first = head ? BC_FETCH_WHOLE : first;
+	f->last = last;
+	f->cond = cond;
+	f->etag = etag;
+	f->anon = anon;
+	f->cls = BC_ORIGIN_DEMAND;
 }
 
 /*
@@ -582,17 +561,15 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, fill_kind_t kind,
  * and *out, BC_ENOSPC when memory has no room for its chunk (nothing
  * started), or BC_EIO when the exchange could not start. */
 static int
-fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
-    bool anon, fill_t **out)
+fill_start_class(bc_cache_t *c, bc_object_t *o, fill_kind_t kind,
+    uint32_t index, bool anon, bc_origin_class_t cls, fill_t **out)
 {
-	bc_buf_t url = BC_BUF_INIT;
-	bc_kvlist_t hdrs = BC_KVLIST_INIT;
 	bool head = kind == FILL_HEAD || kind == FILL_REVALIDATE;
 	uint64_t first = bc_chunk_start(index, c->cs);
 	uint64_t last = first + c->cs - 1;
 	const char *cond = kind == FILL_CHUNK || kind == FILL_PUBLIC ?
 	    "If-Match" : kind == FILL_REVALIDATE ? "If-None-Match" : NULL;
-	bc_xfer_opts_t xo;
+	bc_fetch_t fo;
 	fill_t *f;
 	int rv;
 
@@ -607,7 +584,7 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
 	f->index = index;
 	if (kind == FILL_PUBLIC) {
 		/* one byte (a range of an empty object would be 416) */
-		first = o->meta.size > 0 ? 0 : NO_RANGE;
+		first = o->meta.size > 0 ? 0 : BC_FETCH_WHOLE;
 		last = 0;
 	}
 	if (o->meta_valid)
@@ -617,23 +594,21 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
 		free(f);
 		return rv;
 	}
-	if (upstream_request(c, o, head, first, last, cond, f->etag, anon,
-	    &url, &hdrs) < 0)
-		goto fail;
-	xfer_opts(c, &xo, head, &url, &hdrs);
-	/* an upstream that ignores Range must not make us buffer the whole
+	fetch_init(&fo, o, head, first, last, cond, f->etag, anon);
+	fo.cls = cls;
+	/* an origin that ignores Range must not make us buffer the whole
 	 * object: anything beyond a chunk fails the fill (a check keeps
 	 * its headers' verdict, fill_done) */
-	xo.collect_max = kind == FILL_PUBLIC ? PUBLIC_BODY : c->cs > 0 ?
+	fo.collect_max = kind == FILL_PUBLIC ? PUBLIC_BODY : c->cs > 0 ?
 	    (size_t)c->cs : 1;
-	xo.on_done = fill_done;
-	xo.on_headers = fill_headers;
-	xo.on_data = fill_data;
-	xo.done_arg = f;
+	fo.on_done = fill_done;
+	fo.on_headers = fill_headers;
+	fo.on_data = fill_data;
+	fo.arg = f;
 	o->refs++;
 	f->next = o->fills;
 	o->fills = f;
-	f->x = bc_xfer_start(c->o.loop, &xo, NULL, NULL);
+	f->x = bc_origin_fetch(c->o.origin, &fo);
 	if (f->x == NULL) {
 		o->fills = f->next;
 		o->refs--;
@@ -642,16 +617,20 @@ fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
 	BC_STATS_INC(cache_fills);
 	if (kind == FILL_REVALIDATE)
 		BC_STATS_INC(cache_revalidations);
-	bc_buf_fini(&url);
-	bc_kv_fini(&hdrs);
 	*out = f;
 	return 0;
 fail:
 	atomic_fetch_sub(&c->outside_bytes, f->charge);
-	bc_buf_fini(&url);
-	bc_kv_fini(&hdrs);
 	free(f);
 	return BC_EIO;
+}
+
+/* c->mu held: fill_start_class for a fill a client waits on. */
+static int
+fill_start(bc_cache_t *c, bc_object_t *o, fill_kind_t kind, uint32_t index,
+    bool anon, fill_t **out)
+{
+	return fill_start_class(c, o, kind, index, anon, BC_ORIGIN_DEMAND, out);
 }
 
 /* c->mu held: unlinks f from its object. */
@@ -825,7 +804,7 @@ fill_accept(bc_cache_t *c, fill_t *f, int status, const bc_kvlist_t *h,
  * starts filling in place, and waiters that take filling chunks get it
  * now: their clients receive bytes as they arrive. */
 static void
-fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
+fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
 {
 	fill_t *f = arg;
 	bc_cache_t *c = f->c;
@@ -848,7 +827,7 @@ fill_headers(bc_xfer_t *x, void *arg, int status, const bc_kvlist_t *h)
 			f->accepted = false;    /* fill_done fails it */
 			goto out;
 		}
-		bc_xfer_set_sink(x, f->chunk->data, f->chunk->len);
+		bc_exchange_set_sink(x, f->chunk->data, f->chunk->len);
 		/* the bound covers chunks being filled: what fill_reserve()
 		 * estimated becomes what the chunk costs */
 		atomic_fetch_add(&c->outside_bytes, bc_chunk_charge(f->chunk));
@@ -910,7 +889,7 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 		return;
 	}
 	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
-	ch->fetch_us = bc_xfer_elapsed_us(f->x);
+	ch->fetch_us = bc_exchange_elapsed_us(f->x);
 	waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
 	if (o->listed) {
 		bc_policy_ctx_t ctx = policy_ctx(o, f->prefetch);
@@ -968,7 +947,7 @@ public_done(bc_cache_t *c, bc_object_t *o, fill_t *f, int hrv, int status,
 }
 
 static void
-fill_done(bc_xfer_t *x, void *arg)
+fill_done(bc_exchange_t *x, void *arg)
 {
 	fill_t *f = arg;
 	bc_cache_t *c = f->c;
@@ -976,12 +955,12 @@ fill_done(bc_xfer_t *x, void *arg)
 	const bc_kvlist_t *h = NULL;
 	int status = 0, rv, hrv;
 	size_t len = 0;
-	uint8_t *body = bc_xfer_take_body(x, &len);
+	uint8_t *body = bc_exchange_take_body(x, &len);
 	const char *etag;
 
-	rv = hrv = bc_xfer_headers(x, &status, &h);
+	rv = hrv = bc_exchange_headers(x, &status, &h);
 	if (rv == 0)   /* headers came; did the whole body? */
-		rv = bc_xfer_error(x);
+		rv = bc_exchange_error(x);
 	pthread_mutex_lock(&c->mu);
 	fill_unlink(o, f);
 	/* from here the tier counts the chunk, or nobody keeps it */
@@ -1082,8 +1061,7 @@ out:
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(f->chunk);
 	free(body);
-	bc_xfer_detach(x);
-	bc_xfer_unref(x);
+	bc_exchange_release(x);
 	free(f);
 }
 
@@ -1277,7 +1255,8 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		goto out;
 	}
 	if (f == NULL) {
-		rv = fill_start(c, o, FILL_CHUNK, i, anon, &f);
+		rv = fill_start_class(c, o, FILL_CHUNK, i, anon, w == NULL ?
+		    BC_ORIGIN_PREFETCH : BC_ORIGIN_DEMAND, &f);
 		if (rv < 0)
 			goto out;
 		f->prefetch = true;   /* until a waiter comes */
@@ -1337,25 +1316,20 @@ bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
 		(void)bc_cache_prefetch(c, o, etag, i, anon);
 }
 
-bc_xfer_t *
+bc_exchange_t *
 bc_cache_passthrough(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint64_t first, uint64_t last, bool anon, bc_xfer_wake_fn wake,
+    uint64_t first, uint64_t last, bool anon, bc_exchange_wake_fn wake,
     void *arg)
 {
-	bc_buf_t url = BC_BUF_INIT;
-	bc_kvlist_t hdrs = BC_KVLIST_INIT;
-	bc_xfer_opts_t xo;
-	bc_xfer_t *x = NULL;
+	bc_exchange_t *x;
+	bc_fetch_t fo;
 
-	if (upstream_request(c, o, false, first, last, "If-Match", etag, anon,
-	    &url, &hdrs) == 0) {
-		xfer_opts(c, &xo, false, &url, &hdrs);
-		x = bc_xfer_start(c->o.loop, &xo, wake, arg);
-	}
+	fetch_init(&fo, o, false, first, last, "If-Match", etag, anon);
+	fo.wake = wake;
+	fo.wake_arg = arg;
+	x = bc_origin_fetch(c->o.origin, &fo);
 	if (x != NULL)
 		BC_STATS_INC(cache_passthrough);
-	bc_buf_fini(&url);
-	bc_kv_fini(&hdrs);
 	return x;
 }
 

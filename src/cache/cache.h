@@ -48,9 +48,7 @@
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
 #include "tier/tier.h"
-#include "upstream/upstream_loop.h"
-#include "upstream/upstream_s3.h"
-#include "upstream/upstream_xfer.h"
+#include "upstream/upstream.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 
@@ -100,8 +98,7 @@ typedef struct bc_cache_opts_s {
 	const bc_config_t      *cfg;      /* chunk_size, mem_size, meta_ttl,
 					     meta_stale, retries, timeouts,
 					     upstream */
-	bc_loop_t              *loop;
-	const bc_s3_origin_t   *origin;   /* address, credentials */
+	bc_origin_t            *origin;   /* where fills come from */
 } bc_cache_opts_t;
 
 /* Returns 0 and *out, or a negative BC_E* code. */
@@ -178,13 +175,13 @@ void bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
  * Bytes first..last of o's version etag straight from the upstream, kept
  * nowhere: what a reader does when bc_cache_chunk() answers BC_ENOSPC
  * (memory is full of chunks that responses still hold). A ranged GET with
- * If-Match in wake mode (upstream_xfer.h: read it with bc_xfer_headers
- * and bc_xfer_read; detach and unref it when done), unsigned when anon.
+ * If-Match, in pull mode (upstream.h: read it with bc_exchange_headers
+ * and bc_exchange_read; release it when done), unsigned when anon.
  * NULL when it cannot start.
  */
-bc_xfer_t *bc_cache_passthrough(bc_cache_t *c, bc_object_t *o,
+bc_exchange_t *bc_cache_passthrough(bc_cache_t *c, bc_object_t *o,
     const char *etag, uint64_t first, uint64_t last, bool anon,
-    bc_xfer_wake_fn wake, void *arg);
+    bc_exchange_wake_fn wake, void *arg);
 
 /*
  * For a chunk that may still be filling: returns the bytes readable now

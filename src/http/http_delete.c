@@ -30,7 +30,7 @@
 #include "s3/s3_awschunked.h"
 #include "s3/s3_checksum.h"
 #include "s3/s3_xml.h"
-#include "upstream/upstream_xfer.h"
+#include "upstream/upstream.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
@@ -53,7 +53,7 @@ typedef struct delreq_s {
 	char           **refused;
 	size_t           nrefused;
 	size_t           sent;       /* bytes of out written upstream */
-	bc_xfer_t       *x;
+	bc_exchange_t   *x;
 	bc_buf_t         result;     /* the upstream's answer */
 	int              status;
 	const bc_kvlist_t *uh;       /* its headers (in x) */
@@ -223,12 +223,10 @@ respond_result(bc_http_req_t *r, delreq_t *d, const char *xml, size_t len,
 static bc_s3err_t
 send_filtered(bc_http_req_t *r, delreq_t *d)
 {
-	bc_kvlist_t add = BC_KVLIST_INIT, hdrs = BC_KVLIST_INIT;
-	bc_buf_t url = BC_BUF_INIT;
+	bc_kvlist_t add = BC_KVLIST_INIT;
 	uint8_t md5[BC_MD5_LEN];
 	char hash[65], b64[32];
-	bc_sigv4_ctx_t ctx;
-	bc_xfer_opts_t o;
+	bc_relay_t rl;
 	size_t kept;
 	bc_s3err_t e;
 
@@ -248,20 +246,17 @@ send_filtered(bc_http_req_t *r, delreq_t *d)
 	if (bc_base64(md5, sizeof(md5), b64, sizeof(b64)) < 0 ||
 	    bc_kv_add(&add, "Content-MD5", b64) < 0)
 		goto out;
-	e = bc_proxy_request(r, hash, body_headers, &add, &url, &hdrs, &ctx);
-	if (e != BC_S3E_NONE)
-		goto out;
-	bc_xfer_opts_init(&o, r->srv->cfg);
-	o.method = r->s3.method;
-	o.url = bc_buf_str(&url);
-	o.headers = &hdrs;
-	o.body_len = d->out.len;
-	d->x = bc_xfer_start(r->srv->loop, &o, bc_http_resume_cb, r);
-	e = d->x != NULL ? BC_S3E_NONE : BC_S3E_ServiceUnavailable;
+	bc_proxy_relay_init(r, &rl);
+	rl.body_sha256 = hash;
+	rl.add_headers = &add;
+	rl.drop_headers = body_headers;
+	rl.content_length = d->out.len;
+	rl.chunked_te = false;
+	d->x = bc_origin_relay(r->srv->origin, &rl, &e);
+	if (d->x != NULL)
+		e = BC_S3E_NONE;
 	d->stage = SENDING;
 out:
-	bc_buf_fini(&url);
-	bc_kv_fini(&hdrs);
 	bc_kv_fini(&add);
 	return e;
 }
@@ -293,6 +288,7 @@ del_finish(bc_http_req_t *r)
 {
 	delreq_t *d = r->hdata;
 	char buf[16384];
+	bc_s3err_t e = BC_S3E_NONE;
 	ssize_t n;
 	int rv;
 
@@ -301,8 +297,8 @@ del_finish(bc_http_req_t *r)
 		return send_filtered(r, d);
 	case SENDING:
 		while (d->sent < d->out.len) {
-			n = bc_xfer_write(d->x, d->out.data + d->sent,
-			    d->out.len - d->sent);
+			n = bc_exchange_write(d->x, d->out.data + d->sent,
+			    d->out.len - d->sent, &e);
 			if (n < 0)
 				break;     /* answered already */
 			if (n == 0) {
@@ -311,11 +307,17 @@ del_finish(bc_http_req_t *r)
 			}
 			d->sent += (size_t)n;
 		}
-		bc_xfer_write_end(d->x);
+		rv = bc_exchange_write_end(d->x, &e);
+		if (rv == BC_EAGAIN) {
+			bc_http_wait(r);
+			return BC_S3E_NONE;
+		}
+		if (rv < 0)
+			return e != BC_S3E_NONE ? e : BC_S3E_InternalError;
 		d->stage = ANSWER;
 		/* fall through */
 	case ANSWER:
-		rv = bc_xfer_headers(d->x, &d->status, &d->uh);
+		rv = bc_exchange_headers(d->x, &d->status, &d->uh);
 		if (rv == BC_EAGAIN) {
 			bc_http_wait(r);
 			return BC_S3E_NONE;
@@ -329,7 +331,7 @@ del_finish(bc_http_req_t *r)
 		/* fall through */
 	case COLLECTING:
 		for (;;) {
-			n = bc_xfer_read(d->x, buf, sizeof(buf));
+			n = bc_exchange_read(d->x, buf, sizeof(buf));
 			if (n == BC_EAGAIN) {
 				bc_http_wait(r);
 				return BC_S3E_NONE;
@@ -355,10 +357,7 @@ del_done(bc_http_req_t *r, bool ok)
 
 	if (d == NULL)
 		return;
-	if (d->x != NULL) {
-		bc_xfer_detach(d->x);
-		bc_xfer_unref(d->x);
-	}
+	bc_exchange_release(d->x);
 	bc_awschunked_free(d->chunked);
 	for (size_t i = 0; i < d->nrefused; i++)
 		free(d->refused[i]);

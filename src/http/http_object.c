@@ -65,7 +65,7 @@ typedef struct objreq_s {
 	bc_chunk_t      *first;      /* chunk delivered with the metadata */
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bool             cur_fetched;
-	bc_xfer_t       *pass;       /* the rest, uncached (memory full) */
+	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 } objreq_t;
 
@@ -227,7 +227,7 @@ pass_read(bc_http_req_t *r, objreq_t *q, uint64_t off, char *buf,
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (!q->pass_ok) {
-		rv = bc_xfer_headers(q->pass, &status, &h);
+		rv = bc_exchange_headers(q->pass, &status, &h);
 		if (rv == BC_EAGAIN) {
 			bc_http_wait(r);
 			return 0;
@@ -245,7 +245,7 @@ pass_read(bc_http_req_t *r, objreq_t *q, uint64_t off, char *buf,
 		}
 		q->pass_ok = true;
 	}
-	n = bc_xfer_read(q->pass, buf, max);
+	n = bc_exchange_read(q->pass, buf, max);
 	if (n == BC_EAGAIN) {
 		bc_http_wait(r);
 		return 0;
@@ -613,10 +613,7 @@ obj_done(bc_http_req_t *r, bool ok)
 	if (q == NULL)
 		return;
 	bc_waiter_fini(q->c, &q->w);
-	if (q->pass != NULL) {
-		bc_xfer_detach(q->pass);
-		bc_xfer_unref(q->pass);
-	}
+	bc_exchange_release(q->pass);
 	bc_chunk_unref(q->first);
 	bc_chunk_unref(q->cur);
 	if (q->have_meta)

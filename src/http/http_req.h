@@ -1,6 +1,6 @@
 /*
  * http_req.h — one client request as the HTTP front end hands it to a
- * handler (proxy, file backend, admin), and the calls a handler uses to
+ * handler (proxy, object, delete, admin), and the calls a handler uses to
  * answer.
  *
  * Threads: every handler op runs on an MHD worker thread and must not
@@ -112,9 +112,8 @@ void bc_http_resume(bc_http_req_t *r);
 /* bc_xfer_wake_fn-shaped bc_http_resume. */
 void bc_http_resume_cb(void *r);
 
-/* The handler for r's server configuration, exported by each backend. */
+/* The handlers, each exported by its file. */
 extern const bc_handler_t bc_handler_proxy;
-extern const bc_handler_t bc_handler_file;
 extern const bc_handler_t bc_handler_admin;
 extern const bc_handler_t bc_handler_object;   /* GET/HEAD via the cache */
 extern const bc_handler_t bc_handler_delete;   /* DeleteObjects of a key

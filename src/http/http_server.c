@@ -31,8 +31,7 @@
 #include "http/http_server.h"
 #include "s3/s3_verdicts.h"
 #include "stats/stats.h"
-#include "upstream/upstream_file.h"
-#include "upstream/upstream_xfer.h"
+#include "upstream/upstream.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
@@ -387,7 +386,7 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 	 * access rules to ask: there it is 403 AccessDenied. */
 	e = bc_s3_verdicts_verify(s->verdicts, &r->s3, time(NULL),
 	    bc_config_secret, (void *)cfg,
-	    cfg->anonymous || s->backend == &bc_handler_proxy, &r->auth,
+	    cfg->anonymous || !cfg->upstream_is_file, &r->auth,
 	    &cached);
 	if (cached)
 		BC_STATS_INC(auth_cached);
@@ -419,11 +418,11 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 	if (bc_object_cacheable(r))
 		r->handler = &bc_handler_object;
 	else if (r->s3.op == BC_S3OP_DeleteObjects && r->client_key != NULL &&
-	    s->backend == &bc_handler_proxy &&
+	    !cfg->upstream_is_file &&   /* the file origin checks keys */
 	    bc_http_authz_limited(r->client_key, r->s3.bucket))
 		r->handler = &bc_handler_delete;   /* key by key */
 	else
-		r->handler = s->backend;
+		r->handler = &bc_handler_proxy;
 	return r->handler->start(r);
 }
 
@@ -609,8 +608,7 @@ bad:
 
 int
 bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    const bc_s3_origin_t *origin, struct bc_cache_s *cache, char *err,
-    size_t errlen)
+    bc_origin_t *origin, struct bc_cache_s *cache, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bc_conns_limits_t limits;
@@ -628,17 +626,9 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 		return -1;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	if (cfg->upstream_is_file) {
-		s->backend = &bc_handler_file;
-		if (bc_upstream_file_init(cfg->upstream_dir, err, errlen) < 0)
-			return -1;
-	} else {
-		s->backend = &bc_handler_proxy;
-		if (origin == NULL || loop == NULL) {
-			snprintf(err, errlen, "an http(s) upstream needs its "
-			    "origin and loop");
-			return -1;
-		}
+	if (origin == NULL || loop == NULL) {
+		snprintf(err, errlen, "the server needs an origin and a loop");
+		return -1;
 	}
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -691,6 +681,16 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 	return 0;
 }
 
+/* Loop thread, as the loop stops: ends the origin's exchanges. */
+static void
+cancel_exchanges(bc_loop_t *l, void *origin)
+{
+	bc_origin_t *o = origin;
+
+	(void)l;
+	o->ops->cancel_all(o);
+}
+
 void
 bc_server_stop(bc_server_t *s)
 {
@@ -703,7 +703,7 @@ bc_server_stop(bc_server_t *s)
 	/* Cancelling transfers wakes (resumes) every waiting connection;
 	 * MHD must not be stopped with suspended ones. */
 	if (s->loop != NULL)
-		bc_loop_stop(s->loop, bc_xfer_cancel_all, NULL);
+		bc_loop_stop(s->loop, cancel_exchanges, s->origin);
 	if (s->mhd != NULL)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;

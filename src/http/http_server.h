@@ -1,7 +1,7 @@
 /*
  * http_server.h — the S3 front end: a libmicrohttpd daemon (thread pool,
  * epoll) that parses each request, authenticates it, and hands it to the
- * handler for its route (admin, file backend or upstream proxy).
+ * handler for its route (admin, cached object reads, or the proxy that relays to the origin).
  *
  * Start/stop from the main thread only. The server reads the finished
  * config; it does not own it or the loop.
@@ -16,16 +16,13 @@
 #include "http/http_req.h"
 #include "s3/s3_sigv4.h"
 #include "upstream/upstream_loop.h"
-#include "upstream/upstream_s3.h"
+#include "upstream/upstream.h"
 
 struct bc_server_s {
 	const bc_config_t  *cfg;
 	struct MHD_Daemon  *mhd;
-	bc_loop_t          *loop;     /* NULL with a file:// upstream */
-	const struct bc_handler_s *backend;
-	/* an http(s) upstream: address, credentials, request building;
-	 * NULL with file:// (main's) */
-	const bc_s3_origin_t *origin;
+	bc_loop_t          *loop;     /* main's */
+	bc_origin_t        *origin;   /* S3 or file:// (main's) */
 	struct bc_cache_s  *cache;   /* NULL when not caching (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's
@@ -33,14 +30,15 @@ struct bc_server_s {
 	struct bc_s3_verdicts_s *verdicts;
 };
 
-/* Starts serving cfg->listen what main built (main.c): an http(s)
- * upstream through origin on loop, fronted by cache (NULL: not caching),
- * or the file:// store (origin and loop NULL). They must outlive the
- * server. Returns 0, or -1 with err set. */
+/* Starts serving cfg->listen what main built (main.c): origin (S3 or
+ * file://) whose exchanges run on loop, fronted by cache (NULL: not
+ * caching). They must outlive the server. Returns 0, or -1 with err set. */
 int  bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    const bc_s3_origin_t *origin, struct bc_cache_s *cache, char *err,
+    bc_origin_t *origin, struct bc_cache_s *cache, char *err,
     size_t errlen);
-/* Stops accepting, ends every connection, frees the daemon. */
+/* Stops accepting, stops the loop (cancelling the origin's exchanges,
+ * which resumes every waiting connection), ends every connection, frees
+ * the daemon. */
 void bc_server_stop(bc_server_t *s);
 
 #endif

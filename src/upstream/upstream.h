@@ -97,6 +97,12 @@ typedef struct bc_relay_s {
 	uint64_t                content_length;  /* UINT64_MAX: none */
 	bool                    chunked_te;  /* Transfer-Encoding: chunked */
 	const char             *region;      /* for GetBucketLocation &c. */
+	/* The gateway rewrote the body (a DeleteObjects filtered key by
+	 * key): its hex SHA-256, sent plain; NULL: the client's body. */
+	const char             *body_sha256;
+	const bc_kvlist_t      *add_headers;   /* sent too; may be NULL */
+	const char *const      *drop_headers;  /* client headers not sent;
+						  NULL-ended; may be NULL */
 	bc_exchange_wake_fn     wake;
 	void                   *wake_arg;
 } bc_relay_t;

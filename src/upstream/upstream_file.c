@@ -3309,3 +3309,15 @@ bc_upstream_file_fini(void)
 {
 	close_fd(&root_fd);
 }
+
+/* TEMPORARY (until branch h-file merges): no file origin yet. */
+int
+bc_file_origin_new(const char *root, bc_loop_t *loop, bc_origin_t **out,
+    char *err, size_t errlen)
+{
+	(void)root;
+	(void)loop;
+	*out = NULL;
+	snprintf(err, errlen, "file origin: not merged yet");
+	return -1;
+}

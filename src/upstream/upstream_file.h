@@ -122,4 +122,10 @@ void bc_file_list_fini(bc_file_list_t *l);
 void  bc_file_token_encode(const char *s, char *out);
 char *bc_file_token_decode(const char *tok);
 
+/* (merge placeholder: the file origin's constructor, from branch h-file) */
+#include "upstream/upstream.h"
+#include "upstream/upstream_loop.h"
+int bc_file_origin_new(const char *root, bc_loop_t *loop, bc_origin_t **out,
+    char *err, size_t errlen);
+
 #endif

@@ -4,8 +4,14 @@
  * that builds an upstream request — URL, Host, and the SigV4 signature
  * over it — for the proxy and for cache fills alike.
  *
- * (The exchange itself is upstream_xfer.h; the origin interface that
- * fronts both this and the file:// store comes next, DESIGN.md.)
+ * bc_s3_origin_new() makes it an origin (upstream.h) whose exchanges run
+ * over upstream_xfer.c on the loop. Relayed requests: a client's hex
+ * payload hash is forwarded (the upstream checks the body against it);
+ * UNSIGNED-PAYLOAD stays unsigned; an aws-chunked body goes on in the
+ * client's mode and framing, verified as it streams: signed chunks and
+ * trailer re-signed, the checksum trailer verified and passed on as sent.
+ * SigV2 and anonymous clients' bodies go UNSIGNED. Unsigned clients
+ * without --anonymous are relayed unsigned: the upstream decides.
  * Set up once at start; read-only afterwards, so any thread may use it.
  */
 #ifndef BC_UPSTREAM_S3_H
@@ -16,6 +22,8 @@
 
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
+#include "upstream/upstream.h"
+#include "upstream/upstream_loop.h"
 #include "upstream/upstream_target.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
@@ -47,5 +55,13 @@ int bc_s3_origin_request(const bc_s3_origin_t *o, const char *method,
     const char *bucket, const char *key, bool bucket_slash,
     const bc_kvlist_t *query, const char *payload_hash, bool unsigned_,
     bc_buf_t *url, bc_kvlist_t *hdrs, bc_sigv4_ctx_t *ctx);
+
+/* The S3 origin for cfg (which must outlive it), its exchanges on loop
+ * (bc_xfer_loop_new's). Returns 0 and *out (bc_origin_free), or -1 with
+ * err naming the bad option. */
+int bc_s3_origin_new(const bc_config_t *cfg, bc_loop_t *loop,
+    bc_origin_t **out, char *err, size_t errlen);
+/* o's request builder when o is an S3 origin, else NULL. */
+const bc_s3_origin_t *bc_s3_origin_of(const bc_origin_t *o);
 
 #endif
