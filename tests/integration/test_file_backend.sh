@@ -327,6 +327,12 @@ while IFS= read -r line; do
 	bc_pass "quick start: [$line] works"
 	qs_checks=$((qs_checks + 1))
 	case $line in
+	*x-bucketcache*)
+		# hello.txt was read above: the cache answers it now
+		grep -Eiq '^x-bucketcache: hit' "$BC_TMP/qs-$n.out" ||
+			bc_fail "quick start: [$line] does not show a cache hit: $(cat "$BC_TMP/qs-$n.out")"
+		bc_pass "quick start: [$line] shows x-bucketcache: hit"
+		qs_checks=$((qs_checks + 1)) ;;
 	*demo/hello.txt*)
 		v=$(cat "$BC_TMP/qs-$n.out")
 		bc_assert_eq "hello from bucketcache" "$v" "quick start: [$line] prints hello.txt"
