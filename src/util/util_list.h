@@ -69,6 +69,20 @@ bc_list_remove(bc_list_t *n)
 	bc_list_init(n);
 }
 
+/* Moves every node of other, in order, to the end of l; other is left
+ * empty. */
+static inline void
+bc_list_splice_tail(bc_list_t *l, bc_list_t *other)
+{
+	if (bc_list_empty(other))
+		return;
+	other->next->prev = l->prev;
+	l->prev->next = other->next;
+	other->prev->next = l;
+	l->prev = other->prev;
+	bc_list_init(other);
+}
+
 /* The first node of l, or NULL when l is empty. */
 static inline bc_list_t *
 bc_list_first(const bc_list_t *l)

@@ -2,7 +2,7 @@
  * test_util_list.c — util/util_list.h: an empty list, insertion at head
  * and tail, first/last, removal (head, middle, tail; a removed node is
  * self-linked and removing it again changes nothing), walks both ways,
- * removal during BC_LIST_FOREACH_SAFE, and BC_CONTAINER_OF. Each list is
+ * removal during BC_LIST_FOREACH_SAFE, splicing, and BC_CONTAINER_OF. Each list is
  * checked whole: both directions agree and every link is mutual.
  */
 #include <stddef.h>
@@ -175,6 +175,31 @@ LTest(list, foreach_safe_removes, .init = setup)
 	BC_LIST_FOREACH_SAFE(n, tmp, &l)
 		bc_list_remove(n);
 	check(&l, "");
+}
+
+LTest(list, splice_tail, .init = setup)
+{
+	bc_list_t l, other;
+
+	bc_list_init(&l);
+	bc_list_init(&other);
+	bc_list_splice_tail(&l, &other);           /* empty into empty */
+	check(&l, "");
+	check(&other, "");
+	bc_list_insert_tail(&other, &E('a')->link);
+	bc_list_insert_tail(&other, &E('b')->link);
+	bc_list_splice_tail(&l, &other);           /* into empty */
+	check(&l, "ab");
+	check(&other, "");
+	bc_list_splice_tail(&l, &other);           /* empty into some */
+	check(&l, "ab");
+	for (char c = 'c'; c <= 'e'; c++)
+		bc_list_insert_tail(&other, &E(c)->link);
+	bc_list_splice_tail(&l, &other);
+	check(&l, "abcde");
+	check(&other, "");
+	bc_list_insert_head(&other, &E('f')->link);  /* other is reusable */
+	check(&other, "f");
 }
 
 LTest(list, container_of)
