@@ -201,14 +201,14 @@ LTest(loop, timer_ticks_every_period_on_the_loop_thread)
 	bc_loop_timer_free(k.t);
 	n = ticks(&k);
 	cr_assert_not(k.off_thread, "fn ran off the loop thread");
-	/* first after a period, then a period apart: never early (a ms of
-	 * clock rounding aside), and not absurdly late */
-	cr_assert_geq(k.at[0] - t0, 19, "first tick after %llu ms",
-	    (unsigned long long)(k.at[0] - t0));
-	for (int i = 1; i < 10; i++)
-		cr_assert_geq(k.at[i] - k.at[i - 1], 19, "gap %d: %llu ms", i,
-		    (unsigned long long)(k.at[i] - k.at[i - 1]));
-	cr_assert_geq(k.at[9] - t0, 199);
+	/* tick i is due (i + 1) periods after the start at the earliest
+	 * (libuv re-arms from when a tick ran, so lateness adds up and is
+	 * never made up for); allow 2 ms of clock rounding; and not
+	 * absurdly late */
+	for (int i = 0; i < 10; i++)
+		cr_assert_geq(k.at[i] - t0, 20 * (uint64_t)(i + 1) - 2,
+		    "tick %d after %llu ms", i,
+		    (unsigned long long)(k.at[i] - t0));
 	cr_assert_lt(k.at[9] - t0, 5000, "10 ticks of 20 ms took %llu ms",
 	    (unsigned long long)(k.at[9] - t0));
 	let_ticks_pass(l, 8);
@@ -222,16 +222,18 @@ LTest(loop, timer_first_tick_waits_a_period)
 	bc_loop_t *l = loop_up();
 	tick_t     k = { 0 };
 	uint64_t   t0 = now_ms();
+	int        n;
 
 	k.t = bc_loop_timer_new(l, 300, on_tick, &k);
 	cr_assert_not_null(k.t);
 	let_ticks_pass(l, 5);
+	n = ticks(&k);
 	if (now_ms() - t0 < 290)
-		cr_assert_eq(ticks(&k), 0, "ticked before its period");
+		cr_assert_eq(n, 0, "ticked before its period");
 	pthread_mutex_lock(&mu);
 	WAIT_UNTIL(k.n >= 1);
 	pthread_mutex_unlock(&mu);
-	cr_assert_geq(k.at[0] - t0, 299);
+	cr_assert_geq(k.at[0] - t0, 298);
 	bc_loop_timer_free(k.t);
 	loop_down(l);
 }

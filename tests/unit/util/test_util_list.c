@@ -69,9 +69,10 @@ check(const bc_list_t *l, const char *want)
 		cr_assert_null(bc_list_first(l));
 		cr_assert_null(bc_list_last(l));
 	} else {
-		cr_assert_eq(name_of(bc_list_first(l)), want[0]);
-		cr_assert_eq(name_of(bc_list_last(l)),
-		    want[strlen(want) - 1]);
+		cr_assert_eq(bc_list_first(l), l->next);
+		cr_assert_eq(bc_list_last(l), l->prev);
+		cr_assert_eq(name_of(l->next), want[0]);
+		cr_assert_eq(name_of(l->prev), want[strlen(want) - 1]);
 	}
 }
 
