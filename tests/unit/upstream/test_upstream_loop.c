@@ -2,8 +2,9 @@
  * test_upstream_loop.c — the loop's timers and work pool
  * (upstream_loop.h): a timer's period and thread, and that no run follows
  * bc_loop_timer_free, whether it is called from another thread during a
- * run (it waits the run out), from inside the timer's own callback, from
- * another callback, or before the timer ever started; timers left at
+ * run (it waits the run out) or while the timer is due and the loop
+ * thread busy, from inside the timer's own callback, from another
+ * callback, or before the timer ever started; timers left at
  * bc_loop_stop are closed by the loop and freed by their owner after it;
  * bad arguments. A work runs off the loop thread and its after() on it;
  * many submissions from several threads all complete, each once; a stop
