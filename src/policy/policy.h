@@ -18,23 +18,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/util_list.h"
+
 typedef struct bc_policy_s bc_policy_t;
 typedef struct bc_policy_node_s bc_policy_node_t;
 
 /* Embedded in each tier entry. The tier sets size and fetch_us before
- * admit/on_insert and leaves the rest to the policy: prev, next and word
- * are the policy's while the node is inserted (between on_insert and
- * on_remove) and the tier's own otherwise. */
+ * admit/on_insert and leaves the rest to the policy: link and word are the
+ * policy's while the node is inserted (between on_insert and on_remove)
+ * and the tier's own otherwise (a zeroed link is fine before on_insert).
+ * A policy that keeps nodes on a list leaves link self-linked after
+ * on_remove (bc_list_remove). */
 struct bc_policy_node_s {
-	bc_policy_node_t *prev, *next;
+	bc_list_t         link;
 	uint64_t          word;       /* the policy's (a score, a stamp) */
 	uint64_t          size;       /* bytes the entry holds */
 	uint64_t          fetch_us;   /* what fetching it cost */
 };
 
 /* The entry of type T whose member M is node n. */
-#define BC_POLICY_ENTRY(n, T, M) \
-	((T *)(void *)((char *)(n) - offsetof(T, M)))
+#define BC_POLICY_ENTRY(n, T, M) BC_CONTAINER_OF(n, T, M)
 
 /* What an event is about. Strings are borrowed for the call only. */
 typedef struct bc_policy_ctx_s {

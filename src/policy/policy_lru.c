@@ -1,9 +1,9 @@
 /*
  * policy_lru.c — least recently used eviction, admit everything.
  *
- * An intrusive doubly-linked list through the nodes' prev/next, most
- * recently inserted or hit at the head; victims come from the tail. Every
- * op is O(1) except choose_victim, which walks past skipped nodes. Called
+ * One bc_list_t through the nodes' links, most recently inserted or hit
+ * at the head; victims come from the tail. Every op is O(1) except
+ * choose_victim, which walks past skipped nodes. Called
  * with the owning tier's lock held (policy.h); the list holds no
  * references: the tier removes an entry (on_remove) before dropping it.
  * Context and targets are ignored: recency is all it knows.
@@ -14,16 +14,19 @@
 #include "policy/policy.h"
 
 struct bc_policy_s {
-	bc_policy_node_t *head;       /* most recent */
-	bc_policy_node_t *tail;       /* least recent: the next victim */
-	size_t            n;
+	bc_list_t lru;        /* head: most recent; tail: the next victim */
+	size_t    n;
 };
 
 static bc_policy_t *
 lru_new(const bc_policy_opts_t *o)
 {
+	bc_policy_t *p = calloc(1, sizeof(*p));
+
 	(void)o;
-	return calloc(1, sizeof(bc_policy_t));
+	if (p != NULL)
+		bc_list_init(&p->lru);
+	return p;
 }
 
 static void
@@ -42,31 +45,11 @@ lru_admit(bc_policy_t *p, const bc_policy_node_t *n,
 	return true;
 }
 
-static void
-push_head(bc_policy_t *p, bc_policy_node_t *n)
+/* Whether n is on a list (inserted and not yet removed). */
+static bool
+linked(const bc_policy_node_t *n)
 {
-	n->prev = NULL;
-	n->next = p->head;
-	if (p->head != NULL)
-		p->head->prev = n;
-	else
-		p->tail = n;
-	p->head = n;
-}
-
-static void
-unlink_node(bc_policy_t *p, bc_policy_node_t *n)
-{
-	if (n->prev != NULL)
-		n->prev->next = n->next;
-	else
-		p->head = n->next;
-	if (n->next != NULL)
-		n->next->prev = n->prev;
-	else
-		p->tail = n->prev;
-	n->prev = NULL;
-	n->next = NULL;
+	return n->link.next != NULL && n->link.next != &n->link;
 }
 
 static void
@@ -74,7 +57,8 @@ lru_on_insert(bc_policy_t *p, bc_policy_node_t *n,
     const bc_policy_ctx_t *ctx)
 {
 	(void)ctx;
-	push_head(p, n);
+	assert(!linked(n));
+	bc_list_insert_head(&p->lru, &n->link);
 	p->n++;
 }
 
@@ -82,19 +66,18 @@ static void
 lru_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
 	(void)ctx;
-	assert(p->n > 0);
-	if (p->head == n)
+	assert(p->n > 0 && linked(n));
+	if (bc_list_first(&p->lru) == &n->link)
 		return;
-	unlink_node(p, n);
-	push_head(p, n);
+	bc_list_remove(&n->link);
+	bc_list_insert_head(&p->lru, &n->link);
 }
 
 static void
 lru_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	assert(p->n > 0);
-	assert(n->prev != NULL || p->head == n);
-	unlink_node(p, n);
+	assert(p->n > 0 && linked(n));
+	bc_list_remove(&n->link);
 	p->n--;
 }
 
@@ -102,9 +85,14 @@ static bc_policy_node_t *
 lru_choose_victim(bc_policy_t *p,
     bool (*skip)(void *arg, const bc_policy_node_t *n), void *arg)
 {
-	for (bc_policy_node_t *n = p->tail; n != NULL; n = n->prev)
+	bc_list_t        *l;
+	bc_policy_node_t *n;
+
+	BC_LIST_FOREACH_REVERSE(l, &p->lru) {
+		n = BC_CONTAINER_OF(l, bc_policy_node_t, link);
 		if (skip == NULL || !skip(arg, n))
 			return n;
+	}
 	return NULL;
 }
 

@@ -6,7 +6,7 @@
  * Threads: every op takes t->lock; a hit is a lookup, the policy's on_hit
  * and a ref, without allocation. Chunks are freed outside the lock when
  * the tier held the last reference (a "deferred" list through the policy
- * node's next, which is ours once the policy forgot the chunk and no one
+ * node's link, which is ours once the policy forgot the chunk and no one
  * else holds it).
  *
  * Accounting: capacity bounds usage = acct->bytes + *external_bytes, where
@@ -35,6 +35,7 @@
 
 #include "tier/tier.h"
 #include "util/util_error.h"
+#include "util/util_list.h"
 
 #define MIN_SLOTS 64
 #define NONE      SIZE_MAX
@@ -215,10 +216,10 @@ table_del(bc_tier_t *t, size_t i)
 
 /* Takes a chunk the table no longer holds out of the accounting and
  * releases the tier's reference: at once for a chunk others still hold
- * (it stays charged until its on_free), through *deferred (unref after
+ * (it stays charged until its on_free), through deferred (unref after
  * unlocking) when the tier held the last reference. */
 static void
-release(bc_tier_t *t, bc_chunk_t *c, bc_chunk_t **deferred)
+release(bc_tier_t *t, bc_chunk_t *c, bc_list_t *deferred)
 {
 	size_t ch = bc_chunk_charge(c);
 
@@ -230,15 +231,14 @@ release(bc_tier_t *t, bc_chunk_t *c, bc_chunk_t **deferred)
 		c->tier_data = NULL;
 		atomic_fetch_sub(&t->acct->bytes, ch);
 		acct_unref(t->acct);
-		c->pol.next = *deferred != NULL ? &(*deferred)->pol : NULL;
-		*deferred = c;
+		bc_list_insert_head(deferred, &c->pol.link);
 	} else {
 		bc_chunk_unref(c);
 	}
 }
 
 static void
-drop(bc_tier_t *t, size_t i, bc_chunk_t **deferred)
+drop(bc_tier_t *t, size_t i, bc_list_t *deferred)
 {
 	bc_chunk_t *c = t->slots[i].c;
 
@@ -248,14 +248,14 @@ drop(bc_tier_t *t, size_t i, bc_chunk_t **deferred)
 }
 
 static void
-free_deferred(bc_chunk_t *c)
+free_deferred(bc_list_t *deferred)
 {
-	bc_chunk_t *next;
+	bc_list_t *l, *tmp;
 
-	for (; c != NULL; c = next) {
-		next = c->pol.next != NULL ? chunk_of(c->pol.next) : NULL;
-		c->pol.next = NULL;
-		bc_chunk_unref(c);
+	BC_LIST_FOREACH_SAFE(l, tmp, deferred) {
+		bc_list_remove(l);
+		bc_chunk_unref(chunk_of(BC_CONTAINER_OF(l, bc_policy_node_t,
+		    link)));
 	}
 }
 
@@ -383,7 +383,7 @@ room_possible(bc_tier_t *t, uint64_t add, uint64_t room,
  * capacity. Returns 0, or BC_E2BIG when the policy contradicted the dry
  * run (room_possible) that must precede. */
 static int
-evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
+evict_to_fit(bc_tier_t *t, uint64_t add, bc_list_t *deferred)
 {
 	bc_policy_node_t *v;
 	size_t i;
@@ -404,12 +404,14 @@ evict_to_fit(bc_tier_t *t, uint64_t add, bc_chunk_t **deferred)
 static int
 mem_put(bc_tier_t *t, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
-	bc_chunk_t *deferred = NULL, *old = NULL;
+	bc_chunk_t *old = NULL;
+	bc_list_t   deferred;
 	uint64_t    ch = bc_chunk_charge(c), add, room;
 	bool        ours;
 	size_t      i;
 	int         rv = 0;
 
+	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	i = find_chunk(t, c);
 	if (i != NONE)
@@ -464,17 +466,18 @@ reject:
 	t->rejected++;
 out:
 	pthread_mutex_unlock(&t->lock);
-	free_deferred(deferred);
+	free_deferred(&deferred);
 	return rv;
 }
 
 int
 bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes)
 {
-	bc_chunk_t *deferred = NULL;
-	int         rv = BC_E2BIG;
+	bc_list_t deferred;
+	int       rv = BC_E2BIG;
 
 	assert(t->ops == &bc_tier_mem && t->external != NULL);
+	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	if (bytes <= t->capacity && room_possible(t, bytes, t->capacity,
 	    NULL)) {
@@ -483,18 +486,19 @@ bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes)
 			atomic_fetch_add(t->external, bytes);
 	}
 	pthread_mutex_unlock(&t->lock);
-	free_deferred(deferred);
+	free_deferred(&deferred);
 	return rv;
 }
 
 static int
 mem_del(bc_tier_t *t, const bc_chunk_key_t *k)
 {
-	uint64_t    h = bc_chunk_key_hash(k);
-	bc_chunk_t *deferred = NULL;
-	size_t      i;
-	int         rv = 0;
+	uint64_t  h = bc_chunk_key_hash(k);
+	bc_list_t deferred;
+	size_t    i;
+	int       rv = 0;
 
+	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	i = find_key(t, h, k);
 	if (i == NONE) {
@@ -504,7 +508,7 @@ mem_del(bc_tier_t *t, const bc_chunk_key_t *k)
 		t->deleted++;
 	}
 	pthread_mutex_unlock(&t->lock);
-	free_deferred(deferred);
+	free_deferred(&deferred);
 	return rv;
 }
 
@@ -528,9 +532,10 @@ static size_t
 mem_del_object(bc_tier_t *t, const char *bucket, const char *key,
     const char *prefix)
 {
-	bc_chunk_t *deferred = NULL;
-	size_t      blen = strlen(bucket), plen, n = 0, i = 0;
+	bc_list_t deferred;
+	size_t    blen = strlen(bucket), plen, n = 0, i = 0;
 
+	bc_list_init(&deferred);
 	if (prefix == NULL)
 		prefix = "";
 	plen = strlen(prefix);
@@ -551,7 +556,7 @@ mem_del_object(bc_tier_t *t, const char *bucket, const char *key,
 	}
 	t->deleted += n;
 	pthread_mutex_unlock(&t->lock);
-	free_deferred(deferred);
+	free_deferred(&deferred);
 	return n;
 }
 
@@ -596,14 +601,15 @@ bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out)
 static void
 mem_close(bc_tier_t *t)
 {
-	bc_chunk_t *deferred = NULL;
+	bc_list_t deferred;
 
 	if (t == NULL)
 		return;
+	bc_list_init(&deferred);
 	for (size_t i = 0; i <= t->mask; i++)
 		if (t->slots[i].c != NULL)
 			release(t, t->slots[i].c, &deferred);
-	free_deferred(deferred);
+	free_deferred(&deferred);
 	t->pol_ops->free(t->pol);
 	free(t->slots);
 	pthread_mutex_destroy(&t->lock);

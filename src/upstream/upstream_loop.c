@@ -1,24 +1,61 @@
 /*
- * upstream_loop.c — libuv loop thread driving a curl multi handle.
+ * upstream_loop.c — libuv loop thread driving a curl multi handle, timers
+ * and a work pool.
  *
- * Cross-thread calls are queued under a mutex and drained by a uv_async_t.
+ * Cross-thread calls are queued (a bc_list_t of call_t under mu) and
+ * drained by a uv_async_t. A call node is malloc'd for bc_loop_call and
+ * embedded in the work, timer or stop request otherwise, so only
+ * bc_loop_call can fail for memory once its caller's struct exists.
  * curl's socket callback maps each socket to a uv_poll_t (freed in its
- * close callback); its timer callback drives one uv_timer_t. See
+ * close callback); its timer callback drives one uv_timer_t.
+ *
+ * A timer is started, and closed when freed from another thread, by a
+ * queued call; its uv_timer_t exists only on the loop thread. Its memory
+ * is refcounted under mu: the owner holds one reference until
+ * bc_loop_timer_free, the loop one from creation until the handle's close
+ * callback (or until the start call finds it already cancelled), and a
+ * queued close call one. cancelled and running (under mu, with cv) let a
+ * free from another thread wait out a run in progress. See
  * upstream_loop.h for the threading contract.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "upstream/upstream_loop.h"
 #include "util/util_error.h"
+#include "util/util_list.h"
 #include "util/util_log.h"
 
 typedef struct call_s {
-	bc_loop_fn     fn;
-	void          *arg;
-	struct call_s *next;
+	bc_loop_fn fn;
+	void      *arg;
+	bc_list_t  link;        /* in l->calls, then in a drained batch */
+	bool       heap;        /* freed once run (bc_loop_call's own) */
 } call_t;
+
+struct bc_loop_timer_s {
+	bc_loop_t  *loop;
+	bc_loop_fn  fn;
+	void       *arg;
+	uint64_t    period_ms;
+	call_t      start, close;
+	uv_timer_t  uv;         /* loop thread, once started */
+	bc_list_t   link;       /* l->timers while started and not closing */
+	bool        started, closing;        /* loop thread */
+	bool        cancelled, running;      /* l->mu */
+	int         refs;                    /* l->mu */
+};
+
+typedef struct work_s {
+	call_t          start;
+	uv_work_t       req;
+	bc_loop_t      *loop;
+	bc_loop_work_fn work;
+	bc_loop_fn      after;
+	void           *arg;
+} work_t;
 
 typedef struct sock_s {
 	uv_poll_t     poll;
@@ -34,10 +71,16 @@ struct bc_loop_s {
 	bc_loop_done_fn  done;
 	pthread_t        thread;
 	bool             running;
-	pthread_mutex_t  mu;          /* guards calls, stopping */
-	call_t          *head, *tail;
+	bc_list_t        timers;      /* loop thread: open timers */
+	pthread_mutex_t  mu;          /* guards calls, stopping, timer state */
+	pthread_cond_t   cv;          /* a cancelled timer's run ended */
+	bc_list_t        calls;
 	bool             stopping;
 };
+
+/* The loop whose thread this is (also set while bc_loop_free runs a
+ * never-started loop on its caller's thread). */
+static _Thread_local bc_loop_t *current;
 
 static void
 check_multi_info(bc_loop_t *l)
@@ -136,16 +179,23 @@ static void
 on_async(uv_async_t *a)
 {
 	bc_loop_t *l = a->data;
-	call_t *c, *next;
+	bc_list_t  batch, *n, *tmp;
+	call_t    *c;
+	bc_loop_fn fn;
+	void      *arg;
 
+	bc_list_init(&batch);
 	pthread_mutex_lock(&l->mu);
-	c = l->head;
-	l->head = l->tail = NULL;
+	bc_list_splice_tail(&batch, &l->calls);
 	pthread_mutex_unlock(&l->mu);
-	for (; c != NULL; c = next) {
-		next = c->next;
-		c->fn(l, c->arg);
-		free(c);
+	BC_LIST_FOREACH_SAFE(n, tmp, &batch) {
+		c = BC_CONTAINER_OF(n, call_t, link);
+		bc_list_remove(n);
+		fn = c->fn;
+		arg = c->arg;
+		if (c->heap)
+			free(c);
+		fn(l, arg);
 	}
 }
 
@@ -154,7 +204,9 @@ loop_main(void *arg)
 {
 	bc_loop_t *l = arg;
 
+	current = l;
 	uv_run(&l->uv, UV_RUN_DEFAULT);
+	current = NULL;
 	return NULL;
 }
 
@@ -166,8 +218,12 @@ bc_loop_new(bc_loop_done_fn done)
 	if (l == NULL)
 		return NULL;
 	l->done = done;
+	bc_list_init(&l->calls);
+	bc_list_init(&l->timers);
 	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
 	if (uv_loop_init(&l->uv) != 0) {
+		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
 		free(l);
 		return NULL;
@@ -182,6 +238,7 @@ bc_loop_new(bc_loop_done_fn done)
 		uv_close((uv_handle_t *)&l->timer, NULL);
 		uv_run(&l->uv, UV_RUN_DEFAULT);
 		uv_loop_close(&l->uv);
+		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
 		free(l);
 		return NULL;
@@ -203,41 +260,255 @@ bc_loop_start(bc_loop_t *l)
 	return 0;
 }
 
+/* Queues c (its fn and arg set); last marks the loop stopping. Returns 0,
+ * or BC_ECANCELED once the loop is stopping (c untouched). */
 static int
-enqueue(bc_loop_t *l, bc_loop_fn fn, void *arg, bool last)
+enqueue(bc_loop_t *l, call_t *c, bool last)
 {
-	call_t *c = malloc(sizeof(*c));
-
-	if (c == NULL)
-		return BC_ENOMEM;
-	c->fn = fn;
-	c->arg = arg;
-	c->next = NULL;
 	pthread_mutex_lock(&l->mu);
 	if (l->stopping) {
 		pthread_mutex_unlock(&l->mu);
-		free(c);
 		return BC_ECANCELED;
 	}
 	if (last)
 		l->stopping = true;
-	if (l->tail != NULL)
-		l->tail->next = c;
-	else
-		l->head = c;
-	l->tail = c;
-	pthread_mutex_unlock(&l->mu);
+	bc_list_insert_tail(&l->calls, &c->link);
+	/* Under mu: the stop, and with it the async's close and the loop's
+	 * free, cannot overtake this call's wake-up. */
 	uv_async_send(&l->async);
+	pthread_mutex_unlock(&l->mu);
 	return 0;
 }
 
 int
 bc_loop_call(bc_loop_t *l, bc_loop_fn fn, void *arg)
 {
-	return enqueue(l, fn, arg, false);
+	call_t *c = malloc(sizeof(*c));
+	int     rv;
+
+	if (c == NULL)
+		return BC_ENOMEM;
+	c->fn = fn;
+	c->arg = arg;
+	c->heap = true;
+	rv = enqueue(l, c, false);
+	if (rv < 0)
+		free(c);
+	return rv;
 }
 
+/* ---- work pool ----------------------------------------------------- */
+
+static void
+on_work(uv_work_t *req)
+{
+	work_t *w = req->data;
+
+	w->work(w->arg);
+}
+
+static void
+on_work_done(uv_work_t *req, int status)
+{
+	work_t    *w = req->data;
+	bc_loop_t *l = w->loop;
+	bc_loop_fn after = w->after;
+	void      *arg = w->arg;
+
+	assert(status == 0);    /* nothing cancels */
+	(void)status;
+	free(w);
+	if (after != NULL)
+		after(l, arg);
+}
+
+static void
+work_start(bc_loop_t *l, void *arg)
+{
+	work_t *w = arg;
+	int     rv;
+
+	rv = uv_queue_work(&l->uv, &w->req, on_work, on_work_done);
+	assert(rv == 0);        /* fails only for a NULL work_cb */
+	(void)rv;
+}
+
+int
+bc_loop_work(bc_loop_t *l, bc_loop_work_fn work, bc_loop_fn after,
+    void *arg)
+{
+	work_t *w;
+	int     rv;
+
+	if (work == NULL)
+		return BC_EINVAL;
+	w = malloc(sizeof(*w));
+	if (w == NULL)
+		return BC_ENOMEM;
+	w->start.fn = work_start;
+	w->start.arg = w;
+	w->start.heap = false;
+	w->req.data = w;
+	w->loop = l;
+	w->work = work;
+	w->after = after;
+	w->arg = arg;
+	rv = enqueue(l, &w->start, false);
+	if (rv < 0)
+		free(w);
+	return rv;
+}
+
+/* ---- timers -------------------------------------------------------- */
+
+static void
+timer_unref(bc_loop_timer_t *t)
+{
+	bc_loop_t *l = t->loop;
+	int        refs;
+
+	pthread_mutex_lock(&l->mu);
+	refs = --t->refs;
+	pthread_mutex_unlock(&l->mu);
+	if (refs < 0)
+		abort();
+	if (refs == 0)
+		free(t);
+}
+
+static void
+on_timer_closed(uv_handle_t *h)
+{
+	timer_unref(h->data);
+}
+
+/* Loop thread: closes t's handle unless it is closing or never was. */
+static void
+timer_close(bc_loop_timer_t *t)
+{
+	if (!t->started || t->closing)
+		return;
+	t->closing = true;
+	bc_list_remove(&t->link);
+	uv_timer_stop(&t->uv);
+	uv_close((uv_handle_t *)&t->uv, on_timer_closed);
+}
+
+static void
+on_tick(uv_timer_t *h)
+{
+	bc_loop_timer_t *t = h->data;
+	bc_loop_t       *l = t->loop;
+	bool             cancelled;
+
+	pthread_mutex_lock(&l->mu);
+	cancelled = t->cancelled;
+	t->running = !cancelled;
+	pthread_mutex_unlock(&l->mu);
+	if (cancelled) {
+		timer_close(t);
+		return;
+	}
+	t->fn(l, t->arg);
+	/* t is alive: its handle, closed or not, holds a reference until
+	 * on_timer_closed, which runs after this returns. */
+	pthread_mutex_lock(&l->mu);
+	t->running = false;
+	if (t->cancelled)
+		pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+timer_start(bc_loop_t *l, void *arg)
+{
+	bc_loop_timer_t *t = arg;
+	bool             cancelled;
+
+	pthread_mutex_lock(&l->mu);
+	cancelled = t->cancelled;
+	pthread_mutex_unlock(&l->mu);
+	if (cancelled) {
+		timer_unref(t);         /* the handle's, never made */
+		return;
+	}
+	uv_timer_init(&l->uv, &t->uv);
+	t->uv.data = t;
+	t->started = true;
+	bc_list_insert_tail(&l->timers, &t->link);
+	uv_timer_start(&t->uv, on_tick, t->period_ms, t->period_ms);
+}
+
+static void
+timer_close_call(bc_loop_t *l, void *arg)
+{
+	bc_loop_timer_t *t = arg;
+
+	(void)l;
+	timer_close(t);
+	timer_unref(t);             /* the close call's */
+}
+
+bc_loop_timer_t *
+bc_loop_timer_new(bc_loop_t *l, uint64_t period_ms, bc_loop_fn fn,
+    void *arg)
+{
+	bc_loop_timer_t *t;
+
+	if (period_ms == 0 || fn == NULL)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->loop = l;
+	t->fn = fn;
+	t->arg = arg;
+	t->period_ms = period_ms;
+	t->refs = 2;                /* the owner's and the handle's */
+	bc_list_init(&t->link);
+	t->start.fn = timer_start;
+	t->start.arg = t;
+	t->close.fn = timer_close_call;
+	t->close.arg = t;
+	if (enqueue(l, &t->start, false) < 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void
+bc_loop_timer_free(bc_loop_timer_t *t)
+{
+	bc_loop_t *l;
+
+	if (t == NULL)
+		return;
+	l = t->loop;
+	pthread_mutex_lock(&l->mu);
+	t->cancelled = true;
+	if (current == l) {
+		pthread_mutex_unlock(&l->mu);
+		/* Not started yet: timer_start, queued, drops the handle's
+		 * reference when it finds t cancelled. */
+		timer_close(t);
+		timer_unref(t);
+		return;
+	}
+	while (t->running)
+		pthread_cond_wait(&l->cv, &l->mu);
+	t->refs++;                  /* the close call's */
+	pthread_mutex_unlock(&l->mu);
+	/* Refused once the loop stops, which closes every timer itself. */
+	if (enqueue(l, &t->close, false) < 0)
+		timer_unref(t);
+	timer_unref(t);
+}
+
+/* ---- stop ---------------------------------------------------------- */
+
 typedef struct stop_s {
+	call_t     call;
 	bc_loop_fn fn;
 	void      *arg;
 } stop_t;
@@ -265,27 +536,43 @@ noop_timer_cb(CURLM *multi, long timeout_ms, void *userp)
 static void
 do_stop(bc_loop_t *l, void *arg)
 {
-	stop_t *st = arg;
+	stop_t    *st = arg;
+	bc_list_t *n, *tmp;
 
 	if (st->fn != NULL)
 		st->fn(l, st->arg);
+	BC_LIST_FOREACH_SAFE(n, tmp, &l->timers)
+		timer_close(BC_CONTAINER_OF(n, bc_loop_timer_t, link));
 	/* The watchers are about to be freed: curl must not report on its
 	 * cached connections' sockets any more (curl_multi_cleanup closes
 	 * them later). */
 	curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, noop_socket_cb);
 	curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, noop_timer_cb);
-	/* Transfers are gone; closing every handle lets uv_run return. */
+	/* Transfers are gone; closing every handle lets uv_run return once
+	 * the work pool has no accepted work left (libuv's own async that
+	 * reports finished work is internal: uv_walk skips it). */
 	uv_walk(&l->uv, close_walk, NULL);
+}
+
+static void
+stop_init(stop_t *st, bc_loop_fn fn, void *arg)
+{
+	st->call.fn = do_stop;
+	st->call.arg = st;
+	st->call.heap = false;
+	st->fn = fn;
+	st->arg = arg;
 }
 
 void
 bc_loop_stop(bc_loop_t *l, bc_loop_fn stop_fn, void *arg)
 {
-	stop_t st = { stop_fn, arg };
+	stop_t st;
 
 	if (l == NULL || !l->running)
 		return;
-	if (enqueue(l, do_stop, &st, true) < 0)
+	stop_init(&st, stop_fn, arg);
+	if (enqueue(l, &st.call, true) < 0)
 		return;
 	pthread_join(l->thread, NULL);
 	l->running = false;
@@ -299,11 +586,19 @@ bc_loop_free(bc_loop_t *l)
 	if (l->running)
 		bc_loop_stop(l, NULL, NULL);
 	if (!l->stopping) {
-		uv_walk(&l->uv, close_walk, NULL);
+		/* Never started: what was queued runs here, then the stop. */
+		bc_loop_t *was = current;
+		stop_t     st;
+
+		stop_init(&st, NULL, NULL);
+		enqueue(l, &st.call, true);
+		current = l;
 		uv_run(&l->uv, UV_RUN_DEFAULT);
+		current = was;
 	}
 	curl_multi_cleanup(l->multi);
 	uv_loop_close(&l->uv);
+	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 	free(l);
 }

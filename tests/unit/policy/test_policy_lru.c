@@ -73,8 +73,8 @@ drain(const bc_policy_ops_t *ops, bc_policy_t *p, const char *skip,
 		cr_assert_lt(n, NLETTERS, "more victims than chunks");
 		out[n++] = keyof(v)[0];
 		ops->on_remove(p, v);
-		cr_assert_null(v->prev);
-		cr_assert_null(v->next);
+		cr_assert_eq(v->link.prev, &v->link, "removed: self-linked");
+		cr_assert_eq(v->link.next, &v->link, "removed: self-linked");
 	}
 	out[n] = '\0';
 }

@@ -183,8 +183,8 @@ LTest(chunk, new_copies_key)
 	cr_assert_eq(atomic_load(&c->refs), 1);
 	cr_assert_null(c->on_free);
 	cr_assert_null(c->tier_data);
-	cr_assert_null(c->pol.prev);
-	cr_assert_null(c->pol.next);
+	cr_assert_null(c->pol.link.prev);
+	cr_assert_null(c->pol.link.next);
 	bc_chunk_key_t same = { "bkt", "dir/key", "\"abc\"", 3 };
 	cr_assert(bc_chunk_matches(c, &same));
 	cr_assert_eq(c->hash, bc_chunk_key_hash(&same));

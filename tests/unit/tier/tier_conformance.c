@@ -16,6 +16,7 @@
 #include "cache/cache_chunk.h"
 #include "tier_conformance.h"
 #include "util/util_error.h"
+#include "util/util_list.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -203,7 +204,7 @@ LTest(conformance, capacity_bound)
 /* Most recently inserted first: the reverse of what a tier would do on
  * its own, so the test tells whose order was followed. */
 struct bc_policy_s {
-	bc_policy_node_t *head;
+	bc_list_t         nodes;         /* most recent first */
 	int               inserts, hits, removes;
 	bc_policy_ctx_t   last;          /* of the last insert or hit */
 	char              dataset[16], job[16];
@@ -213,8 +214,12 @@ struct bc_policy_s {
 static bc_policy_t *
 mru_new(const bc_policy_opts_t *o)
 {
+	bc_policy_t *p = calloc(1, sizeof(*p));
+
 	(void)o;
-	return calloc(1, sizeof(bc_policy_t));
+	if (p != NULL)
+		bc_list_init(&p->nodes);
+	return p;
 }
 
 static void
@@ -248,11 +253,7 @@ mru_admit(bc_policy_t *p, const bc_policy_node_t *n,
 static void
 mru_on_insert(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
-	n->prev = NULL;
-	n->next = p->head;
-	if (p->head != NULL)
-		p->head->prev = n;
-	p->head = n;
+	bc_list_insert_head(&p->nodes, &n->link);
 	p->inserts++;
 	remember(p, n, ctx);
 }
@@ -267,13 +268,7 @@ mru_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 static void
 mru_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	if (n->prev != NULL)
-		n->prev->next = n->next;
-	else
-		p->head = n->next;
-	if (n->next != NULL)
-		n->next->prev = n->prev;
-	n->prev = n->next = NULL;
+	bc_list_remove(&n->link);
 	p->removes++;
 }
 
@@ -281,9 +276,14 @@ static bc_policy_node_t *
 mru_choose_victim(bc_policy_t *p,
     bool (*skip)(void *arg, const bc_policy_node_t *n), void *arg)
 {
-	for (bc_policy_node_t *n = p->head; n != NULL; n = n->next)
+	bc_list_t        *l;
+	bc_policy_node_t *n;
+
+	BC_LIST_FOREACH(l, &p->nodes) {
+		n = BC_CONTAINER_OF(l, bc_policy_node_t, link);
 		if (skip == NULL || !skip(arg, n))
 			return n;
+	}
 	return NULL;
 }
 
