@@ -116,7 +116,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (cfg.cache) {
-		bc_cache_opts_t co = { &cfg, origin };
+		bc_cache_opts_t co = { &cfg, origin, loop };
 		int e = bc_cache_new(&co, &cache);
 
 		if (e < 0) {

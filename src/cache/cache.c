@@ -28,6 +28,7 @@
 #include "cache/cache_math.h"
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
+#include "tier/tier_chain.h"
 #include "upstream/upstream_target.h"
 #include "upstream/upstream.h"
 #include "util/util_error.h"
@@ -97,7 +98,8 @@ struct bc_cache_s {
 	bc_object_t          **table;
 	size_t                 nbuckets, nobjects;
 	bc_object_t           *lru_head, *lru_tail;
-	bc_tier_t             *mem;
+	bc_tier_chain_t       *tiers;
+	bc_tier_t             *mem;           /* the top of tiers */
 	_Atomic uint64_t       meta_bytes;    /* object metadata */
 	/* Bytes held outside the memory tier that count against its bound:
 	 * metadata plus chunks being filled (the tier's external_bytes). */
@@ -747,7 +749,7 @@ static void
 obj_changed(bc_cache_t *c, bc_object_t *o)
 {
 	if (o->listed)
-		bc_tier_mem.del_object(c->mem, o->bucket, o->key, NULL);
+		bc_tier_chain_del_object(c->tiers, o->bucket, o->key, NULL);
 	obj_unlist(c, o);
 }
 
@@ -894,7 +896,7 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, fill_t *f, int rv)
 	if (o->listed) {
 		bc_policy_ctx_t ctx = policy_ctx(o, f->prefetch);
 
-		bc_tier_mem.put(c->mem, ch, &ctx);   /* may not admit */
+		bc_tier_chain_put(c->tiers, ch, &ctx);   /* may not admit */
 	}
 	waiters_end(&f->waiters, f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
 	    ch, 0, 0, NULL, 0);
@@ -1055,8 +1057,8 @@ fill_done(bc_exchange_t *x, void *arg)
 	else
 		fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body, len);
 out:
-	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
-	BC_STATS_SET(cache_evictions, bc_tier_mem.evictions(c->mem));
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
+	BC_STATS_SET(cache_evictions, bc_tier_evictions(c->mem));
 	obj_unref_locked(c, o);
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(f->chunk);
@@ -1079,7 +1081,7 @@ hint_cached(bc_cache_t *c, bc_object_t *o, uint32_t hint)
 	if (hint == BC_CACHE_META_ONLY ||
 	    bc_chunk_start(hint, c->cs) >= o->meta.size)
 		return true;
-	ch = bc_tier_mem.lookup(c->mem, &k, &ctx);
+	ch = bc_tier_chain_lookup(c->tiers, &k, &ctx);
 	if (ch == NULL)
 		return false;
 	bc_chunk_unref(ch);
@@ -1236,7 +1238,7 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 
 	*out = NULL;
 	pthread_mutex_lock(&c->mu);
-	hit = bc_tier_mem.lookup(c->mem, &k, &ctx);
+	hit = bc_tier_chain_lookup(c->tiers, &k, &ctx);
 	if (hit != NULL) {
 		*out = hit;
 		rv = 0;
@@ -1375,7 +1377,7 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 			obj_unlist(c, o);
 			n++;
 		}
-		bc_tier_mem.del_object(c->mem, bucket, key, NULL);
+		bc_tier_chain_del_object(c->tiers, bucket, key, NULL);
 	} else {
 		for (size_t b = 0; b < c->nbuckets; b++) {
 			bc_object_t *o = c->table[b], *next;
@@ -1390,13 +1392,13 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 				}
 			}
 		}
-		bc_tier_mem.del_object(c->mem, bucket, NULL,
+		bc_tier_chain_del_object(c->tiers, bucket, NULL,
 		    prefix != NULL ? prefix : "");
 	}
 	BC_STATS_ADD(cache_invalidations, n);
 	if (n > 0)
 		bc_stats_bucket_add(bucket, BC_BSTAT_cache_invalidations, n);
-	BC_STATS_SET(cache_bytes_held, bc_tier_mem.usage(c->mem));
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }
@@ -1428,13 +1430,17 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	to.capacity = c->mem_size;
 	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
 	to.external_bytes = &c->outside_bytes;
-	rv = bc_tier_mem.open(&to, &c->mem);
+	c->tiers = bc_tier_chain_new(o->loop);
+	rv = c->tiers == NULL ? BC_ENOMEM :
+	    bc_tier_chain_open(c->tiers, &bc_tier_mem, &to);
 	if (rv < 0)
 		goto fail;
+	c->mem = bc_tier_chain_top(c->tiers);
 	BC_STATS_SET(cache_bytes_limit, c->mem_size);
 	*out = c;
 	return 0;
 fail:
+	bc_tier_chain_free(c->tiers);
 	free(c->table);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -1456,7 +1462,7 @@ bc_cache_free(bc_cache_t *c)
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
-	bc_tier_mem.close(c->mem);
+	bc_tier_chain_free(c->tiers);
 	free(c->table);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -1465,7 +1471,7 @@ bc_cache_free(bc_cache_t *c)
 uint64_t
 bc_cache_bytes_held(bc_cache_t *c)
 {
-	return bc_tier_mem.usage(c->mem);
+	return bc_tier_usage(c->mem);
 }
 
 uint64_t
@@ -1477,5 +1483,5 @@ bc_cache_bytes_limit(bc_cache_t *c)
 uint64_t
 bc_cache_evictions(bc_cache_t *c)
 {
-	return bc_tier_mem.evictions(c->mem);
+	return bc_tier_evictions(c->mem);
 }

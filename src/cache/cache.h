@@ -49,6 +49,7 @@
 #include "s3/s3_sigv4.h"
 #include "tier/tier.h"
 #include "upstream/upstream.h"
+#include "upstream/upstream_loop.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 
@@ -99,6 +100,7 @@ typedef struct bc_cache_opts_s {
 					     meta_stale, retries, timeouts,
 					     upstream */
 	bc_origin_t            *origin;   /* where fills come from */
+	bc_loop_t              *loop;     /* lower tiers' probes and writes */
 } bc_cache_opts_t;
 
 /* Returns 0 and *out, or a negative BC_E* code. */

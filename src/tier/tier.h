@@ -1,27 +1,96 @@
 /*
- * tier.h — a cache tier (memory, disk, Redis) behind one ops table.
+ * tier.h — a cache tier (memory, disk, Redis) behind one ops table, and
+ * the base every tier shares: its ops, name, private data, counters and
+ * health.
  *
  * Contract (DESIGN.md, "Tier ops"): open, a look-up, put (takes its own
- * reference), del, close, plus capacity and usage. A SYNC tier (memory)
- * answers lookup() at once; the other tiers' asynchronous get comes with
- * them. A tier that fails (Redis down, disk full) reports an error to the
- * caller, which skips it; it never fails a client request another tier or
- * the upstream can serve. Tiers are thread-safe: every op may be called
- * from any thread. Each tier orders its entries with its own policy
- * instance (policy.h), handing it the caller's context on every event.
+ * reference), del, close, capacity and usage. A SYNC tier (memory)
+ * answers lookup() at once, under the caller's lock. The other tiers
+ * answer get() asynchronously: get() returns 0 and its callback fires
+ * later on the loop thread, never before get() returned, or get() returns
+ * a negative code and the callback never fires (libuv's rule). Their put
+ * and del are queued and best-effort (tier_chain.h). A tier that fails
+ * (Redis down, disk full) is marked down, skipped, counted and retried
+ * with backoff; it never fails a client request another tier or the
+ * origin can serve. Tiers are thread-safe: every op may be called from
+ * any thread. Each tier orders its entries with its own policy instance
+ * (policy.h), handing it the caller's context on every event.
+ *
+ * The base (struct bc_tier_s) is public so that the chain, stats/ and
+ * scale/ read every tier the same way; a tier's own state hangs off priv.
+ * Its counters and health are atomics: read them with atomic_load, one
+ * field at a time (a reader may see two fields from different instants).
  */
 #ifndef BC_TIER_H
 #define BC_TIER_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cache/cache_chunk.h"
 #include "policy/policy.h"
+#include "upstream/upstream_loop.h"
 
 typedef struct bc_tier_s bc_tier_t;
+typedef struct bc_tier_ops_s bc_tier_ops_t;
+typedef struct bc_tier_get_s bc_tier_get_t;
 
 #define BC_TIER_SYNC 1u   /* answers lookup() at once (memory) */
+
+/*
+ * Counters every tier keeps, one X line each (name, what it counts) so
+ * that stats/ can list them per tier. The tier counts what happens in its
+ * own ops (hits to errors); the chain counts what it decides for the
+ * tier (skips, queue_drops); bc_tier_mark_down() counts downs.
+ */
+#define BC_TIER_STATS(X)                                                   \
+	X(hits,           "look-ups and gets that found the chunk")        \
+	X(misses,         "look-ups and gets that did not")                \
+	X(bytes_read,     "chunk bytes those hits returned")               \
+	X(writes,         "puts that stored a chunk")                      \
+	X(rejects,        "puts refused: not admitted or too big")         \
+	X(write_failures, "puts that failed (I/O, connection, memory)")    \
+	X(deletes,        "chunks dropped by del, del_object, replacement")\
+	X(evictions,      "chunks evicted to make room")                   \
+	X(corrupt,        "chunks found damaged on read and dropped")      \
+	X(errors,         "gets that failed (not misses)")                 \
+	X(skips,          "requests not sent to the tier: it was down")    \
+	X(queue_drops,    "queued puts and deletes dropped: queue full")   \
+	X(downs,          "transitions from up to down")
+
+typedef struct bc_tier_stats_s {
+#define BC_TIER_STAT_FIELD(name, help) _Atomic uint64_t name;
+	BC_TIER_STATS(BC_TIER_STAT_FIELD)
+#undef BC_TIER_STAT_FIELD
+} bc_tier_stats_t;
+
+typedef enum bc_tier_state_e {
+	BC_TIER_UP = 0,
+	BC_TIER_DOWN = 1,
+} bc_tier_state_t;
+
+/* Retry backoff of a down tier: BC_TIER_RETRY_MIN_NS after the first
+ * failure, doubling with each failed retry, at most BC_TIER_RETRY_MAX_NS. */
+#define BC_TIER_RETRY_MIN_NS (1000000000ull)        /* 1 s */
+#define BC_TIER_RETRY_MAX_NS (60ull * 1000000000ull) /* 1 min */
+
+typedef struct bc_tier_health_s {
+	_Atomic int      state;          /* bc_tier_state_t */
+	_Atomic uint64_t down_since_ns;  /* monotonic; valid while DOWN */
+	_Atomic uint64_t failures;       /* consecutive, since last up */
+	_Atomic uint64_t retry_at_ns;    /* a DOWN tier's next retry */
+	_Atomic int      last_err;       /* BC_E* of the last failure */
+} bc_tier_health_t;
+
+struct bc_tier_s {
+	const bc_tier_ops_t *ops;
+	const char          *name;     /* opts.name, or ops->name */
+	void                *priv;     /* the tier's own state */
+	bc_tier_stats_t      stats;
+	bc_tier_health_t     health;
+};
 
 typedef struct bc_tier_opts_s {
 	uint64_t                capacity;   /* bytes, overhead included */
@@ -29,9 +98,36 @@ typedef struct bc_tier_opts_s {
 	/* Bytes the cache holds outside this tier (metadata) that count
 	 * against the same capacity; may be NULL. */
 	_Atomic uint64_t       *external_bytes;
+	/* The loop non-SYNC tiers call back on (SYNC tiers ignore it). */
+	bc_loop_t              *loop;
+	/* The tier's name in logs and stats (borrowed: it must outlive the
+	 * tier); NULL: ops->name. */
+	const char             *name;
 } bc_tier_opts_t;
 
-typedef struct bc_tier_ops_s {
+/*
+ * The callback of get(): on the loop thread, once per get() that
+ * returned 0. status 0: c is the chunk, a reference the callback owns;
+ * BC_ENOENT: a miss; another negative code: the tier failed (c NULL).
+ * req is the caller's again from the call on (it may free it).
+ */
+typedef void (*bc_tier_get_cb)(bc_tier_get_t *req, int status,
+    bc_chunk_t *c);
+
+/* A get request: caller-owned, it must stay valid from get() until its
+ * callback (or get()'s error return). */
+struct bc_tier_get_s {
+	void                  *data;   /* the caller's; tiers never touch it */
+	/* Set by get(); the tier's until the callback. */
+	bc_tier_t             *tier;
+	const bc_chunk_key_t  *key;
+	const bc_policy_ctx_t *ctx;
+	bc_tier_get_cb         cb;
+	void                  *priv;   /* the tier's per-request state */
+	bc_tier_get_t         *next;   /* the tier's, to queue requests */
+};
+
+struct bc_tier_ops_s {
 	const char *name;
 	unsigned    flags;   /* BC_TIER_SYNC */
 	/* Returns 0 and *out, or a negative BC_E* code. */
@@ -40,10 +136,20 @@ typedef struct bc_tier_ops_s {
 	 * a hit is the policy's on_hit with ctx. */
 	bc_chunk_t *(*lookup)(bc_tier_t *t, const bc_chunk_key_t *k,
 	    const bc_policy_ctx_t *ctx);
-	/* Offers c (the tier takes its own reference when it keeps it),
-	 * for ctx. Returns 0 when kept, BC_E2BIG when the policy did not
-	 * admit it or it cannot fit, another negative code on failure. May
-	 * evict. */
+	/*
+	 * Non-SYNC tiers: looks k up for ctx. Returns 0, and cb(req, ...)
+	 * fires later on the loop thread (never before get returns); or
+	 * returns a negative BC_E* code (BC_ENOENT: a miss known at once)
+	 * and cb never fires. k, its strings and ctx must stay valid until
+	 * cb; a hit is the policy's on_hit with ctx.
+	 */
+	int      (*get)(bc_tier_t *t, bc_tier_get_t *req,
+	    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+	    bc_tier_get_cb cb);
+	/* Offers c (the tier takes its own reference or copies the bytes
+	 * when it keeps it), for ctx. Returns 0 when kept (an asynchronous
+	 * tier: accepted), BC_E2BIG when the policy did not admit it or it
+	 * cannot fit, another negative code on failure. May evict. */
 	int      (*put)(bc_tier_t *t, bc_chunk_t *c,
 	    const bc_policy_ctx_t *ctx);
 	/* Drops k if present. Returns 0 or BC_ENOENT. */
@@ -54,12 +160,76 @@ typedef struct bc_tier_ops_s {
 	size_t   (*del_object)(bc_tier_t *t, const char *bucket,
 	    const char *key, const char *prefix);
 	uint64_t (*capacity)(bc_tier_t *t);
+	/* Sets the capacity (for scale/) and evicts, in the policy's order,
+	 * down to it. Returns 0 when usage fits the new bound, BC_E2BIG when
+	 * chunks still in use elsewhere keep it above (the bound is set all
+	 * the same; puts are refused until usage fits again). */
+	int      (*set_capacity)(bc_tier_t *t, uint64_t bytes);
 	/* Bytes actually held, overhead included; chunks evicted but still
 	 * referenced by a response count until freed. */
 	uint64_t (*usage)(bc_tier_t *t);
 	uint64_t (*evictions)(bc_tier_t *t);
-	void     (*close)(bc_tier_t *t);   /* drops its references */
-} bc_tier_ops_t;
+	/* The tier's own view of its health (a lost connection), or NULL
+	 * when it has none beyond what its base records. */
+	bc_tier_state_t (*health)(bc_tier_t *t);
+	/* Drops its references; no other op may run on t during or after
+	 * it, no get may be in flight. */
+	void     (*close)(bc_tier_t *t);
+};
+
+/* ---- the base (tier.c) ---------------------------------------------- */
+
+/* Readies t's base for ops (opts name, NULL: ops->name) and priv, with
+ * zero counters and the tier up. For a tier's open(). */
+void bc_tier_init(bc_tier_t *t, const bc_tier_ops_t *ops, const char *name,
+    void *priv);
+/* Adds n to one of t's counters (BC_TIER_STATS). */
+#define BC_TIER_COUNT(t, field, n) \
+	atomic_fetch_add_explicit(&(t)->stats.field, (n), memory_order_relaxed)
+
+/*
+ * Records a failure (err, a BC_E* code) of t at now_ns (monotonic): the
+ * next retry comes after the backoff for its consecutive failures. On the
+ * up → down transition only, logs a warning and counts stats.downs.
+ * Thread-safe, like the two below.
+ */
+void bc_tier_mark_down(bc_tier_t *t, int err, uint64_t now_ns);
+/* Records that t answered: a down tier comes up (logged), the failure
+ * count restarts. */
+void bc_tier_mark_up(bc_tier_t *t, uint64_t now_ns);
+/*
+ * Whether a request should go to t at now_ns: true when it is up; false
+ * when its health op says down; for a down tier, true once its retry
+ * time came — that caller makes the retry probe, and the retry time moves
+ * on by the current backoff so that one caller per period probes (the
+ * caller then reports mark_up or mark_down).
+ */
+bool bc_tier_usable(bc_tier_t *t, uint64_t now_ns);
+/* DOWN when t's base or its health op says so. */
+bc_tier_state_t bc_tier_health(bc_tier_t *t);
+/* The backoff after failures consecutive failures (>= 1). */
+uint64_t bc_tier_backoff_ns(uint64_t failures);
+
+/* Generic op calls, for readers that only hold a bc_tier_t. */
+static inline uint64_t
+bc_tier_usage(bc_tier_t *t)
+{
+	return t->ops->usage(t);
+}
+
+static inline uint64_t
+bc_tier_capacity(bc_tier_t *t)
+{
+	return t->ops->capacity(t);
+}
+
+static inline uint64_t
+bc_tier_evictions(bc_tier_t *t)
+{
+	return t->ops->evictions(t);
+}
+
+/* ---- the memory tier (tier_mem.c) ------------------------------------ */
 
 extern const bc_tier_ops_t bc_tier_mem;
 
@@ -69,7 +239,9 @@ extern const bc_tier_ops_t bc_tier_mem;
  * back (counted once) a chunk it dropped while others still held it, and
  * returns BC_EEXIST for a chunk another memory tier still accounts for:
  * a chunk belongs to at most one memory tier at a time. opts.policy NULL
- * means LRU. close() must not run concurrently with other ops.
+ * means LRU. close() must not run concurrently with other ops. It has no
+ * get and no health op (it cannot go down); its counters are the base's,
+ * changed under its lock, which bc_tier_mem_stats() reads as one.
  */
 typedef struct bc_tier_mem_stats_s {
 	uint64_t capacity;
@@ -79,10 +251,12 @@ typedef struct bc_tier_mem_stats_s {
 	uint64_t held_bytes;  /* charges of the chunks in the table */
 	uint64_t chunks;      /* chunks in the table */
 	uint64_t hits, misses;
-	uint64_t inserts;     /* puts that kept a chunk (replacements too) */
+	uint64_t inserts;     /* puts that kept a chunk (replacements too):
+	                       * stats.writes */
 	uint64_t evictions;   /* chunks the policy chose to make room */
-	uint64_t rejected;    /* puts that returned BC_E2BIG */
-	uint64_t deleted;     /* chunks dropped by del, del_object, replace */
+	uint64_t rejected;    /* puts that returned BC_E2BIG: stats.rejects */
+	uint64_t deleted;     /* chunks dropped by del, del_object, replace:
+	                       * stats.deletes */
 } bc_tier_mem_stats_t;
 
 /*

@@ -20,7 +20,9 @@
  * has its charge subtracted at once under the lock and on_free cleared.
  * acct->bytes only grows inside put(), under the lock, after room was
  * made, so usage <= capacity holds at every instant (external_bytes
- * growing on its own aside).
+ * growing on its own aside, and a set_capacity() below what chunks in
+ * use hold: usage then stays above until they are released, and puts
+ * are refused meanwhile).
  *
  * Eviction skips chunks with refs > 1 (evicting them frees nothing now).
  * put() first asks the policy, with a skip callback that only sums, whether
@@ -50,8 +52,8 @@ typedef struct slot_s {
 	bc_chunk_t *c;          /* NULL: empty */
 } slot_t;
 
-struct bc_tier_s {
-	const bc_tier_ops_t   *ops;          /* &bc_tier_mem */
+typedef struct mem_s {
+	bc_tier_t              base;         /* priv: this */
 	pthread_mutex_t        lock;
 	uint64_t               capacity;
 	_Atomic uint64_t      *external;     /* may be NULL */
@@ -62,9 +64,19 @@ struct bc_tier_s {
 	size_t                 mask;         /* slots - 1 */
 	size_t                 n;            /* chunks in slots */
 	uint64_t               held_bytes;   /* lock */
-	uint64_t               hits, misses, inserts, rejected, deleted;
-	_Atomic uint64_t       evictions;
-};
+} mem_t;
+
+/* Counters live in the base (tier.h); the memory tier changes them under
+ * its lock only, so a snapshot taken under the lock is consistent. */
+#define COUNT(t, field, n) BC_TIER_COUNT(&(t)->base, field, n)
+#define STAT(t, field)     atomic_load(&(t)->base.stats.field)
+
+static mem_t *
+mem_of(bc_tier_t *bt)
+{
+	assert(bt->ops == &bc_tier_mem);
+	return bt->priv;
+}
 
 /* ---- accounting ---------------------------------------------------- */
 
@@ -97,15 +109,16 @@ sat_add(uint64_t a, uint64_t b)
 }
 
 static uint64_t
-ext_bytes(const bc_tier_t *t)
+ext_bytes(const mem_t *t)
 {
 	return t->external == NULL ? 0 : atomic_load(t->external);
 }
 
 bc_tier_mem_acct_t *
-bc_tier_mem_acct_ref(bc_tier_t *t)
+bc_tier_mem_acct_ref(bc_tier_t *bt)
 {
-	assert(t->ops == &bc_tier_mem);
+	mem_t *t = mem_of(bt);
+
 	atomic_fetch_add(&t->acct->refs, 1);
 	return t->acct;
 }
@@ -139,7 +152,7 @@ same_id(const bc_chunk_t *a, const bc_chunk_t *b)
 }
 
 static size_t
-find_key(const bc_tier_t *t, uint64_t h, const bc_chunk_key_t *k)
+find_key(const mem_t *t, uint64_t h, const bc_chunk_key_t *k)
 {
 	for (size_t i = h & t->mask; t->slots[i].c != NULL;
 	    i = (i + 1) & t->mask)
@@ -149,7 +162,7 @@ find_key(const bc_tier_t *t, uint64_t h, const bc_chunk_key_t *k)
 }
 
 static size_t
-find_chunk(const bc_tier_t *t, const bc_chunk_t *c)
+find_chunk(const mem_t *t, const bc_chunk_t *c)
 {
 	for (size_t i = c->hash & t->mask; t->slots[i].c != NULL;
 	    i = (i + 1) & t->mask)
@@ -172,7 +185,7 @@ table_insert(slot_t *slots, size_t mask, bc_chunk_t *c)
 
 /* Makes room for one more chunk. Returns 0 or BC_ENOMEM. */
 static int
-reserve(bc_tier_t *t)
+reserve(mem_t *t)
 {
 	size_t  size = t->mask + 1, nsize;
 	slot_t *ns;
@@ -198,7 +211,7 @@ reserve(bc_tier_t *t)
  * chunk stays reachable from its home slot. Only slots at or after i (in
  * probe order) change. */
 static void
-table_del(bc_tier_t *t, size_t i)
+table_del(mem_t *t, size_t i)
 {
 	size_t j, home;
 
@@ -219,7 +232,7 @@ table_del(bc_tier_t *t, size_t i)
  * (it stays charged until its on_free), through deferred (unref after
  * unlocking) when the tier held the last reference. */
 static void
-release(bc_tier_t *t, bc_chunk_t *c, bc_list_t *deferred)
+release(mem_t *t, bc_chunk_t *c, bc_list_t *deferred)
 {
 	size_t ch = bc_chunk_charge(c);
 
@@ -238,7 +251,7 @@ release(bc_tier_t *t, bc_chunk_t *c, bc_list_t *deferred)
 }
 
 static void
-drop(bc_tier_t *t, size_t i, bc_list_t *deferred)
+drop(mem_t *t, size_t i, bc_list_t *deferred)
 {
 	bc_chunk_t *c = t->slots[i].c;
 
@@ -264,7 +277,7 @@ free_deferred(bc_list_t *deferred)
 static int
 mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 {
-	bc_tier_t *t = NULL;
+	mem_t     *t = NULL;
 	bool       locked = false;
 	int        rv = 0;
 
@@ -275,7 +288,7 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 		rv = BC_ENOMEM;
 		goto fail;
 	}
-	t->ops = &bc_tier_mem;
+	bc_tier_init(&t->base, &bc_tier_mem, o->name, t);
 	t->capacity = o->capacity;
 	t->external = o->external_bytes;
 	t->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
@@ -295,7 +308,7 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 	}
 	atomic_init(&t->acct->bytes, 0);
 	atomic_init(&t->acct->refs, 1);
-	*out = t;
+	*out = &t->base;
 	return 0;
 fail:
 	if (t != NULL) {
@@ -310,8 +323,10 @@ fail:
 }
 
 static bc_chunk_t *
-mem_lookup(bc_tier_t *t, const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx)
+mem_lookup(bc_tier_t *bt, const bc_chunk_key_t *k,
+    const bc_policy_ctx_t *ctx)
 {
+	mem_t      *t = mem_of(bt);
 	uint64_t    h = bc_chunk_key_hash(k);
 	bc_chunk_t *c = NULL;
 	size_t      i;
@@ -322,9 +337,10 @@ mem_lookup(bc_tier_t *t, const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx)
 		c = t->slots[i].c;
 		bc_chunk_ref(c);
 		t->pol_ops->on_hit(t->pol, &c->pol, ctx);
-		t->hits++;
+		COUNT(t, hits, 1);
+		COUNT(t, bytes_read, c->len);
 	} else {
-		t->misses++;
+		COUNT(t, misses, 1);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return c;
@@ -365,7 +381,7 @@ dry_skip(void *arg, const bc_policy_node_t *n)
 /* Lock held: true when evicting chunks no one else holds (old, being
  * replaced, aside) can bring usage + add within room. */
 static bool
-room_possible(bc_tier_t *t, uint64_t add, uint64_t room,
+room_possible(mem_t *t, uint64_t add, uint64_t room,
     const bc_chunk_t *old)
 {
 	uint64_t have = sat_add(atomic_load(&t->acct->bytes), ext_bytes(t));
@@ -383,7 +399,7 @@ room_possible(bc_tier_t *t, uint64_t add, uint64_t room,
  * capacity. Returns 0, or BC_E2BIG when the policy contradicted the dry
  * run (room_possible) that must precede. */
 static int
-evict_to_fit(bc_tier_t *t, uint64_t add, bc_list_t *deferred)
+evict_to_fit(mem_t *t, uint64_t add, bc_list_t *deferred)
 {
 	bc_policy_node_t *v;
 	size_t i;
@@ -396,14 +412,15 @@ evict_to_fit(bc_tier_t *t, uint64_t add, bc_list_t *deferred)
 		i = find_chunk(t, chunk_of(v));
 		assert(i != NONE);
 		drop(t, i, deferred);
-		atomic_fetch_add(&t->evictions, 1);
+		COUNT(t, evictions, 1);
 	}
 	return 0;
 }
 
 static int
-mem_put(bc_tier_t *t, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
+mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
+	mem_t      *t = mem_of(bt);
 	bc_chunk_t *old = NULL;
 	bc_list_t   deferred;
 	uint64_t    ch = bc_chunk_charge(c), add, room;
@@ -444,7 +461,7 @@ mem_put(bc_tier_t *t, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 			goto out;
 	} else {
 		drop(t, i, &deferred);
-		t->deleted++;
+		COUNT(t, deletes, 1);
 	}
 	rv = evict_to_fit(t, add, &deferred);
 	if (rv < 0)
@@ -459,11 +476,11 @@ mem_put(bc_tier_t *t, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 		atomic_fetch_add(&t->acct->bytes, ch);
 	}
 	t->held_bytes += ch;
-	t->inserts++;
+	COUNT(t, writes, 1);
 	t->pol_ops->on_insert(t->pol, &c->pol, ctx);
 	goto out;
 reject:
-	t->rejected++;
+	COUNT(t, rejects, 1);
 out:
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
@@ -471,12 +488,13 @@ out:
 }
 
 int
-bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes)
+bc_tier_mem_reserve(bc_tier_t *bt, uint64_t bytes)
 {
-	bc_list_t deferred;
-	int       rv = BC_E2BIG;
+	mem_t      *t = mem_of(bt);
+	bc_list_t   deferred;
+	int         rv = BC_E2BIG;
 
-	assert(t->ops == &bc_tier_mem && t->external != NULL);
+	assert(t->external != NULL);
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	if (bytes <= t->capacity && room_possible(t, bytes, t->capacity,
@@ -491,12 +509,13 @@ bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes)
 }
 
 static int
-mem_del(bc_tier_t *t, const bc_chunk_key_t *k)
+mem_del(bc_tier_t *bt, const bc_chunk_key_t *k)
 {
-	uint64_t  h = bc_chunk_key_hash(k);
-	bc_list_t deferred;
-	size_t    i;
-	int       rv = 0;
+	mem_t      *t = mem_of(bt);
+	uint64_t    h = bc_chunk_key_hash(k);
+	bc_list_t   deferred;
+	size_t      i;
+	int         rv = 0;
 
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
@@ -505,7 +524,7 @@ mem_del(bc_tier_t *t, const bc_chunk_key_t *k)
 		rv = BC_ENOENT;
 	} else {
 		drop(t, i, &deferred);
-		t->deleted++;
+		COUNT(t, deletes, 1);
 	}
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
@@ -529,11 +548,12 @@ object_matches(const bc_chunk_t *c, const char *bucket, size_t blen,
 }
 
 static size_t
-mem_del_object(bc_tier_t *t, const char *bucket, const char *key,
+mem_del_object(bc_tier_t *bt, const char *bucket, const char *key,
     const char *prefix)
 {
-	bc_list_t deferred;
-	size_t    blen = strlen(bucket), plen, n = 0, i = 0;
+	mem_t      *t = mem_of(bt);
+	bc_list_t   deferred;
+	size_t      blen = strlen(bucket), plen, n = 0, i = 0;
 
 	bc_list_init(&deferred);
 	if (prefix == NULL)
@@ -554,57 +574,87 @@ mem_del_object(bc_tier_t *t, const char *bucket, const char *key,
 			i++;
 		}
 	}
-	t->deleted += n;
+	COUNT(t, deletes, n);
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
 	return n;
 }
 
 static uint64_t
-mem_capacity(bc_tier_t *t)
+mem_capacity(bc_tier_t *bt)
 {
-	return t->capacity;
+	mem_t   *t = mem_of(bt);
+	uint64_t cap;
+
+	pthread_mutex_lock(&t->lock);
+	cap = t->capacity;
+	pthread_mutex_unlock(&t->lock);
+	return cap;
+}
+
+/* Evicts chunks no one else holds until usage fits; chunks in use keep
+ * usage above the new bound until released (room_possible then refuses
+ * puts and reservations). */
+static int
+mem_set_capacity(bc_tier_t *bt, uint64_t bytes)
+{
+	mem_t      *t = mem_of(bt);
+	bc_list_t   deferred;
+	int         rv;
+
+	bc_list_init(&deferred);
+	pthread_mutex_lock(&t->lock);
+	t->capacity = bytes;
+	rv = evict_to_fit(t, 0, &deferred);
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(&deferred);
+	return rv;
 }
 
 static uint64_t
-mem_usage(bc_tier_t *t)
+mem_usage(bc_tier_t *bt)
 {
+	mem_t *t = mem_of(bt);
+
 	return sat_add(atomic_load(&t->acct->bytes), ext_bytes(t));
 }
 
 static uint64_t
-mem_evictions(bc_tier_t *t)
+mem_evictions(bc_tier_t *bt)
 {
-	return atomic_load(&t->evictions);
+	return STAT(mem_of(bt), evictions);
 }
 
 void
-bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out)
+bc_tier_mem_stats(bc_tier_t *bt, bc_tier_mem_stats_t *out)
 {
-	assert(t->ops == &bc_tier_mem);
+	mem_t *t = mem_of(bt);
+
 	pthread_mutex_lock(&t->lock);
 	out->capacity = t->capacity;
 	out->bytes = atomic_load(&t->acct->bytes);
 	out->usage = sat_add(out->bytes, ext_bytes(t));
 	out->held_bytes = t->held_bytes;
 	out->chunks = t->n;
-	out->hits = t->hits;
-	out->misses = t->misses;
-	out->inserts = t->inserts;
-	out->evictions = atomic_load(&t->evictions);
-	out->rejected = t->rejected;
-	out->deleted = t->deleted;
+	out->hits = STAT(t, hits);
+	out->misses = STAT(t, misses);
+	out->inserts = STAT(t, writes);
+	out->evictions = STAT(t, evictions);
+	out->rejected = STAT(t, rejects);
+	out->deleted = STAT(t, deletes);
 	pthread_mutex_unlock(&t->lock);
 }
 
 /* No other op may run on t during or after close. */
 static void
-mem_close(bc_tier_t *t)
+mem_close(bc_tier_t *bt)
 {
-	bc_list_t deferred;
+	bc_list_t   deferred;
+	mem_t      *t;
 
-	if (t == NULL)
+	if (bt == NULL)
 		return;
+	t = mem_of(bt);
 	bc_list_init(&deferred);
 	for (size_t i = 0; i <= t->mask; i++)
 		if (t->slots[i].c != NULL)
@@ -626,6 +676,7 @@ const bc_tier_ops_t bc_tier_mem = {
 	.del = mem_del,
 	.del_object = mem_del_object,
 	.capacity = mem_capacity,
+	.set_capacity = mem_set_capacity,
 	.usage = mem_usage,
 	.evictions = mem_evictions,
 	.close = mem_close,

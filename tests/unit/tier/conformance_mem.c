@@ -7,9 +7,10 @@
 #include "tier_conformance.h"
 
 static bc_tier_t *
-mem_open(uint64_t capacity, const bc_policy_ops_t *pol)
+mem_open(uint64_t capacity, const bc_policy_ops_t *pol, bc_loop_t *loop)
 {
-	bc_tier_opts_t o = { .capacity = capacity, .policy = pol };
+	bc_tier_opts_t o = { .capacity = capacity, .policy = pol,
+	    .loop = loop };
 	bc_tier_t     *t = NULL;
 
 	cr_assert_eq(bc_tier_mem.open(&o, &t), 0);

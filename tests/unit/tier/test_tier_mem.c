@@ -84,7 +84,8 @@ mkc(const char *bucket, const char *key, const char *etag, uint32_t index,
 static bc_tier_t *
 opn(uint64_t capacity, _Atomic uint64_t *ext, const bc_policy_ops_t *pol)
 {
-	bc_tier_opts_t o = { capacity, pol, ext };
+	bc_tier_opts_t o = { .capacity = capacity, .policy = pol,
+	    .external_bytes = ext };
 	bc_tier_t     *t = NULL;
 
 	cr_assert_eq(T->open(&o, &t), 0);
@@ -411,7 +412,7 @@ LTest(chunk, tier_unref_below_zero_aborts, .signal = SIGABRT)
 
 LTest(tier, open_args)
 {
-	bc_tier_opts_t o = { 1 * MiB, NULL, NULL };
+	bc_tier_opts_t o = { .capacity = 1 * MiB };
 	bc_tier_t     *t = NULL;
 
 	cr_assert_eq(T->open(NULL, &t), BC_EINVAL);

@@ -1,7 +1,8 @@
 /*
  * tier_conformance.c — the tier conformance suite (tier_conformance.h):
- * what any tier (memory now; disk and Redis later) must do, through its
- * ops only. Linked with one file per tier that defines bc_conformance.
+ * what any tier (memory and the test-only asynchronous tier now; disk and
+ * Redis later) must do, through its ops and the tier base only. Linked
+ * with one file per tier that defines bc_conformance.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include "tier_conformance.h"
 #include "util/util_error.h"
 #include "util/util_list.h"
+#include "util/util_time.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -65,6 +67,181 @@ intact(const bc_chunk_t *c, const char *key, uint32_t index, size_t len)
 	return true;
 }
 
+/* ---- the loop a test's tier calls back on ------------------------------- */
+
+static bc_loop_t *loop;
+static pthread_t  loop_thread;
+static int        tiers_open;
+
+static void
+no_xfers(CURL *easy, CURLcode result)
+{
+	(void)easy;
+	(void)result;
+}
+
+/* A barrier: returns once everything queued on the loop before it ran. */
+struct barrier {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	bool            done;
+	pthread_t       thread;
+};
+
+static void
+barrier_fn(bc_loop_t *l, void *arg)
+{
+	struct barrier *b = arg;
+
+	(void)l;
+	pthread_mutex_lock(&b->mu);
+	b->thread = pthread_self();
+	b->done = true;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static pthread_t
+loop_barrier(void)
+{
+	struct barrier b = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, false, pthread_self() };
+
+	cr_assert_eq(bc_loop_call(loop, barrier_fn, &b), 0);
+	pthread_mutex_lock(&b.mu);
+	while (!b.done)
+		pthread_cond_wait(&b.cv, &b.mu);
+	pthread_mutex_unlock(&b.mu);
+	return b.thread;
+}
+
+static bc_tier_t *
+open_tier(uint64_t capacity, const bc_policy_ops_t *pol)
+{
+	if (tiers_open++ == 0) {
+		loop = bc_loop_new(no_xfers);
+		cr_assert_not_null(loop);
+		cr_assert_eq(bc_loop_start(loop), 0);
+		loop_thread = loop_barrier();
+	}
+	return C->open(capacity, pol, loop);
+}
+
+static void
+close_tier(bc_tier_t *t)
+{
+	loop_barrier();   /* no callback of t's still queued */
+	C->close(t);
+	if (--tiers_open == 0) {
+		bc_loop_stop(loop, NULL, NULL);
+		bc_loop_free(loop);
+		loop = NULL;
+	}
+}
+
+/* ---- get, through lookup() or get() ------------------------------------- */
+
+struct wait_get {
+	bc_tier_get_t          req;
+	bc_tier_t             *t;
+	const bc_chunk_key_t  *k;
+	const bc_policy_ctx_t *ctx;
+	pthread_mutex_t        mu;
+	pthread_cond_t         cv;
+	bool                   returned, done;
+	int                    rv, status, calls;
+	bool                   early, off_loop;
+	bc_chunk_t            *c;
+};
+
+static void
+on_got(bc_tier_get_t *req, int status, bc_chunk_t *c)
+{
+	struct wait_get *w = req->data;
+
+	pthread_mutex_lock(&w->mu);
+	w->calls++;
+	w->early = !w->returned;
+	w->off_loop = !pthread_equal(pthread_self(), loop_thread);
+	w->status = status;
+	w->c = c;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void
+issue(struct wait_get *w)
+{
+	int rv = C->ops->get(w->t, &w->req, w->k, w->ctx, on_got);
+
+	pthread_mutex_lock(&w->mu);
+	w->rv = rv;
+	w->returned = true;
+	if (rv < 0)
+		w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void
+issue_on_loop(bc_loop_t *l, void *arg)
+{
+	(void)l;
+	issue(arg);
+}
+
+/*
+ * get() of k, made on the loop thread (on_loop) or on this one, waited
+ * for. Returns the chunk or NULL, and in *why NULL or what broke the
+ * contract (so that worker threads need not assert). From another thread
+ * than the loop, a callback before get() returned cannot be told from a
+ * prompt one; it shows as a callback on the wrong thread instead.
+ */
+static bc_chunk_t *
+get_async(bc_tier_t *t, const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+    bool on_loop, const char **why)
+{
+	struct wait_get w = { .t = t, .k = k, .ctx = ctx,
+	    .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+	*why = NULL;
+	w.req.data = &w;
+	if (on_loop) {
+		if (bc_loop_call(loop, issue_on_loop, &w) < 0) {
+			*why = "bc_loop_call failed";
+			return NULL;
+		}
+	} else {
+		issue(&w);
+	}
+	pthread_mutex_lock(&w.mu);
+	while (!w.done || !w.returned)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	if (w.rv < 0) {
+		loop_barrier();   /* a stray callback would have fired */
+		if (w.calls != 0)
+			*why = "the callback fired after get() returned an error";
+		else if (w.rv != BC_ENOENT)
+			*why = "get() failed";
+		return NULL;
+	}
+	if (on_loop && w.early)
+		*why = "the callback fired before get() returned";
+	else if (w.off_loop)
+		*why = "the callback fired off the loop thread";
+	else if (w.status == 0 && w.c == NULL)
+		*why = "a hit without a chunk";
+	else if (w.status != 0 && w.c != NULL)
+		*why = "a chunk with an error";
+	else if (w.status != 0 && w.status != BC_ENOENT)
+		*why = "the callback reported an error";
+	else if (w.c != NULL && !bc_chunk_matches(w.c, k))
+		*why = "a hit on another key";
+	return w.c;
+}
+
 /* The tier's chunk for k (a reference the caller drops), or NULL. */
 static bc_chunk_t *
 conformance_get(bc_tier_t *t, const char *bucket, const char *key,
@@ -72,9 +249,13 @@ conformance_get(bc_tier_t *t, const char *bucket, const char *key,
 {
 	bc_chunk_key_t k = { bucket, key, etag, index };
 	bc_chunk_t    *c;
+	const char    *why;
 
-	cr_assert(C->ops->flags & BC_TIER_SYNC,
-	    "%s: only SYNC tiers are driven yet", C->ops->name);
+	if (!(C->ops->flags & BC_TIER_SYNC)) {
+		c = get_async(t, &k, ctx, true, &why);
+		cr_assert_null(why, "%s: %s", C->ops->name, why);
+		return c;
+	}
 	c = C->ops->lookup(t, &k, ctx);
 	if (c != NULL)
 		cr_assert(bc_chunk_matches(c, &k), "a hit on another key");
@@ -107,7 +288,7 @@ put_new(bc_tier_t *t, const char *key, uint32_t index, size_t len,
 
 LTest(conformance, put_get_del)
 {
-	bc_tier_t  *t = C->open(4 * MiB, NULL);
+	bc_tier_t  *t = open_tier(4 * MiB, NULL);
 	bc_chunk_t *c;
 
 	cr_assert_eq(put_new(t, "a", 0, 1000, &demand), 0);
@@ -140,12 +321,12 @@ LTest(conformance, put_get_del)
 	cr_assert_not_null(c);
 	cr_assert(intact(c, "a", 1, 500));
 	bc_chunk_unref(c);
-	C->close(t);
+	close_tier(t);
 }
 
 LTest(conformance, del_object_and_prefix)
 {
-	bc_tier_t *t = C->open(4 * MiB, NULL);
+	bc_tier_t *t = open_tier(4 * MiB, NULL);
 	static const struct {
 		const char *bucket, *key, *etag;
 		uint32_t    index;
@@ -173,7 +354,7 @@ LTest(conformance, del_object_and_prefix)
 	cr_assert(has(t, "other", "data/a", "\"1\"", 0));
 	cr_assert_eq(C->ops->del_object(t, "bkt", NULL, ""), 2);
 	cr_assert(has(t, "other", "data/a", "\"1\"", 0));
-	C->close(t);
+	close_tier(t);
 }
 
 /* ---- the capacity bound --------------------------------------------- */
@@ -181,7 +362,7 @@ LTest(conformance, del_object_and_prefix)
 LTest(conformance, capacity_bound)
 {
 	uint64_t    cap = 1 * MiB;
-	bc_tier_t  *t = C->open(cap, NULL);
+	bc_tier_t  *t = open_tier(cap, NULL);
 
 	cr_assert_eq(C->ops->capacity(t), cap);
 	for (uint32_t i = 0; i < 64; i++) {
@@ -196,7 +377,7 @@ LTest(conformance, capacity_bound)
 	cr_assert_eq(put_new(t, "huge", 0, cap + 1, &demand), BC_E2BIG);
 	cr_assert_not(has(t, "bkt", "huge", "\"e\"", 0));
 	cr_assert(has(t, "bkt", "k", "\"e\"", 63));
-	C->close(t);
+	close_tier(t);
 }
 
 /* ---- eviction in the policy's order ----------------------------------- */
@@ -311,7 +492,7 @@ static const bc_policy_ops_t mru = {
 static bc_tier_t *
 four_of(const bc_policy_ops_t *pol)
 {
-	bc_tier_t *t = C->open(5 * 64 * KiB, pol);
+	bc_tier_t *t = open_tier(5 * 64 * KiB, pol);
 
 	for (uint32_t i = 0; i < 4; i++)
 		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
@@ -329,13 +510,13 @@ LTest(conformance, eviction_follows_the_policy)
 	cr_assert_not(has(t, "bkt", "k", "\"e\"", 0));
 	cr_assert(has(t, "bkt", "k", "\"e\"", 3));
 	cr_assert(has(t, "bkt", "k", "\"e\"", 4));
-	C->close(t);
+	close_tier(t);
 	t = four_of(&mru);
 	/* mru: the last one in before the fifth went, the first stayed */
 	cr_assert(has(t, "bkt", "k", "\"e\"", 0));
 	cr_assert_not(has(t, "bkt", "k", "\"e\"", 3));
 	cr_assert(has(t, "bkt", "k", "\"e\"", 4));
-	C->close(t);
+	close_tier(t);
 }
 
 /* The policy sees what the caller gave: a tier keeps its policy
@@ -364,7 +545,7 @@ LTest(conformance, context_reaches_the_policy)
 
 	rec.new = rec_new;
 	rec.free = rec_free;
-	t = C->open(4 * MiB, &rec);
+	t = open_tier(4 * MiB, &rec);
 	cr_assert_eq(put_new(t, "a", 0, 1000, &pre), 0);
 	cr_assert_eq(rec_last->inserts, 1);
 	cr_assert_eq(rec_last->last.now_ns, 2000);
@@ -382,7 +563,7 @@ LTest(conformance, context_reaches_the_policy)
 	cr_assert_not(rec_last->last.prefetch);
 	cr_assert_not(has(t, "bkt", "nope", "\"e\"", 0));
 	cr_assert_eq(rec_last->hits, 1, "a miss is no hit");
-	C->close(t);
+	close_tier(t);
 	cr_assert_eq(rec_last->removes, 1, "close removed what it held");
 	free(rec_last);
 	rec_last = NULL;
@@ -393,7 +574,7 @@ LTest(conformance, context_reaches_the_policy)
 LTest(conformance, held_chunks_stay_intact)
 {
 	uint64_t    cap = 512 * KiB;
-	bc_tier_t  *t = C->open(cap, NULL);
+	bc_tier_t  *t = open_tier(cap, NULL);
 	bc_chunk_t *held;
 	int         rv;
 
@@ -410,7 +591,7 @@ LTest(conformance, held_chunks_stay_intact)
 	cr_assert(rv == 0 || rv == BC_ENOENT, "%d", rv);   /* or evicted */
 	cr_assert(intact(held, "h", 0, 64 * KiB), "deleted while held");
 	bc_chunk_unref(held);
-	C->close(t);
+	close_tier(t);
 }
 
 /* ---- concurrent use ------------------------------------------------------ */
@@ -425,6 +606,24 @@ struct worker {
 	_Atomic int      *bad;
 	uint64_t          cap;
 };
+
+/* A get from a worker thread (get() made on it, for non-SYNC tiers),
+ * counting what breaks the contract instead of asserting. */
+static bc_chunk_t *
+worker_get(bc_tier_t *t, const char *key, uint32_t idx, _Atomic int *bad)
+{
+	bc_chunk_key_t k = { "bkt", key, "\"e\"", idx };
+	bc_chunk_t    *c;
+	const char    *why = NULL;
+
+	if (C->ops->flags & BC_TIER_SYNC)
+		c = C->ops->lookup(t, &k, &demand);
+	else
+		c = get_async(t, &k, &demand, false, &why);
+	if (why != NULL || (c != NULL && !bc_chunk_matches(c, &k)))
+		atomic_fetch_add(bad, 1);
+	return c;
+}
 
 static void *
 work(void *arg)
@@ -441,8 +640,7 @@ work(void *arg)
 
 		snprintf(key, sizeof(key), "k%d", rand_r(&w->seed) % KEYS);
 		if (r < 50) {
-			c = conformance_get(w->t, "bkt", key, "\"e\"", idx,
-			    &demand);
+			c = worker_get(w->t, key, idx, w->bad);
 			if (c != NULL && !intact(c, key, idx, len))
 				atomic_fetch_add(w->bad, 1);
 			bc_chunk_unref(hold[i % 4]);
@@ -470,7 +668,7 @@ work(void *arg)
 LTest(conformance, concurrent_use)
 {
 	uint64_t      cap = 256 * KiB;
-	bc_tier_t    *t = C->open(cap, NULL);
+	bc_tier_t    *t = open_tier(cap, NULL);
 	pthread_t     th[THREADS];
 	struct worker w[THREADS];
 	_Atomic int   bad = 0;
@@ -484,5 +682,148 @@ LTest(conformance, concurrent_use)
 		pthread_join(th[i], NULL);
 	cr_assert_eq(atomic_load(&bad), 0, "wrong bytes, codes or usage");
 	cr_assert_leq(C->ops->usage(t), cap);
-	C->close(t);
+	close_tier(t);
+}
+
+/* ---- the ops table ------------------------------------------------------- */
+
+LTest(conformance, ops_are_complete)
+{
+	const bc_tier_ops_t *o = C->ops;
+	bc_tier_t           *t;
+
+	cr_assert_not_null(o->name);
+	cr_assert(o->open && o->put && o->del && o->del_object &&
+	    o->capacity && o->set_capacity && o->usage && o->evictions &&
+	    o->close, "%s: an op every tier has is missing", o->name);
+	if (o->flags & BC_TIER_SYNC)
+		cr_assert_not_null(o->lookup, "a SYNC tier looks up");
+	else
+		cr_assert_not_null(o->get, "a non-SYNC tier gets");
+	t = open_tier(1 * MiB, NULL);
+	cr_assert_eq(t->ops, o);
+	cr_assert_str_eq(t->name, o->name, "the base is initialised");
+	cr_assert_not_null(t->priv);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_UP, "a new tier is up");
+	close_tier(t);
+}
+
+/* ---- the counters every tier keeps ------------------------------------- */
+
+#define STAT(t, f) atomic_load(&(t)->stats.f)
+
+LTest(conformance, stats_count_what_happened)
+{
+	bc_tier_t  *t = open_tier(1 * MiB, NULL);
+	bc_chunk_t *c;
+
+	cr_assert_eq(put_new(t, "a", 0, 1000, &demand), 0);
+	cr_assert_eq(put_new(t, "a", 1, 3000, &demand), 0);
+	cr_assert_eq(STAT(t, writes), 2);
+	c = conformance_get(t, "bkt", "a", "\"e\"", 1, &demand);
+	cr_assert_not_null(c);
+	bc_chunk_unref(c);
+	cr_assert_not(has(t, "bkt", "nope", "\"e\"", 0));
+	cr_assert_eq(STAT(t, hits), 1);
+	cr_assert_eq(STAT(t, misses), 1);
+	cr_assert_eq(STAT(t, bytes_read), 3000);
+	cr_assert_eq(put_new(t, "huge", 0, 2 * MiB, &demand), BC_E2BIG);
+	cr_assert_eq(STAT(t, rejects), 1);
+	cr_assert_eq(STAT(t, writes), 2, "a refused put is no write");
+	cr_assert_eq(C->ops->del(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"",
+	    0 }), 0);
+	cr_assert_eq(STAT(t, deletes), 1);
+	cr_assert_eq(C->ops->del_object(t, "bkt", "a", NULL), 1);
+	cr_assert_eq(STAT(t, deletes), 2);
+	for (uint32_t i = 0; i < 24; i++)
+		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+	cr_assert_gt(STAT(t, evictions), 0);
+	cr_assert_eq(STAT(t, evictions), C->ops->evictions(t));
+	cr_assert_eq(STAT(t, write_failures), 0);
+	cr_assert_eq(STAT(t, errors), 0);
+	cr_assert_eq(STAT(t, downs), 0);
+	close_tier(t);
+}
+
+/* ---- set_capacity ------------------------------------------------------- */
+
+LTest(conformance, set_capacity_evicts_down_to_the_bound)
+{
+	bc_tier_t *t = open_tier(1 * MiB, NULL);
+	uint64_t   ev;
+
+	for (uint32_t i = 0; i < 12; i++)
+		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+	cr_assert_eq(C->ops->evictions(t), 0, "12 chunks of 64 KiB fit");
+	cr_assert_gt(C->ops->usage(t), 12 * 64 * KiB);
+	cr_assert_eq(C->ops->set_capacity(t, 256 * KiB), 0);
+	cr_assert_eq(C->ops->capacity(t), 256 * KiB);
+	cr_assert_leq(C->ops->usage(t), 256 * KiB);
+	cr_assert_geq(C->ops->evictions(t), 9, "room for 3 at most");
+	/* lru: the newest stayed, the oldest went */
+	cr_assert(has(t, "bkt", "k", "\"e\"", 11));
+	cr_assert_not(has(t, "bkt", "k", "\"e\"", 0));
+	/* the new bound holds for puts */
+	for (uint32_t i = 12; i < 20; i++) {
+		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+		cr_assert_leq(C->ops->usage(t), 256 * KiB);
+	}
+	cr_assert_eq(put_new(t, "big", 0, 300 * KiB, &demand), BC_E2BIG);
+	/* growing evicts nothing and lets more in */
+	cr_assert_eq(C->ops->set_capacity(t, 2 * MiB), 0);
+	ev = C->ops->evictions(t);
+	for (uint32_t i = 20; i < 40; i++)
+		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+	cr_assert_eq(C->ops->evictions(t), ev, "20 fit in 2 MiB");
+	cr_assert_eq(put_new(t, "big", 0, 300 * KiB, &demand), 0);
+	cr_assert_leq(C->ops->usage(t), 2 * MiB);
+	close_tier(t);
+}
+
+/* ---- health ------------------------------------------------------------ */
+
+#define SEC 1000000000ull
+
+LTest(conformance, health_transitions)
+{
+	bc_tier_t *t = open_tier(1 * MiB, NULL);
+	uint64_t   now = bc_mono_ns(), min = BC_TIER_RETRY_MIN_NS, at;
+
+	cr_assert_eq(bc_tier_backoff_ns(1), min);
+	cr_assert_eq(bc_tier_backoff_ns(2), 2 * min);
+	cr_assert_eq(bc_tier_backoff_ns(3), 4 * min);
+	cr_assert_eq(bc_tier_backoff_ns(1000), BC_TIER_RETRY_MAX_NS, "capped");
+	cr_assert(bc_tier_usable(t, now));
+	/* down: skipped until the retry time */
+	bc_tier_mark_down(t, BC_EIO, now);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_DOWN);
+	cr_assert_eq(STAT(t, downs), 1);
+	cr_assert_eq(atomic_load(&t->health.last_err), BC_EIO);
+	cr_assert_eq(atomic_load(&t->health.down_since_ns), now);
+	cr_assert_eq(atomic_load(&t->health.failures), 1);
+	cr_assert_not(bc_tier_usable(t, now));
+	cr_assert_not(bc_tier_usable(t, now + min - 1));
+	/* the retry time came: one caller probes, the next waits again */
+	cr_assert(bc_tier_usable(t, now + min));
+	cr_assert_not(bc_tier_usable(t, now + min), "one probe per period");
+	/* the probe failed: still down (no second transition), longer wait */
+	bc_tier_mark_down(t, BC_ETIMEDOUT, now + min);
+	cr_assert_eq(STAT(t, downs), 1, "one down per transition");
+	cr_assert_eq(atomic_load(&t->health.failures), 2);
+	cr_assert_eq(atomic_load(&t->health.down_since_ns), now);
+	at = atomic_load(&t->health.retry_at_ns);
+	cr_assert_eq(at, now + min + 2 * min);
+	cr_assert_not(bc_tier_usable(t, at - 1));
+	cr_assert(bc_tier_usable(t, at));
+	/* the probe answered: up, failures forgotten */
+	bc_tier_mark_up(t, at);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_UP);
+	cr_assert_eq(atomic_load(&t->health.failures), 0);
+	cr_assert(bc_tier_usable(t, at));
+	/* the next failure starts from the shortest wait again */
+	bc_tier_mark_down(t, BC_EIO, at + SEC);
+	cr_assert_eq(STAT(t, downs), 2);
+	cr_assert_eq(atomic_load(&t->health.retry_at_ns), at + SEC + min);
+	bc_tier_mark_up(t, at + 2 * SEC);
+	close_tier(t);
 }

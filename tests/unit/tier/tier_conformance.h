@@ -9,9 +9,14 @@
  * order, chunks still referenced while evicted, the policy's context
  * passed on, concurrent use from several threads.
  *
- * Look-ups go through conformance_get(): lookup() for a SYNC tier. The
- * asynchronous get of the lower tiers (disk, Redis) comes with them; the
- * suite then waits for its callback there.
+ * Look-ups go through conformance_get(): lookup() for a SYNC tier; for
+ * the others get(), made on the loop thread (as the chain makes it), or
+ * from the caller's thread in the concurrent test, waiting for the
+ * callback and checking that it fired once, on the loop thread, never
+ * before get() returned, and never after get() returned an error.
+ *
+ * Each test runs a loop (upstream_loop.h) while a tier is open and hands
+ * it to open(); SYNC tiers ignore it.
  */
 #ifndef BC_TIER_CONFORMANCE_H
 #define BC_TIER_CONFORMANCE_H
@@ -20,12 +25,14 @@
 
 #include "policy/policy.h"
 #include "tier/tier.h"
+#include "upstream/upstream_loop.h"
 
 typedef struct bc_conformance_s {
 	const bc_tier_ops_t *ops;
-	/* A fresh, empty tier of capacity bytes ordered by pol; asserts
-	 * (Criterion) on failure. */
-	bc_tier_t *(*open)(uint64_t capacity, const bc_policy_ops_t *pol);
+	/* A fresh, empty tier of capacity bytes ordered by pol, calling
+	 * back on loop; asserts (Criterion) on failure. */
+	bc_tier_t *(*open)(uint64_t capacity, const bc_policy_ops_t *pol,
+	    bc_loop_t *loop);
 	/* Closes t and removes what open made. */
 	void       (*close)(bc_tier_t *t);
 } bc_conformance_t;
