@@ -1,0 +1,601 @@
+/*
+ * cache_fill.c — single-flight fills of chunks and metadata from the origin
+ * (cache_int.h has the locking and reference rules).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cache/cache_int.h"
+#include "cache/cache_math.h"
+#include "s3/s3_cond.h"
+#include "stats/stats.h"
+#include "tier/tier_chain.h"
+#include "upstream/upstream.h"
+#include "util/util_error.h"
+#include "util/util_hash.h"
+#include "util/util_log.h"
+#include "util/util_num.h"
+#include "util/util_time.h"
+
+/* Response headers never replayed from the cached metadata: per-response
+ * framing, per-request identifiers, and what the gateway adds itself. */
+static const char *const unreplayed_headers[] = {
+	"Content-Length", "Content-Range", "Date", "Connection",
+	"Keep-Alive", "Transfer-Encoding", "x-amz-request-id", "x-amz-id-2",
+	"Server", "Accept-Ranges", "x-amz-mp-parts-count", NULL
+};
+
+
+
+/* ---- fills ------------------------------------------------------------- */
+
+static void fill_done(bc_exchange_t *x, void *arg);
+static void fill_headers(bc_exchange_t *x, void *arg, int status,
+    const bc_kvlist_t *h);
+static void fill_data(void *arg, size_t total);
+
+/* The origin request for o: a HEAD, or a GET of bytes first..last (the
+ * whole object when first is BC_FETCH_WHOLE); cond names a conditional
+ * header ("If-Match", ...) to send with etag, or is NULL; sent as an
+ * unsigned client's when anon. */
+void
+bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
+    uint64_t first, uint64_t last, const char *cond, const char *etag,
+    bool anon)
+{
+	memset(f, 0, sizeof(*f));
+	f->bucket = o->bucket;
+	f->key = o->key;
+	f->head = head;
+	f->first = head ? BC_FETCH_WHOLE : first;
+	f->last = last;
+	f->cond = cond;
+	f->etag = etag;
+	f->anon = anon;
+	f->cls = BC_ORIGIN_DEMAND;
+}
+
+/*
+ * c->mu held: what the chunk a fill of kind brings will cost, reserved
+ * under the memory bound (bc_tier_mem_reserve: evicts idle chunks). A
+ * first fill does not know the object's size yet: it reserves a whole
+ * chunk, and fill_headers() trues the charge up. Returns 0 with *charge
+ * (0 for fills that bring no chunk), or BC_ENOSPC when the chunks in use
+ * leave no room.
+ */
+static int
+fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, size_t *charge)
+{
+	size_t id = strlen(o->bucket) + strlen(o->key) + 3;
+	uint64_t len;
+
+	*charge = 0;
+	if (kind == BC_FILL_FIRST) {
+		len = c->cs;
+		id += sizeof(o->meta.etag);
+	} else if (kind == BC_FILL_CHUNK) {
+		len = bc_chunk_len(index, o->meta.size, c->cs);
+		id += strlen(o->meta.etag);
+	} else {
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	if (bc_tier_mem_reserve(c->mem, bc_chunk_charge_for((size_t)len,
+	    id)) < 0)
+		return BC_ENOSPC;
+	*charge = bc_chunk_charge_for((size_t)len, id);
+	return 0;
+}
+
+/* c->mu held: starts a fill of kind for o, unsigned when anon. Returns 0
+ * and *out, BC_ENOSPC when memory has no room for its chunk (nothing
+ * started), or BC_EIO when the exchange could not start. */
+int
+bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out)
+{
+	bool head = kind == BC_FILL_HEAD || kind == BC_FILL_REVALIDATE;
+	uint64_t first = bc_chunk_start(index, c->cs);
+	uint64_t last = first + c->cs - 1;
+	const char *cond = kind == BC_FILL_CHUNK || kind == BC_FILL_PUBLIC ?
+	    "If-Match" : kind == BC_FILL_REVALIDATE ? "If-None-Match" : NULL;
+	bc_fetch_t fo;
+	bc_fill_t *f;
+	int rv;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return BC_EIO;
+	f->c = c;
+	f->o = o;
+	f->kind = kind;
+	f->anon = anon;
+	f->index = index;
+	if (kind == BC_FILL_PUBLIC) {
+		/* one byte (a range of an empty object would be 416) */
+		first = o->meta.size > 0 ? 0 : BC_FETCH_WHOLE;
+		last = 0;
+	}
+	if (o->meta_valid)
+		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
+	rv = fill_reserve(c, o, kind, index, &f->charge);
+	if (rv < 0) {
+		free(f);
+		return rv;
+	}
+	bc_fill_fetch_init(&fo, o, head, first, last, cond, f->etag, anon);
+	fo.cls = cls;
+	/* an origin that ignores Range must not make us buffer the whole
+	 * object: anything beyond a chunk fails the fill (a check keeps
+	 * its headers' verdict, fill_done) */
+	fo.collect_max = kind == BC_FILL_PUBLIC ? PUBLIC_BODY : c->cs > 0 ?
+	    (size_t)c->cs : 1;
+	fo.on_done = fill_done;
+	fo.on_headers = fill_headers;
+	fo.on_data = fill_data;
+	fo.arg = f;
+	o->refs++;
+	f->next = o->fills;
+	o->fills = f;
+	f->x = bc_origin_fetch(c->o.origin, &fo);
+	if (f->x == NULL) {
+		o->fills = f->next;
+		o->refs--;
+		goto fail;
+	}
+	BC_STATS_INC(cache_fills);
+	if (kind == BC_FILL_REVALIDATE)
+		BC_STATS_INC(cache_revalidations);
+	*out = f;
+	return 0;
+fail:
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
+	free(f);
+	return BC_EIO;
+}
+
+/* c->mu held: unlinks f from its object. */
+static void
+fill_unlink(bc_object_t *o, bc_fill_t *f)
+{
+	for (bc_fill_t **pp = &o->fills; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	}
+	if (o->meta_fill == f)
+		o->meta_fill = NULL;
+	if (o->public_fill == f)
+		o->public_fill = NULL;
+}
+
+/* A whole decimal number, or UINT64_MAX. */
+static uint64_t
+parse_u64(const char *v)
+{
+	uint64_t n;
+
+	return bc_u64_parse_str(v, &n) ? n : UINT64_MAX;
+}
+
+/* Parses "bytes first-last/total"; returns total, or UINT64_MAX when
+ * malformed or when it does not start at first. */
+static uint64_t
+content_range_total(const char *v, uint64_t first)
+{
+	const char *slash = v != NULL ? strrchr(v, '/') : NULL;
+	char *end;
+
+	if (slash == NULL || strncmp(v, "bytes ", 6) != 0 ||
+	    v[6] < '0' || v[6] > '9' || strtoull(v + 6, &end, 10) != first ||
+	    *end != '-')
+		return UINT64_MAX;
+	return parse_u64(slash + 1);
+}
+
+/* Sets o's metadata from a 200/206 response's headers. size: the object
+ * size. Returns 0 or BC_EPROTO when there is no ETag. */
+static int
+meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
+    uint64_t size)
+{
+	const char *etag = bc_kv_get(h, "ETag");
+	const char *lm = bc_kv_get(h, "Last-Modified");
+	bc_objmeta_t m;
+
+	if (etag == NULL || strlen(etag) >= sizeof(m.etag))
+		return BC_EPROTO;
+	memset(&m, 0, sizeof(m));
+	m.size = size;
+	snprintf(m.etag, sizeof(m.etag), "%s", etag);
+	if (lm == NULL || bc_http_date_parse(lm, &m.last_modified) < 0)
+		m.last_modified = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		bool skip = false;
+
+		for (int j = 0; unreplayed_headers[j] != NULL && !skip; j++)
+			skip = strcasecmp(h->v[i].name,
+			    unreplayed_headers[j]) == 0;
+		if (!skip && bc_kv_add(&m.headers, h->v[i].name,
+		    h->v[i].value) < 0) {
+			bc_objmeta_fini(&m);
+			return BC_ENOMEM;
+		}
+	}
+	/* the unsigned-fetch mark is the old version's */
+	if (!o->meta_valid || strcmp(o->meta.etag, m.etag) != 0)
+		o->public_at_ns = 0;
+	bc_objmeta_fini(&o->meta);
+	o->meta = m;
+	o->meta_valid = true;
+	o->meta_at_ns = bc_mono_ns();
+	bc_object_do_recharge(c, o);
+	return 0;
+}
+
+/* c->mu held: f failed or found the object changed; ends its waiters
+ * (and, unless f was a chunk fill or an unsigned check, the metadata
+ * waiters: every other kind is, or was, the object's metadata fill). An
+ * upstream error goes to the waiters signed as f was (the others look
+ * again); one answered to an unsigned fill also drops the object's
+ * unsigned-fetch mark. */
+static void
+fill_fail(bc_object_t *o, bc_fill_t *f, bc_wait_result_t res, int err,
+    int up_status, const uint8_t *body, size_t len)
+{
+	bool meta = f->kind != BC_FILL_CHUNK && f->kind != BC_FILL_PUBLIC;
+
+	BC_STATS_INC(cache_fill_failures);
+	if (res == BC_WAIT_UPSTREAM) {
+		if (f->anon)
+			o->public_at_ns = 0;
+		bc_waiters_end_upstream(&f->waiters, f->anon, up_status, body,
+		    len);
+		if (meta)
+			bc_waiters_end_upstream(&o->meta_waiters, f->anon,
+			    up_status, body, len);
+		return;
+	}
+	bc_waiters_end(&f->waiters, res, NULL, err, up_status, body, len);
+	if (meta)
+		bc_waiters_end(&o->meta_waiters, res, NULL, err, up_status,
+		    body, len);
+}
+
+/* c->mu held: the object changed under us; drop it and its chunks. */
+static void
+obj_changed(bc_cache_t *c, bc_object_t *o)
+{
+	if (o->listed)
+		bc_tier_chain_del_object(c->tiers, o->bucket, o->key, NULL);
+	bc_object_do_unlist(c, o);
+}
+
+/*
+ * c->mu held: whether a 200/206 answer to the chunk or first fill f is the
+ * chunk asked for. Yes: returns 0 with *size the object's size, and (first
+ * fill) the object's metadata set. No: -1; fill_done() then says why.
+ */
+static int
+fill_accept(bc_cache_t *c, bc_fill_t *f, int status, const bc_kvlist_t *h,
+    uint64_t *size)
+{
+	bc_object_t *o = f->o;
+	const char *etag = bc_kv_get(h, "ETag");
+
+	if (status != 200 && status != 206)
+		return -1;
+	if (f->kind == BC_FILL_CHUNK && (etag == NULL ||
+	    strcmp(etag, f->etag) != 0))
+		return -1;   /* another version: never stitched */
+	*size = status == 206 ? content_range_total(bc_kv_get(h,
+	    "Content-Range"), bc_chunk_start(f->index, c->cs)) :
+	    parse_u64(bc_kv_get(h, "Content-Length"));
+	if (*size == UINT64_MAX || (status == 200 && *size > c->cs) ||
+	    *size / c->cs >= UINT32_MAX)
+		return -1;   /* unsized, whole and too big, or uncountable */
+	if (f->kind == BC_FILL_CHUNK) {
+		if (!o->meta_valid || *size != o->meta.size)
+			return -1;
+		/* an If-Match GET answered with the same ETag and size:
+		 * the metadata is as fresh as a revalidation would make it */
+		o->meta_at_ns = bc_mono_ns();
+		if (f->anon)
+			o->public_at_ns = o->meta_at_ns;
+		return 0;
+	}
+	if (meta_from_headers(c, o, h, *size) < 0)
+		return -1;
+	if (f->anon)
+		o->public_at_ns = o->meta_at_ns;
+	memcpy(f->etag, o->meta.etag, sizeof(f->etag));
+	bc_waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+	if (status == 200 && f->index != 0) {
+		/* the upstream ignored Range: the body is the whole
+		 * (one-chunk) object; keep it as chunk 0 and let the
+		 * waiters look again (their range may be past it) */
+		f->index = 0;
+		f->recheck = true;
+	}
+	return 0;
+}
+
+/* Loop thread: the upstream's headers for f are in. An accepted chunk
+ * starts filling in place, and waiters that take filling chunks get it
+ * now: their clients receive bytes as they arrive. */
+static void
+fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
+{
+	bc_fill_t *f = arg;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+	uint64_t size, want;
+	bool woke = false;
+
+	if (f->kind != BC_FILL_FIRST && f->kind != BC_FILL_CHUNK)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (fill_accept(c, f, status, h, &size) < 0)
+		goto out;
+	f->accepted = true;
+	want = bc_chunk_len(f->index, size, c->cs);
+	if (want > 0) {
+		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
+
+		f->chunk = bc_chunk_new_filling(&k, (size_t)want);
+		if (f->chunk == NULL) {
+			f->accepted = false;    /* fill_done fails it */
+			goto out;
+		}
+		bc_exchange_set_sink(x, f->chunk->data, f->chunk->len);
+		/* the bound covers chunks being filled: what fill_reserve()
+		 * estimated becomes what the chunk costs */
+		atomic_fetch_add(&c->outside_bytes, bc_chunk_charge(f->chunk));
+		atomic_fetch_sub(&c->outside_bytes, f->charge);
+		f->charge = bc_chunk_charge(f->chunk);
+		if (!f->recheck && f->waiters != NULL) {
+			bc_waiters_give_partial(&f->waiters, f->chunk);
+			woke = true;
+		}
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
+	/* The rest of the chunk keeps this thread busy: let the woken
+	 * workers send their response headers first (on a busy machine the
+	 * first byte otherwise waits for the whole transfer). */
+	if (woke)
+		sched_yield();
+}
+
+/* Loop thread: total bytes of f's chunk are in. */
+static void
+fill_data(void *arg, size_t total)
+{
+	bc_fill_t *f = arg;
+
+	if (f->chunk == NULL)
+		return;
+	bc_chunk_fill(f->chunk, total);
+	if (total - f->woke_at < PROGRESS_WAKE && total != f->chunk->len)
+		return;
+	f->woke_at = total;
+	pthread_mutex_lock(&f->c->mu);
+	bc_waiters_end(&f->chunk->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+	    NULL, 0);
+	pthread_mutex_unlock(&f->c->mu);
+}
+
+/* c->mu held: ends an accepted fill: its chunk is complete (stored and
+ * handed out) or failed (readers are cut off). */
+static void
+fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
+{
+	bc_chunk_t *ch = f->chunk;
+
+	if (rv < 0 || (ch != NULL && bc_chunk_avail(ch) != ch->len)) {
+		if (ch != NULL) {
+			bc_chunk_end(ch, BC_CHUNK_FAILED);
+			bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL,
+			    0, 0, NULL, 0);
+		}
+		BC_WARN("%s/%s chunk %u: %s", o->bucket, o->key, f->index,
+		    rv < 0 ? bc_strerror(rv) : "short body");
+		fill_fail(o, f, BC_WAIT_FAILED, rv < 0 ? rv : BC_EPROTO, 0,
+		    NULL, 0);
+		return;
+	}
+	if (ch == NULL) {   /* an empty object: nothing to store */
+		bc_waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		return;
+	}
+	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
+	ch->fetch_us = bc_exchange_elapsed_us(f->x);
+	bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+	if (o->listed) {
+		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, f->prefetch);
+
+		bc_tier_chain_put(c->tiers, ch, &ctx);   /* may not admit */
+	}
+	bc_waiters_end(&f->waiters,
+	    f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
+	    ch, 0, 0, NULL, 0);
+	/* The fill's own reference goes now when the tier or a reader holds
+	 * the chunk (else after unlocking, where freeing is cheaper): a
+	 * reader that asks for the next chunk at once must find this one
+	 * evictable (fill_reserve). */
+	if (atomic_load(&ch->refs) > 1) {
+		bc_chunk_unref(ch);
+		f->chunk = NULL;
+	}
+}
+
+/*
+ * c->mu held: the unsigned check f ended (hrv: how its headers came). The
+ * version it asked for, answered: the object may be served to unsigned
+ * requests (and its metadata is as fresh as after a revalidation).
+ * Another version (412, or another ETag): the object changed. Any other
+ * answer is passed on to the waiting unsigned requests as it came; a 404
+ * does not drop the object (an upstream may hide from unsigned clients
+ * what exists).
+ */
+static void
+public_done(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int hrv, int status,
+    const bc_kvlist_t *h, const uint8_t *body, size_t len)
+{
+	const char *etag = hrv == 0 ? bc_kv_get(h, "ETag") : NULL;
+
+	if (hrv < 0) {
+		fill_fail(o, f, BC_WAIT_FAILED, hrv, 0, NULL, 0);
+		return;
+	}
+	if ((status == 200 || status == 206) && etag != NULL &&
+	    strcmp(etag, f->etag) == 0) {
+		if (o->meta_valid && strcmp(o->meta.etag, f->etag) == 0) {
+			o->meta_at_ns = bc_mono_ns();
+			o->public_at_ns = o->meta_at_ns;
+		}
+		bc_waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		return;
+	}
+	if (status == 412 || status == 200 || status == 206) {
+		BC_INFO("%s/%s changed upstream; dropping it", o->bucket,
+		    o->key);
+		obj_changed(c, o);
+		fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
+		return;
+	}
+	fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body, len);
+}
+
+static void
+fill_done(bc_exchange_t *x, void *arg)
+{
+	bc_fill_t *f = arg;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+	const bc_kvlist_t *h = NULL;
+	int status = 0, rv, hrv;
+	size_t len = 0;
+	uint8_t *body = bc_exchange_take_body(x, &len);
+	const char *etag;
+
+	rv = hrv = bc_exchange_headers(x, &status, &h);
+	if (rv == 0)   /* headers came; did the whole body? */
+		rv = bc_exchange_error(x);
+	pthread_mutex_lock(&c->mu);
+	fill_unlink(o, f);
+	/* from here the tier counts the chunk, or nobody keeps it */
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
+	f->charge = 0;
+	if (f->accepted) {
+		fill_finish_accepted(c, o, f, rv);
+		goto out;
+	}
+	if (f->kind == BC_FILL_PUBLIC) {
+		public_done(c, o, f, hrv, status, h, body, len);
+		goto out;
+	}
+	if (rv < 0) {
+		fill_fail(o, f, BC_WAIT_FAILED, rv, 0, NULL, 0);
+		goto out;
+	}
+	etag = bc_kv_get(h, "ETag");
+	switch (f->kind) {
+	case BC_FILL_REVALIDATE:
+	case BC_FILL_HEAD:
+		if (status == 304 && f->kind == BC_FILL_REVALIDATE) {
+			o->meta_at_ns = bc_mono_ns();
+		} else if (status == 200 && f->kind == BC_FILL_REVALIDATE &&
+		    etag != NULL && strcmp(etag, f->etag) == 0) {
+			/* an upstream that ignored If-None-Match */
+			o->meta_at_ns = bc_mono_ns();
+		} else if (status == 200 && f->kind == BC_FILL_HEAD) {
+			uint64_t size = parse_u64(bc_kv_get(h,
+			    "Content-Length"));
+
+			if (size == UINT64_MAX ||
+			    meta_from_headers(c, o, h, size) < 0) {
+				fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0,
+				    NULL, 0);
+				goto out;
+			}
+		} else if (f->kind == BC_FILL_REVALIDATE && (status == 200 ||
+		    status == 412 || (status == 404 && !f->anon))) {
+			/* a new version or gone (an unsigned 404 may only
+			 * hide the object: passed on below, kept) */
+			obj_changed(c, o);
+			bc_waiters_end(&f->waiters, BC_WAIT_RESTART, NULL, 0, 0,
+			    NULL, 0);
+			goto out;
+		} else {
+			fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body,
+			    len);
+			goto out;
+		}
+		if (f->anon)   /* an unsigned request was answered */
+			o->public_at_ns = o->meta_at_ns;
+		bc_waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		bc_waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0,
+		    NULL, 0);
+		goto out;
+	case BC_FILL_FIRST:
+		if (status == 416) {
+			/* an empty object (or a range past its end): learn
+			 * its metadata with a HEAD */
+			bc_fill_t *hf;
+
+			if (bc_fill_do_start(c, o, BC_FILL_HEAD, 0, f->anon,
+			    BC_ORIGIN_DEMAND, &hf) < 0) {
+				fill_fail(o, f, BC_WAIT_FAILED, BC_EIO, 0, NULL,
+				    0);
+				goto out;
+			}
+			o->meta_fill = hf;
+			hf->waiters = f->waiters;
+			for (bc_waiter_t *w = hf->waiters; w != NULL;
+			    w = w->next)
+				w->list = &hf->waiters;
+			f->waiters = NULL;
+			goto out;
+		}
+		break;
+	case BC_FILL_CHUNK:
+		if (status == 412 || ((status == 200 || status == 206) &&
+		    (etag == NULL || strcmp(etag, f->etag) != 0))) {
+			/* never stitch two versions together */
+			BC_INFO("%s/%s changed upstream; dropping it",
+			    o->bucket, o->key);
+			obj_changed(c, o);
+			fill_fail(o, f, BC_WAIT_RESTART, 0, 0, NULL, 0);
+			goto out;
+		}
+		break;
+	case BC_FILL_PUBLIC:   /* public_done() above */
+		break;
+	}
+	if (status == 200 || status == 206)   /* not the chunk asked for */
+		fill_fail(o, f, BC_WAIT_FAILED, BC_EPROTO, 0, NULL, 0);
+	else
+		fill_fail(o, f, BC_WAIT_UPSTREAM, 0, status, body, len);
+out:
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
+	BC_STATS_SET(cache_evictions, bc_tier_evictions(c->mem));
+	bc_object_do_unref(c, o);
+	pthread_mutex_unlock(&c->mu);
+	bc_chunk_unref(f->chunk);
+	free(body);
+	bc_exchange_release(x);
+	free(f);
+}

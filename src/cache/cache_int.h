@@ -1,0 +1,160 @@
+/*
+ * cache_int.h — what the cache's files share (not for other modules):
+ * the object, fill and cache structs and the calls between
+ * cache.c (lookups: metadata, chunks, prefetch, passthrough),
+ * cache_object.c (the object table, metadata, invalidation, life),
+ * cache_fill.c (single-flight fills from the origin) and
+ * cache_waiter.c (who waits on what). The tiers are reached through the
+ * tier chain (src/tier/tier_chain.h).
+ *
+ * Locking: c->mu guards the object table, every object's fields, fills
+ * and waiter lists. Tier calls are made with c->mu held (cache lock before
+ * tier lock). Fill completions run on the loop thread and take c->mu;
+ * exchanges are started with c->mu held (their callbacks run on the loop
+ * thread, never before the start returned: upstream.h). A function named
+ * bc_*_do_* expects c->mu held.
+ *
+ * Objects: listed in a chained hash table and an LRU list while the cache
+ * knows them. Their metadata counts against the memory bound (the memory
+ * tier's external_bytes); when it exceeds an eighth of the bound, the
+ * least recently used idle objects are dropped (their chunks stay in the
+ * tier, keyed by ETag, and are found again once the metadata is).
+ * References: the table holds one while listed, each caller and each fill
+ * one more; the object is freed when unlisted and the last one goes.
+ */
+#ifndef BC_CACHE_INT_H
+#define BC_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "tier/tier_chain.h"
+#include "upstream/upstream.h"
+#include "util/util_time.h"
+
+#define TABLE_MIN     4096
+#define OBJ_OVERHEAD  (sizeof(bc_object_t) + 64)
+
+typedef enum bc_fill_kind_e {
+	BC_FILL_FIRST,        /* chunk + metadata (object not known yet) */
+	BC_FILL_CHUNK,        /* one chunk of a known version */
+	BC_FILL_HEAD,         /* metadata only (empty objects) */
+	BC_FILL_REVALIDATE,   /* HEAD If-None-Match after meta-ttl */
+	BC_FILL_PUBLIC,       /* unsigned one-byte If-Match GET: may an unsigned
+			      request read this version? */
+} bc_fill_kind_t;
+
+typedef struct bc_fill_s {
+	struct bc_fill_s *next;        /* in o->fills */
+	bc_cache_t    *c;
+	bc_object_t   *o;           /* reference held */
+	bc_fill_kind_t    kind;
+	bool           anon;        /* sent unsigned, for an unsigned request */
+	bool           prefetch;    /* no client has waited on it (yet) */
+	uint32_t       index;
+	char           etag[132];   /* the version expected */
+	bc_waiter_t   *waiters;
+	bool           joined;      /* a waiter has registered before */
+	bool           accepted;    /* its headers named the chunk asked for */
+	bool           recheck;     /* stored as another chunk than asked */
+	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
+	size_t         woke_at;     /* bytes filled at the last progress wake */
+	size_t         charge;      /* bytes of chunk in c->outside_bytes */
+	bc_exchange_t *x;
+} bc_fill_t;
+
+#define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */
+#define PUBLIC_BODY   (64 * 1024)   /* an unsigned check's answer (one
+				       byte, or an error) */
+
+struct bc_object_s {
+	bc_object_t  *hnext;                /* hash chain */
+	bc_object_t  *lru_prev, *lru_next;  /* most recent at head */
+	int           refs;
+	bool          listed;
+	uint64_t      hash;
+	char         *bucket, *key;
+	bool          meta_valid;
+	bc_objmeta_t  meta;
+	uint64_t      meta_at_ns;
+	size_t        charge;               /* bytes in c->meta_bytes */
+	bc_fill_t       *meta_fill;            /* FIRST, HEAD or REVALIDATE */
+	bc_waiter_t  *meta_waiters;
+	/* When an unsigned fetch of this version last succeeded (0: never
+	 * since its metadata was learned): the only thing that lets an
+	 * unsigned request be served from the cache. */
+	uint64_t      public_at_ns;
+	bc_fill_t       *public_fill;          /* the unsigned check running */
+	bc_fill_t       *fills;                /* every fill, meta_fill too */
+};
+
+struct bc_cache_s {
+	pthread_mutex_t        mu;
+	bc_object_t          **table;
+	size_t                 nbuckets, nobjects;
+	bc_object_t           *lru_head, *lru_tail;
+	bc_tier_chain_t       *tiers;
+	bc_tier_t             *mem;           /* the top of tiers */
+	_Atomic uint64_t       meta_bytes;    /* object metadata */
+	/* Bytes held outside the memory tier that count against its bound:
+	 * metadata plus chunks being filled (the tier's external_bytes). */
+	_Atomic uint64_t       outside_bytes;
+	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
+	bc_cache_opts_t        o;
+};
+
+/* The policy context of an event on o's chunks. No jobs are known yet:
+ * the dataset is the bucket. */
+static inline bc_policy_ctx_t
+bc_cache_policy_ctx(const bc_object_t *o, bool prefetch)
+{
+	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, o->bucket, prefetch };
+
+	return ctx;
+}
+
+/* ---- cache_waiter.c (c->mu held) ---- */
+
+/* Registers w on *head; coalesced when w joins a fetch another request
+ * is already waiting on (o: for the stats). */
+void bc_waiter_add(bc_object_t *o, bc_waiter_t **head, bc_waiter_t *w,
+    bool coalesced);
+/* Ends every waiter on head with result (and chunk, error, upstream
+ * answer as the result needs) and wakes it. */
+void bc_waiters_end(bc_waiter_t **head, bc_wait_result_t result,
+    bc_chunk_t *chunk, int err, int up_status, const uint8_t *body,
+    size_t len);
+/* Ends the waiters of head whose signedness is anon with the origin's
+ * answer (up_status, body), the others with BC_WAIT_RECHECK. */
+void bc_waiters_end_upstream(bc_waiter_t **head, bool anon, int up_status,
+    const uint8_t *body, size_t len);
+/* Hands ch, still filling, to the waiters that take partial chunks. */
+void bc_waiters_give_partial(bc_waiter_t **head, bc_chunk_t *ch);
+
+/* ---- cache_object.c (c->mu held) ---- */
+
+int  bc_objmeta_copy(bc_objmeta_t *dst, const bc_objmeta_t *src);
+/* o's metadata changed size: its charge against the bound follows. */
+void bc_object_do_recharge(bc_cache_t *c, bc_object_t *o);
+/* Takes o out of the table (its fills go on; waiters restart). */
+void bc_object_do_unlist(bc_cache_t *c, bc_object_t *o);
+void bc_object_do_unref(bc_cache_t *c, bc_object_t *o);
+
+/* ---- cache_fill.c ---- */
+
+/* The origin request for o: a HEAD, or a GET of bytes first..last (the
+ * whole object when first is BC_FETCH_WHOLE), with cond ("If-Match", ...)
+ * and etag, or cond NULL; unsigned when anon. */
+void bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
+    uint64_t first, uint64_t last, const char *cond, const char *etag,
+    bool anon);
+/* c->mu held: starts a fill of kind for o (chunk index), of class cls,
+ * unsigned when anon. Returns 0 and *out, BC_ENOSPC when memory has no
+ * room for its chunk (nothing started), or BC_EIO when the exchange could
+ * not start. */
+int  bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out);
+
+#endif

@@ -1,0 +1,370 @@
+/*
+ * cache_object.c — the object table, metadata, invalidation and the
+ * cache's life
+ * (cache_int.h has the locking and reference rules).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cache/cache_int.h"
+#include "cache/cache_math.h"
+#include "s3/s3_cond.h"
+#include "stats/stats.h"
+#include "tier/tier_chain.h"
+#include "upstream/upstream.h"
+#include "util/util_error.h"
+#include "util/util_hash.h"
+#include "util/util_log.h"
+#include "util/util_num.h"
+#include "util/util_time.h"
+
+static uint64_t
+obj_hash(const char *bucket, const char *key)
+{
+	uint64_t h = bc_hash(BC_HASH_INIT, bucket, strlen(bucket));
+
+	h = bc_hash(h, "\xff", 1);   /* no bucket name holds it */
+	return bc_hash(h, key, strlen(key));
+}
+
+/* ---- objects ----------------------------------------------------------- */
+
+void
+bc_objmeta_fini(bc_objmeta_t *m)
+{
+	bc_kv_fini(&m->headers);
+}
+
+int
+bc_objmeta_copy(bc_objmeta_t *dst, const bc_objmeta_t *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->size = src->size;
+	memcpy(dst->etag, src->etag, sizeof(dst->etag));
+	dst->last_modified = src->last_modified;
+	for (size_t i = 0; i < src->headers.n; i++)
+		if (bc_kv_add(&dst->headers, src->headers.v[i].name,
+		    src->headers.v[i].value) < 0) {
+			bc_objmeta_fini(dst);
+			return BC_ENOMEM;
+		}
+	return 0;
+}
+
+static void
+lru_unlink(bc_cache_t *c, bc_object_t *o)
+{
+	if (o->lru_prev != NULL)
+		o->lru_prev->lru_next = o->lru_next;
+	else
+		c->lru_head = o->lru_next;
+	if (o->lru_next != NULL)
+		o->lru_next->lru_prev = o->lru_prev;
+	else
+		c->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
+}
+
+static void
+lru_push(bc_cache_t *c, bc_object_t *o)
+{
+	o->lru_prev = NULL;
+	o->lru_next = c->lru_head;
+	if (c->lru_head != NULL)
+		c->lru_head->lru_prev = o;
+	c->lru_head = o;
+	if (c->lru_tail == NULL)
+		c->lru_tail = o;
+}
+
+/* c->mu held: recomputes o's metadata charge. */
+void
+bc_object_do_recharge(bc_cache_t *c, bc_object_t *o)
+{
+	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2;
+
+	for (size_t i = 0; i < o->meta.headers.n; i++)
+		n += strlen(o->meta.headers.v[i].name) +
+		    strlen(o->meta.headers.v[i].value) + 2 + 32;
+	atomic_fetch_sub(&c->meta_bytes, o->charge);
+	atomic_fetch_add(&c->meta_bytes, n);
+	atomic_fetch_sub(&c->outside_bytes, o->charge);
+	atomic_fetch_add(&c->outside_bytes, n);
+	o->charge = n;
+}
+
+static void
+obj_free(bc_cache_t *c, bc_object_t *o)
+{
+	atomic_fetch_sub(&c->meta_bytes, o->charge);
+	atomic_fetch_sub(&c->outside_bytes, o->charge);
+	bc_objmeta_fini(&o->meta);
+	free(o->bucket);
+	free(o->key);
+	free(o);
+}
+
+/* c->mu held. */
+void
+bc_object_do_unref(bc_cache_t *c, bc_object_t *o)
+{
+	if (--o->refs < 0)
+		abort();
+	if (o->refs == 0) {
+		if (o->listed)
+			abort();   /* the table holds a reference */
+		obj_free(c, o);
+	}
+}
+
+void
+bc_object_unref(bc_cache_t *c, bc_object_t *o)
+{
+	if (o == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	bc_object_do_unref(c, o);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* c->mu held: takes o out of the table; waiters for its metadata are
+ * told to restart. */
+void
+bc_object_do_unlist(bc_cache_t *c, bc_object_t *o)
+{
+	size_t b = o->hash & (c->nbuckets - 1);
+
+	if (!o->listed)
+		return;
+	for (bc_object_t **pp = &c->table[b]; *pp != NULL;
+	    pp = &(*pp)->hnext) {
+		if (*pp == o) {
+			*pp = o->hnext;
+			break;
+		}
+	}
+	o->hnext = NULL;
+	lru_unlink(c, o);
+	o->listed = false;
+	c->nobjects--;
+	BC_STATS_SET(cache_objects, c->nobjects);
+	bc_waiters_end(&o->meta_waiters, BC_WAIT_RESTART, NULL, 0, 0, NULL, 0);
+	bc_object_do_unref(c, o);
+}
+
+static void
+table_grow(bc_cache_t *c)
+{
+	size_t n = c->nbuckets * 2;
+	bc_object_t **t = calloc(n, sizeof(*t));
+
+	if (t == NULL)
+		return;   /* longer chains; still correct */
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		bc_object_t *o = c->table[i], *next;
+
+		for (; o != NULL; o = next) {
+			next = o->hnext;
+			o->hnext = t[o->hash & (n - 1)];
+			t[o->hash & (n - 1)] = o;
+		}
+	}
+	free(c->table);
+	c->table = t;
+	c->nbuckets = n;
+}
+
+/* c->mu held: drops idle objects while metadata exceeds its share. */
+static void
+trim_objects(bc_cache_t *c)
+{
+	bc_object_t *o = c->lru_tail, *prev;
+	uint64_t limit = c->mem_size / 8;
+
+	while (o != NULL && atomic_load(&c->meta_bytes) > limit) {
+		prev = o->lru_prev;
+		if (o->refs == 1 && o->fills == NULL)
+			bc_object_do_unlist(c, o);
+		o = prev;
+	}
+}
+
+bc_object_t *
+bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
+{
+	uint64_t h = obj_hash(bucket, key);
+	bc_object_t *o;
+
+	pthread_mutex_lock(&c->mu);
+	for (o = c->table[h & (c->nbuckets - 1)]; o != NULL; o = o->hnext)
+		if (o->hash == h && strcmp(o->key, key) == 0 &&
+		    strcmp(o->bucket, bucket) == 0)
+			break;
+	if (o != NULL) {
+		lru_unlink(c, o);
+		lru_push(c, o);
+		o->refs++;
+		pthread_mutex_unlock(&c->mu);
+		return o;
+	}
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		goto fail;
+	o->bucket = strdup(bucket);
+	o->key = strdup(key);
+	if (o->bucket == NULL || o->key == NULL) {
+		free(o->bucket);
+		free(o->key);
+		free(o);
+		o = NULL;
+		goto fail;
+	}
+	o->hash = h;
+	o->listed = true;
+	o->refs = 2;   /* the table's and the caller's */
+	if (c->nobjects >= c->nbuckets * 2)
+		table_grow(c);
+	o->hnext = c->table[h & (c->nbuckets - 1)];
+	c->table[h & (c->nbuckets - 1)] = o;
+	lru_push(c, o);
+	c->nobjects++;
+	bc_object_do_recharge(c, o);
+	trim_objects(c);
+	BC_STATS_SET(cache_objects, c->nobjects);
+fail:
+	pthread_mutex_unlock(&c->mu);
+	return o;
+}
+
+size_t
+bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
+    const char *prefix)
+{
+	size_t n = 0, plen = prefix != NULL ? strlen(prefix) : 0;
+
+	pthread_mutex_lock(&c->mu);
+	if (key != NULL) {
+		uint64_t h = obj_hash(bucket, key);
+		bc_object_t *o = c->table[h & (c->nbuckets - 1)];
+
+		for (; o != NULL; o = o->hnext)
+			if (o->hash == h && strcmp(o->key, key) == 0 &&
+			    strcmp(o->bucket, bucket) == 0)
+				break;
+		if (o != NULL) {
+			bc_object_do_unlist(c, o);
+			n++;
+		}
+		bc_tier_chain_del_object(c->tiers, bucket, key, NULL);
+	} else {
+		for (size_t b = 0; b < c->nbuckets; b++) {
+			bc_object_t *o = c->table[b], *next;
+
+			for (; o != NULL; o = next) {
+				next = o->hnext;
+				if (strcmp(o->bucket, bucket) == 0 &&
+				    strncmp(o->key, prefix != NULL ? prefix :
+				    "", plen) == 0) {
+					bc_object_do_unlist(c, o);
+					n++;
+				}
+			}
+		}
+		bc_tier_chain_del_object(c->tiers, bucket, NULL,
+		    prefix != NULL ? prefix : "");
+	}
+	BC_STATS_ADD(cache_invalidations, n);
+	if (n > 0)
+		bc_stats_bucket_add(bucket, BC_BSTAT_cache_invalidations, n);
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+/* ---- life -------------------------------------------------------------- */
+
+int
+bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
+{
+	bc_cache_t *c = calloc(1, sizeof(*c));
+	bc_tier_opts_t to;
+	int rv;
+
+	if (c == NULL)
+		return BC_ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	c->o = *o;
+	c->cs = o->cfg->chunk_size;
+	c->mem_size = o->cfg->mem_size;
+	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
+	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
+	c->nbuckets = TABLE_MIN;
+	c->table = calloc(c->nbuckets, sizeof(*c->table));
+	if (c->table == NULL || c->cs == 0) {
+		rv = c->cs == 0 ? BC_EINVAL : BC_ENOMEM;
+		goto fail;
+	}
+	memset(&to, 0, sizeof(to));
+	to.capacity = c->mem_size;
+	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
+	to.external_bytes = &c->outside_bytes;
+	c->tiers = bc_tier_chain_new(o->loop);
+	rv = c->tiers == NULL ? BC_ENOMEM :
+	    bc_tier_chain_open(c->tiers, &bc_tier_mem, &to);
+	if (rv < 0)
+		goto fail;
+	c->mem = bc_tier_chain_top(c->tiers);
+	BC_STATS_SET(cache_bytes_limit, c->mem_size);
+	*out = c;
+	return 0;
+fail:
+	bc_tier_chain_free(c->tiers);
+	free(c->table);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return rv;
+}
+
+void
+bc_cache_free(bc_cache_t *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (size_t b = 0; b < c->nbuckets; b++) {
+		bc_object_t *o = c->table[b], *next;
+
+		for (; o != NULL; o = next) {
+			next = o->hnext;
+			bc_object_do_unlist(c, o);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	bc_tier_chain_free(c->tiers);
+	free(c->table);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+uint64_t
+bc_cache_bytes_held(bc_cache_t *c)
+{
+	return bc_tier_usage(c->mem);
+}
+
+uint64_t
+bc_cache_bytes_limit(bc_cache_t *c)
+{
+	return c->mem_size;
+}
+
+uint64_t
+bc_cache_evictions(bc_cache_t *c)
+{
+	return bc_tier_evictions(c->mem);
+}
