@@ -48,6 +48,7 @@
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
 #include "tier/tier.h"
+#include "tier/tier_chain.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_loop.h"
 #include "util/util_buf.h"
@@ -106,6 +107,10 @@ typedef struct bc_cache_opts_s {
 /* Returns 0 and *out, or a negative BC_E* code. */
 int  bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out);
 void bc_cache_free(bc_cache_t *c);   /* NULL is a no-op; no fill running */
+/* The tiers the cache walks, memory on top: add the lower tiers (disk,
+ * Redis; tier_chain.h) before the cache serves. A chunk fill asks them in
+ * order before the origin; what the origin brings is queued for them. */
+bc_tier_chain_t *bc_cache_tiers(bc_cache_t *c);
 
 void bc_waiter_init(bc_waiter_t *w, void (*wake)(void *), void *arg);
 /* Unregisters w if registered, drops a chunk it holds, frees its body. */

@@ -94,6 +94,91 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 	return 0;
 }
 
+/* c->mu held: starts f's exchange with the origin. Returns 0 or BC_EIO
+ * (f untouched otherwise). */
+static int
+fill_fetch(bc_cache_t *c, bc_fill_t *f)
+{
+	bc_object_t *o = f->o;
+	bool head = f->kind == BC_FILL_HEAD || f->kind == BC_FILL_REVALIDATE;
+	uint64_t first = bc_chunk_start(f->index, c->cs);
+	uint64_t last = first + c->cs - 1;
+	const char *cond = f->kind == BC_FILL_CHUNK ||
+	    f->kind == BC_FILL_PUBLIC ? "If-Match" :
+	    f->kind == BC_FILL_REVALIDATE ? "If-None-Match" : NULL;
+	bc_fetch_t fo;
+
+	if (f->kind == BC_FILL_PUBLIC) {
+		/* one byte (a range of an empty object would be 416) */
+		first = o->meta.size > 0 ? 0 : BC_FETCH_WHOLE;
+		last = 0;
+	}
+	bc_fill_fetch_init(&fo, o, head, first, last, cond, f->etag,
+	    f->anon);
+	fo.cls = f->cls;
+	/* an origin that ignores Range must not make us buffer the whole
+	 * object: anything beyond a chunk fails the fill (a check keeps
+	 * its headers' verdict, fill_done) */
+	fo.collect_max = f->kind == BC_FILL_PUBLIC ? PUBLIC_BODY :
+	    c->cs > 0 ? (size_t)c->cs : 1;
+	fo.on_done = fill_done;
+	fo.on_headers = fill_headers;
+	fo.on_data = fill_data;
+	fo.arg = f;
+	f->x = bc_origin_fetch(c->o.origin, &fo);
+	if (f->x == NULL)
+		return BC_EIO;
+	BC_STATS_INC(cache_fills);
+	if (f->kind == BC_FILL_REVALIDATE)
+		BC_STATS_INC(cache_revalidations);
+	return 0;
+}
+
+static void fill_unlink(bc_object_t *o, bc_fill_t *f);
+static void fill_fail(bc_object_t *o, bc_fill_t *f, bc_wait_result_t res,
+    int err, int up_status, const uint8_t *body, size_t len);
+
+/*
+ * Loop thread: the lower tiers answered f's probe. A hit ends the fill
+ * with that chunk (promoted into memory and the tiers above the one that
+ * had it, and handed to the waiters); a miss goes on to the origin.
+ */
+static void
+fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
+{
+	bc_fill_t *f = req->data;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+
+	pthread_mutex_lock(&c->mu);
+	f->probing = false;
+	if (status != 0 && fill_fetch(c, f) == 0) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	fill_unlink(o, f);
+	atomic_fetch_sub(&c->outside_bytes, f->charge);
+	f->charge = 0;
+	if (status == 0) {
+		if (o->listed) {
+			bc_policy_ctx_t ctx = bc_cache_policy_ctx(o,
+			    f->prefetch);
+
+			bc_tier_chain_promote(c->tiers, ch, &ctx, from);
+		}
+		bc_waiters_end(&f->waiters, BC_WAIT_CHUNK, ch, 0, 0, NULL, 0);
+	} else {
+		BC_WARN("%s/%s chunk %u: cannot start its fetch", o->bucket,
+		    o->key, f->index);
+		fill_fail(o, f, BC_WAIT_FAILED, BC_EIO, 0, NULL, 0);
+	}
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
+	bc_object_do_unref(c, o);
+	pthread_mutex_unlock(&c->mu);
+	bc_chunk_unref(ch);
+	free(f);
+}
+
 /* c->mu held: starts a fill of kind for o, unsigned when anon. Returns 0
  * and *out, BC_ENOSPC when memory has no room for its chunk (nothing
  * started), or BC_EIO when the exchange could not start. */
@@ -101,12 +186,6 @@ int
 bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
     uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out)
 {
-	bool head = kind == BC_FILL_HEAD || kind == BC_FILL_REVALIDATE;
-	uint64_t first = bc_chunk_start(index, c->cs);
-	uint64_t last = first + c->cs - 1;
-	const char *cond = kind == BC_FILL_CHUNK || kind == BC_FILL_PUBLIC ?
-	    "If-Match" : kind == BC_FILL_REVALIDATE ? "If-None-Match" : NULL;
-	bc_fetch_t fo;
 	bc_fill_t *f;
 	int rv;
 
@@ -119,11 +198,6 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	f->kind = kind;
 	f->anon = anon;
 	f->index = index;
-	if (kind == BC_FILL_PUBLIC) {
-		/* one byte (a range of an empty object would be 416) */
-		first = o->meta.size > 0 ? 0 : BC_FETCH_WHOLE;
-		last = 0;
-	}
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
 	rv = fill_reserve(c, o, kind, index, &f->charge);
@@ -131,35 +205,34 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 		free(f);
 		return rv;
 	}
-	bc_fill_fetch_init(&fo, o, head, first, last, cond, f->etag, anon);
-	fo.cls = cls;
-	/* an origin that ignores Range must not make us buffer the whole
-	 * object: anything beyond a chunk fails the fill (a check keeps
-	 * its headers' verdict, fill_done) */
-	fo.collect_max = kind == BC_FILL_PUBLIC ? PUBLIC_BODY : c->cs > 0 ?
-	    (size_t)c->cs : 1;
-	fo.on_done = fill_done;
-	fo.on_headers = fill_headers;
-	fo.on_data = fill_data;
-	fo.arg = f;
+	f->cls = cls;
 	o->refs++;
 	f->next = o->fills;
 	o->fills = f;
-	f->x = bc_origin_fetch(c->o.origin, &fo);
-	if (f->x == NULL) {
+	if (kind == BC_FILL_CHUNK && bc_tier_chain_count(c->tiers) > 1) {
+		bc_chunk_key_t k = { o->bucket, o->key, f->etag, index };
+		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o,
+		    cls == BC_ORIGIN_PREFETCH);
+
+		f->probe.data = f;
+		f->probing = true;
+		if (bc_tier_chain_probe(c->tiers, &f->probe, &k, &ctx,
+		    fill_probed) == 0) {
+			*out = f;
+			return 0;
+		}
+		f->probing = false;   /* a miss known at once */
+	}
+	rv = fill_fetch(c, f);
+	if (rv < 0) {
 		o->fills = f->next;
 		o->refs--;
-		goto fail;
+		atomic_fetch_sub(&c->outside_bytes, f->charge);
+		free(f);
+		return rv;
 	}
-	BC_STATS_INC(cache_fills);
-	if (kind == BC_FILL_REVALIDATE)
-		BC_STATS_INC(cache_revalidations);
 	*out = f;
 	return 0;
-fail:
-	atomic_fetch_sub(&c->outside_bytes, f->charge);
-	free(f);
-	return BC_EIO;
 }
 
 /* c->mu held: unlinks f from its object. */

@@ -62,7 +62,12 @@ typedef struct bc_fill_s {
 	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
 	size_t         woke_at;     /* bytes filled at the last progress wake */
 	size_t         charge;      /* bytes of chunk in c->outside_bytes */
-	bc_exchange_t *x;
+	bc_exchange_t *x;           /* NULL while the lower tiers are asked */
+	/* A chunk fill asks the lower tiers first (probe) and starts its
+	 * exchange only when none has the chunk. */
+	bc_origin_class_t cls;
+	bool           probing;
+	bc_tier_probe_t probe;
 } bc_fill_t;
 
 #define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */

@@ -351,6 +351,12 @@ bc_cache_free(bc_cache_t *c)
 	free(c);
 }
 
+bc_tier_chain_t *
+bc_cache_tiers(bc_cache_t *c)
+{
+	return c->tiers;
+}
+
 uint64_t
 bc_cache_bytes_held(bc_cache_t *c)
 {
