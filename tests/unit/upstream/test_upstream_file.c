@@ -1,40 +1,50 @@
-/* test_upstream_file.c — the file:// backend's pure parts (upstream_file.h):
- * key and bucket validation, continuation tokens, and listing
- * order/pagination over a real directory tree, checked against a
+/* test_upstream_file.c — the file origin (upstream_file.h).
+ *
+ * Its pure parts: key and bucket validation, continuation tokens, and
+ * listing order/pagination over a real directory tree, checked against a
  * brute-force model of S3's listing rules. (The XML bodies it reads are
- * s3_xml.h's: tests/unit/s3/test_s3_xml.c.) And its checksums, through
- * the handler (a gateway started here, spoken to with libcurl): headers
- * and aws-chunked trailers verified (BadDigest) and kept in the metadata
- * xattr, S3's default CRC64NVME, GET/HEAD with x-amz-checksum-mode, ranges,
- * copies, multipart parts. */
+ * s3_xml.h's: tests/unit/s3/test_s3_xml.c.)
+ *
+ * Then the origin interface with no HTTP server: relayed requests built
+ * as the HTTP side hands them over (parsed, SigV4-verified), their bodies
+ * streamed in small pieces, answers read with read() or body_fd():
+ * checksums (headers and aws-chunked trailers verified and kept in the
+ * metadata xattr, S3's default CRC64NVME, GET/HEAD with
+ * x-amz-checksum-mode, ranges, copies, multipart parts), buckets, PUT
+ * with Content-MD5 and x-amz-content-sha256, GET/HEAD with ranges and
+ * conditions, deletes, listings, multipart uploads. And fetches, pull
+ * and push on a running loop: sinks, collection, errors, release and
+ * cancel races, and the upstream_file_reads counter. */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <time.h>
-
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 
 #include "../bc_test.h"
 
 #include "config/config.h"
-#include "http/http_server.h"
+#include "s3/s3_auth.h"
 #include "s3/s3_awschunked.h"
 #include "s3/s3_checksum.h"
 #include "s3/s3_request.h"
 #include "s3/s3_sigv4.h"
+#include "stats/stats.h"
+#include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
+#include "upstream/upstream_loop.h"
+#include "upstream/upstream_xfer.h"
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
+#include "util/util_error.h"
 #include "util/util_kv.h"
 #include "util/util_log.h"
 
@@ -614,192 +624,244 @@ LTest(upstream_file, list_prefix_stays_inside, .fini = rm_tree_sh)
 	close(fd);
 }
 
-/* ---- checksums, through the handler ----------------------------------- */
+/* ---- the origin, spoken to directly ----------------------------------- */
 
-/* A gateway on the file:// backend (a fresh tree, bucket "ck"), spoken
- * to with libcurl; requests signed with the gateway's own SigV4 signer
- * (key TK). What it stores is read back from the xattr, and over GET. */
+/* A file origin over a fresh tree (bucket "ck"), with a running loop for
+ * push fetches. Requests are built as the HTTP side hands them over:
+ * parsed (bc_s3_req_parse) and authenticated (bc_s3_auth_verify), signed
+ * with the gateway's own SigV4 signer (key TK). What a relay stores is
+ * read back from the xattr, and with GET. */
 
-typedef struct fsrv_s {
-	bc_config_t cfg;
-	bc_server_t srv;
-	char        url[64];
-	char        host[64];
-} fsrv_t;
+static bc_origin_t *O;
+static bc_loop_t   *L;
 
-static fsrv_t F;
+static char tk_access[] = "TK", tk_secret[] = "tsecret";
+static bc_client_key_t K = { tk_access, tk_secret, NULL, 0 };
+/* the key relayed requests come from (tests change it) */
+static const bc_client_key_t *client_key = &K;
+/* take GET bodies with body_fd() (else read()) */
+static bool use_fd;
+static const char *region;
+
+typedef enum stage_e {
+	ST_RELAY = 1,    /* relay() refused it */
+	ST_WRITE,        /* write() refused the body */
+	ST_END,          /* write_end() refused it */
+	ST_ANSWER,       /* the origin answered */
+} stage_t;
 
 typedef struct resp_s {
 	long        status;
 	bc_buf_t    body;
 	bc_kvlist_t hdrs;
+	stage_t     stage;
+	bool        used_fd;
 } resp_t;
 
-static uint16_t
-free_port(void)
+static const char *
+secret_of(void *ctx, const char *access_key)
 {
-	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	uint16_t port;
-
-	cr_assert_geq(s, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &al), 0);
-	port = ntohs(a.sin_port);
-	close(s);
-	return port;
+	(void)ctx;
+	return strcmp(access_key, "TK") == 0 ? "tsecret" : NULL;
 }
 
 static void
-fsrv_start(void)
+origin_start(void)
 {
-	char listen_on[64], upstream[PATH_MAX + 16], err[256] = "";
-	char *env[] = { NULL };
-	int tries;
+	char err[256] = "";
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	bc_log_level = BC_LOG_ERROR;
 	snprintf(tree, sizeof(tree), "/tmp/bc-test-file-XXXXXX");
 	cr_assert_not_null(mkdtemp(tree));
 	mkpath("ck/", false, NULL);
-	snprintf(upstream, sizeof(upstream), "file://%s", tree);
-	for (tries = 0; tries < 3; tries++) {
-		uint16_t port = free_port();
-		char a0[] = "bucketcache", a1[] = "--listen", a3[] = "--upstream";
-		char a5[] = "--client-key", a6[] = "TK:tsecret";
-		char *argv[] = { a0, a1, listen_on, a3, upstream, a5, a6, NULL };
-
-		snprintf(listen_on, sizeof(listen_on), "127.0.0.1:%u",
-		    (unsigned)port);
-		snprintf(F.url, sizeof(F.url), "http://127.0.0.1:%u",
-		    (unsigned)port);
-		snprintf(F.host, sizeof(F.host), "%s", listen_on);
-		cr_assert_eq(bc_config_init(&F.cfg), 0);
-		cr_assert_eq(bc_config_load(&F.cfg, 7, argv, env, err,
-		    sizeof(err)), 0, "%s", err);
-		cr_assert_eq(bc_config_finish(&F.cfg, env, err, sizeof(err)),
-		    0, "%s", err);
-		if (bc_server_start(&F.srv, &F.cfg, NULL, NULL, NULL, err,
-		    sizeof(err)) == 0)
-			return;
-		bc_config_fini(&F.cfg);   /* the port was taken: again */
-	}
-	cr_assert_fail("cannot start the gateway: %s", err);
+	L = bc_xfer_loop_new();
+	cr_assert_not_null(L);
+	cr_assert_eq(bc_loop_start(L), 0);
+	cr_assert_eq(bc_file_origin_new(tree, L, &O, err, sizeof(err)), 0,
+	    "%s", err);
+	client_key = &K;
+	use_fd = false;
+	region = NULL;
 }
 
 static void
-fsrv_stop(void)
+stop_fn(bc_loop_t *loop, void *arg)
 {
-	bc_server_stop(&F.srv);
-	bc_upstream_file_fini();
-	bc_config_fini(&F.cfg);
+	bc_origin_t *o = arg;
+
+	(void)loop;
+	o->ops->cancel_all(o);
+}
+
+static void
+origin_stop(void)
+{
+	bc_loop_stop(L, stop_fn, O);
+	bc_loop_free(L);
+	bc_origin_free(O);
+	L = NULL;
+	O = NULL;
 	rm_tree_sh();
-	curl_global_cleanup();
-}
-
-static size_t
-on_body(char *p, size_t sz, size_t n, void *arg)
-{
-	cr_assert_eq(bc_buf_append(arg, p, sz * n), 0);
-	return sz * n;
-}
-
-static size_t
-on_header(char *p, size_t sz, size_t n, void *arg)
-{
-	size_t len = sz * n;
-	const char *colon = memchr(p, ':', len);
-
-	if (colon != NULL) {
-		const char *v = colon + 1;
-		size_t vl;
-
-		while (v < p + len && *v == ' ')
-			v++;
-		vl = (size_t)(p + len - v);
-		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
-			vl--;
-		bc_kv_addn(arg, p, (size_t)(colon - p), v, vl);
-	}
-	return len;
 }
 
 /* Signs method path?query with headers hv (name, value, ..., NULL) and
- * payload hash ph; *ctx gets the signature's context. */
-static struct curl_slist *
+ * payload hash ph into *h (Host first); *ctx gets the signature's
+ * context. */
+static void
 sign(const char *method, const char *path, const char *query,
-    const char *const *hv, const char *ph, bc_sigv4_ctx_t *ctx)
+    const char *const *hv, const char *ph, bc_sigv4_ctx_t *ctx,
+    bc_kvlist_t *h)
 {
 	const bc_sigv4_creds_t creds = { "TK", "tsecret", NULL, "us-east-1",
 	    "s3" };
-	bc_kvlist_t h = BC_KVLIST_INIT, q = BC_KVLIST_INIT;
-	struct curl_slist *sl = NULL;
-	char line[4096];
+	bc_kvlist_t q = BC_KVLIST_INIT;
 
+	memset(h, 0, sizeof(*h));
 	if (query != NULL) {
 		char *dup = strdup(query), *save = NULL;
 
 		for (char *t = strtok_r(dup, "&", &save); t != NULL;
 		    t = strtok_r(NULL, "&", &save)) {
 			char *eq = strchr(t, '=');
+			char *name, *value;
 
 			if (eq != NULL)
 				*eq = '\0';
-			bc_kv_add(&q, t, eq != NULL ? eq + 1 : "");
+			name = bc_s3_pct_decode(t, strlen(t));
+			value = eq != NULL ? bc_s3_pct_decode(eq + 1,
+			    strlen(eq + 1)) : strdup("");
+			bc_kv_add(&q, name, value);
+			free(name);
+			free(value);
 		}
 		free(dup);
 	}
-	bc_kv_add(&h, "Host", F.host);
+	bc_kv_add(h, "Host", "127.0.0.1:8080");
 	for (size_t i = 0; hv != NULL && hv[i] != NULL; i += 2)
-		bc_kv_add(&h, hv[i], hv[i + 1]);
-	cr_assert_eq(bc_sigv4_sign(&h, method, path, &q, ph, &creds,
+		bc_kv_add(h, hv[i], hv[i + 1]);
+	cr_assert_eq(bc_sigv4_sign(h, method, path, &q, ph, &creds,
 	    time(NULL), ctx), 0);
-	for (size_t i = 0; i < h.n; i++) {
-		snprintf(line, sizeof(line), "%s: %s", h.v[i].name,
-		    h.v[i].value);
-		sl = curl_slist_append(sl, line);
-	}
-	sl = curl_slist_append(sl, "Expect:");
-	sl = curl_slist_append(sl, "Content-Type:");
-	bc_kv_fini(&h);
 	bc_kv_fini(&q);
-	return sl;
 }
 
+/* The answer for an S3 error the HTTP side answers itself. */
+static void
+error_resp(resp_t *r, bc_s3err_t e, const bc_s3_req_t *s3, stage_t st)
+{
+	r->stage = st;
+	r->status = bc_s3err_status(e);
+	cr_assert_eq(bc_s3err_xml(&r->body, e, NULL, s3->path,
+	    s3->request_id), 0);
+}
+
+/* Relays method path?query with headers h (taken) and body as the HTTP
+ * side would: relay, write (in small pieces), write_end, headers, then
+ * the body through read() or body_fd(). */
 static void
 send_req(const char *method, const char *path, const char *query,
-    struct curl_slist *sl, const void *body, size_t len, resp_t *r)
+    bc_kvlist_t *h, const void *body, size_t len, resp_t *r)
 {
-	CURL *c = curl_easy_init();
-	char url[512];
+	bc_s3_req_t s3;
+	bc_s3_auth_t auth;
+	bc_relay_t rl;
+	bc_exchange_t *x;
+	const bc_kvlist_t *ah;
+	bc_s3err_t e;
+	char uri[1024], num[24];
+	size_t piece = len < 256 ? 3 : 64 * 1024;
+	int status, rv;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(url, sizeof(url), "%s%s%s%s", F.url, path,
-	    query != NULL ? "?" : "", query != NULL ? query : "");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, sl);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->hdrs);
-	if (strcmp(method, "HEAD") == 0) {
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	} else {
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-		if (body != NULL) {
-			curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-			    (curl_off_t)len);
+	snprintf(uri, sizeof(uri), "%s%s%s", path, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	bc_s3_req_init(&s3);
+	s3.headers = *h;
+	memset(h, 0, sizeof(*h));
+	if (body != NULL) {
+		snprintf(num, sizeof(num), "%zu", len);
+		bc_kv_add(&s3.headers, "Content-Length", num);
+	}
+	cr_assert_eq(bc_s3_req_parse(&s3, method, uri, NULL), BC_S3E_NONE,
+	    "%s", uri);
+	e = bc_s3_auth_verify(&s3, time(NULL), secret_of, NULL, false,
+	    &auth);
+	if (e != BC_S3E_NONE) {
+		error_resp(r, e, &s3, ST_RELAY);
+		bc_s3_req_fini(&s3);
+		return;
+	}
+	memset(&rl, 0, sizeof(rl));
+	rl.s3 = &s3;
+	rl.auth = &auth;
+	rl.client_key = client_key;
+	rl.content_length = body != NULL ? len : UINT64_MAX;
+	rl.region = region;
+	x = bc_origin_relay(O, &rl, &e);
+	if (x == NULL) {
+		cr_assert_neq(e, BC_S3E_NONE);
+		error_resp(r, e, &s3, ST_RELAY);
+		bc_s3_req_fini(&s3);
+		return;
+	}
+	for (size_t at = 0; at < len; at += piece) {
+		size_t k = len - at < piece ? len - at : piece;
+		ssize_t n = bc_exchange_write(x, (const char *)body + at, k,
+		    &e);
+
+		if (n < 0) {
+			cr_assert_eq(n, BC_EPROTO);
+			error_resp(r, e, &s3, ST_WRITE);
+			goto out;
+		}
+		cr_assert_eq((size_t)n, k, "write took %zd of %zu", n, k);
+	}
+	rv = bc_exchange_write_end(x, &e);
+	if (rv < 0) {
+		cr_assert_eq(rv, BC_EPROTO, "%s", bc_strerror(rv));
+		error_resp(r, e, &s3, ST_END);
+		goto out;
+	}
+	cr_assert_eq(bc_exchange_headers(x, &status, &ah), 0);
+	r->stage = ST_ANSWER;
+	r->status = status;
+	for (size_t i = 0; i < ah->n; i++)
+		bc_kv_add(&r->hdrs, ah->v[i].name, ah->v[i].value);
+	if (use_fd) {
+		int fd;
+		uint64_t off, flen;
+
+		if (bc_exchange_body_fd(x, &fd, &off, &flen) == 0) {
+			char *buf = malloc(flen + 1);
+
+			cr_assert_not_null(buf);
+			cr_assert_eq(pread(fd, buf, flen, (off_t)off),
+			    (ssize_t)flen);
+			bc_buf_append(&r->body, buf, flen);
+			free(buf);
+			close(fd);
+			r->used_fd = true;
 		}
 	}
-	cr_assert_eq(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	curl_easy_cleanup(c);
-	curl_slist_free_all(sl);
+	for (;;) {
+		char buf[1000];
+		ssize_t n = bc_exchange_read(x, buf, sizeof(buf));
+
+		cr_assert_geq(n, 0, "read: %s", bc_strerror((int)n));
+		if (n == 0)
+			break;
+		cr_assert_not(r->used_fd, "read() after body_fd()");
+		bc_buf_append(&r->body, buf, (size_t)n);
+	}
+	cr_expect_eq(bc_exchange_error(x), 0);
+	/* the body a GET carries is the announced one */
+	if (strcmp(method, "HEAD") != 0 && status != 204 && status != 304) {
+		snprintf(num, sizeof(num), "%zu", r->body.len);
+		cr_expect_str_eq(bc_kv_get(&r->hdrs, "Content-Length"), num,
+		    "%s %s", method, uri);
+	}
+out:
+	bc_exchange_release(x);
+	bc_s3_req_fini(&s3);
 }
 
 /* One signed request; body hashed into the signature (ph NULL) or not. */
@@ -809,14 +871,15 @@ req(const char *method, const char *path, const char *query,
     resp_t *r)
 {
 	bc_sigv4_ctx_t ctx;
+	bc_kvlist_t h;
 	char hash[65];
 
 	if (ph == NULL) {
 		bc_sha256_hex(body != NULL ? body : "", len, hash);
 		ph = hash;
 	}
-	send_req(method, path, query, sign(method, path, query, hv, ph, &ctx),
-	    body, len, r);
+	sign(method, path, query, hv, ph, &ctx, &h);
+	send_req(method, path, query, &h, body, len, r);
 }
 
 static void
@@ -877,7 +940,7 @@ get_mode(const char *key, const char *range, resp_t *r)
 static const char hello[] = "Hello world";
 
 /* A PUT with a checksum header: verified, kept, answered, returned. */
-LTest(file_checksum, header, .init = fsrv_start, .fini = fsrv_stop)
+LTest(file_checksum, header, .init = origin_start, .fini = origin_stop)
 {
 	static const struct {
 		const char *key, *name, *value;
@@ -942,8 +1005,8 @@ LTest(file_checksum, header, .init = fsrv_start, .fini = fsrv_stop)
 }
 
 /* A PUT without one keeps S3's default, a CRC64NVME. */
-LTest(file_checksum, default_crc64nvme, .init = fsrv_start,
-    .fini = fsrv_stop)
+LTest(file_checksum, default_crc64nvme, .init = origin_start,
+    .fini = origin_stop)
 {
 	resp_t r;
 
@@ -964,7 +1027,7 @@ LTest(file_checksum, default_crc64nvme, .init = fsrv_start,
 
 /* GET and HEAD return it with x-amz-checksum-mode: ENABLED, for the whole
  * object only; never without. */
-LTest(file_checksum, checksum_mode, .init = fsrv_start, .fini = fsrv_stop)
+LTest(file_checksum, checksum_mode, .init = origin_start, .fini = origin_stop)
 {
 	const char *hv[] = { "x-amz-checksum-sha1",
 	    "e1AsOh9IyGCa4hLN+2Od7jlnP14=", NULL };
@@ -1049,7 +1112,7 @@ LTest(file_checksum, checksum_mode, .init = fsrv_start, .fini = fsrv_stop)
 
 /* aws-chunked with a trailing checksum, both modes: decoded, verified,
  * kept; a wrong one stores nothing. */
-LTest(file_checksum, trailer, .init = fsrv_start, .fini = fsrv_stop)
+LTest(file_checksum, trailer, .init = origin_start, .fini = origin_stop)
 {
 	/* what @aws-sdk/client-s3 sent for "Hello ", "world", "!" */
 	static const char js[] = "6\r\nHello \r\n5\r\nworld\r\n1\r\n!\r\n0\r\n"
@@ -1090,9 +1153,11 @@ LTest(file_checksum, trailer, .init = fsrv_start, .fini = fsrv_stop)
 	hv[5] = "x-amz-checksum-sha256";
 	hv[7] = "SHA256";
 	for (int good = 1; good >= 0; good--) {
-		struct curl_slist *sl = sign("PUT", good ? "/ck/s" : "/ck/s-bad",
-		    NULL, hv, BC_SIGV4_STREAMING_TRAILER, &ctx);
+		bc_kvlist_t sl;
 		char value[BC_CKSUM_B64_MAX];
+
+		sign("PUT", good ? "/ck/s" : "/ck/s-bad", NULL, hv,
+		    BC_SIGV4_STREAMING_TRAILER, &ctx, &sl);
 
 		bc_checksum_b64(BC_CKSUM_SHA256, "Hello world!", 12, value);
 		bc_sigv4_chunk_signature(&ctx, ctx.signature, "Hello world!",
@@ -1112,7 +1177,7 @@ LTest(file_checksum, trailer, .init = fsrv_start, .fini = fsrv_stop)
 		    "x-amz-checksum-sha256:%s\r\n"
 		    "x-amz-trailer-signature:%s\r\n\r\n", sig1, sig0, value,
 		    tsig);
-		send_req("PUT", good ? "/ck/s" : "/ck/s-bad", NULL, sl, body,
+		send_req("PUT", good ? "/ck/s" : "/ck/s-bad", NULL, &sl, body,
 		    (size_t)n, &r);
 		cr_expect_eq(r.status, good ? 200 : 403, "%s",
 		    bc_buf_str(&r.body));
@@ -1128,7 +1193,7 @@ LTest(file_checksum, trailer, .init = fsrv_start, .fini = fsrv_stop)
 
 /* Multipart: each part's checksum is verified and answered; the
  * completed object keeps none (no composite "-N" values here). */
-LTest(file_checksum, multipart, .init = fsrv_start, .fini = fsrv_stop)
+LTest(file_checksum, multipart, .init = origin_start, .fini = origin_stop)
 {
 	const char *alg[] = { "x-amz-checksum-algorithm", "CRC32", NULL };
 	const char *good[] = { "x-amz-checksum-crc32", "i9aeUg==", NULL };
