@@ -868,10 +868,9 @@ answer(fx_t *x, bc_s3err_t *e)
 {
 	bc_file_req_t *r = &x->r;
 	bc_s3err_t se = BC_S3E_NONE;
-	bool started = !x->is_fetch;
 
 	*e = BC_S3E_NONE;
-	if (!started)
+	if (x->is_fetch)   /* a relay was started by relay() */
 		se = req_start(r, &x->c);
 	if (se == BC_S3E_NONE && has_checked_body(r->s3->op)) {
 		se = check_body(r, &x->c);
