@@ -1,6 +1,32 @@
 /*
- * upstream_file.h — the embedded file:// backend: a local directory served
- * as S3 (bc_handler_file, declared in http/http_req.h).
+ * upstream_file.h — the file origin (--upstream file:///DIR): a local
+ * directory served as S3 behind the origin interface (upstream.h).
+ *
+ * Exchanges: relay() takes any S3 operation the store does (buckets,
+ * objects with Range and conditions, copies, deletes, DeleteObjects
+ * honouring the client key's allowed prefixes, listings v1 and v2,
+ * multipart uploads); other operations are NotImplemented. It runs in
+ * the caller's thread: relay() checks the request (NULL with *e: answer
+ * that), write() takes every byte (a negative code with *e when the body
+ * failed verification), write_end() does the operation (0, or BC_EPROTO
+ * with *e when the body failed its final checks: length, payload hash,
+ * Content-MD5, checksum, aws-chunked end; never BC_EAGAIN). Then headers()
+ * holds the answer: status and headers as S3 sends them (Content-Length
+ * of the body, or for HEAD of the body a GET would carry; none with 204
+ * and 304); errors are S3 XML documents (application/xml). The body is
+ * read() from memory or the file, or taken as a file range with
+ * body_fd() (a GetObject with bytes). wake is never called.
+ * fetch() answers as a relayed GetObject / HeadObject with the fetch's
+ * Range and condition would. Without on_done (pull) it is answered when
+ * fetch() returns; with on_done (push) the work runs on the loop thread
+ * (bc_loop_call): on_headers, the body into the sink or collected (more
+ * than the sink's cap or collect_max: BC_E2BIG), on_data after each
+ * block of it, on_done. release() from another thread while a callback
+ * runs waits for it to return: do not hold a lock the callbacks take
+ * when releasing a push exchange off the loop thread. cancel_all() ends
+ * the push fetches not yet run (on_done, error() BC_ECANCELED).
+ * Every object file a GetObject / HeadObject opens counts in
+ * upstream_file_reads.
  *
  * Layout: every top-level directory of the root is a bucket; an object
  * "a/b/c" is the regular file a/b/c inside it. A key that names a
@@ -40,11 +66,12 @@
  * create a bucket; the legacy [A-Za-z0-9._-] form to use an existing
  * directory).
  *
- * Threads: the handler runs on MHD worker threads and does local file
- * I/O only. The root is set once by bc_upstream_file_init() before the
- * server starts and is read-only afterwards; requests share nothing else.
- * Uploads stream to a temp file and are renamed over the key when
- * complete, so readers see the old or the new object, never a partial one.
+ * Threads: relays and pull fetches run on their caller's thread (an MHD
+ * worker) and do local file I/O only; push fetches run on the loop
+ * thread. Exchanges share nothing but the root's fd and the origin's
+ * queue of push fetches (its lock). Uploads stream to a temp file and are
+ * renamed over the key when complete, so readers see the old or the new
+ * object, never a partial one.
  */
 #ifndef BC_UPSTREAM_FILE_H
 #define BC_UPSTREAM_FILE_H
@@ -56,19 +83,22 @@
 
 #include "s3/s3_error.h"
 #include "s3/s3_xml.h"
+#include "upstream/upstream.h"
+#include "upstream/upstream_loop.h"
 
 #define BC_FILE_MAX_OBJECT  (5ULL << 30)   /* single PUT, copy, part */
 #define BC_FILE_MAX_LIST    1000
 #define BC_FILE_ETAG_LEN    BC_S3_ETAG_LEN /* unquoted ETag + NUL */
 
 /*
- * Serves the directory root (an absolute path; the root itself may be a
- * symbolic link). Call once, before the server starts. Returns 0, or -1
- * with a message in err.
+ * Creates the origin serving the directory root (an absolute path; the
+ * root itself may be a symbolic link), which stays open until
+ * bc_origin_free(). loop runs push fetches (NULL: fetch() with on_done
+ * returns NULL). Returns 0 and *out, or -1 with a message in err (the
+ * directory cannot be opened, out of memory).
  */
-int  bc_upstream_file_init(const char *root, char *err, size_t errlen);
-/* Forgets the root (tests; after the server stopped). */
-void bc_upstream_file_fini(void);
+int bc_file_origin_new(const char *root, bc_loop_t *loop, bc_origin_t **out,
+    char *err, size_t errlen);
 
 /* ---- helpers, exposed for unit tests -------------------------------- */
 
@@ -121,11 +151,5 @@ void bc_file_list_fini(bc_file_list_t *l);
  * 2*strlen(s)+1 bytes; decode returns a new string or NULL (malformed). */
 void  bc_file_token_encode(const char *s, char *out);
 char *bc_file_token_decode(const char *tok);
-
-/* (merge placeholder: the file origin's constructor, from branch h-file) */
-#include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
-int bc_file_origin_new(const char *root, bc_loop_t *loop, bc_origin_t **out,
-    char *err, size_t errlen);
 
 #endif
