@@ -6,7 +6,10 @@
  * fails, 5xx answers do not stretch it), both disarmed once the final
  * headers are in (a slow body is not cut), both counted from the end of a
  * request body, and 0 disabling them; and a request body of unknown
- * length (BC_XFER_UNKNOWN_LEN) sent chunked.
+ * length (BC_XFER_UNKNOWN_LEN) sent chunked. And how an exchange ends
+ * otherwise: a 5xx retried, a failure after the headers not retried, an
+ * unreachable upstream (BC_EIO), the stall limit, the collect bound
+ * (BC_E2BIG) and cancel_all (BC_ECANCELED).
  *
  * The upstream is a tiny HTTP/1.1 server on 127.0.0.1 (a port the kernel
  * picks) run by one thread with poll(): it reads each request (head and
@@ -60,6 +63,7 @@ typedef struct step_s {
 	size_t   body_len;
 	unsigned pieces;        /* the body in this many writes (0: one) */
 	unsigned gap_ms;        /* between them */
+	size_t   cut;           /* >0: close after this many body bytes */
 } step_t;
 
 typedef struct conn_s {
@@ -255,7 +259,10 @@ conn_answer(conn_t *c)
 		}
 		for (size_t i = from; i < to; i++)
 			buf[i - from] = (char)('a' + i % 26);
-		if (!send_all(c->fd, buf, to - from)) {
+		if (st->cut > 0 && to > st->cut)
+			to = from < st->cut ? st->cut : from;
+		if (!send_all(c->fd, buf, to - from) ||
+		    (st->cut > 0 && to == st->cut)) {
 			conn_close(c);
 			return;
 		}
@@ -462,10 +469,10 @@ env_stop(void)
 	memset(&E, 0, sizeof(E));
 }
 
-/* Starts an exchange: GET (body_len BC_XFER_NO_BODY) or PUT. */
+/* Options for an exchange: GET (body_len BC_XFER_NO_BODY) or PUT. */
 static void
-xfer_start(uint64_t ttfb_ms, uint64_t deadline_ms, unsigned retries,
-    uint64_t body_len)
+xfer_opts(bc_xfer_opts_t *op, uint64_t ttfb_ms, uint64_t deadline_ms,
+    unsigned retries, uint64_t body_len)
 {
 	bc_xfer_opts_t o;
 
@@ -482,9 +489,26 @@ xfer_start(uint64_t ttfb_ms, uint64_t deadline_ms, unsigned retries,
 	o.collect_max = 1 << 20;
 	o.on_done = on_done;
 	o.done_arg = &E.run;
+	*op = o;
+}
+
+static void
+xfer_go(const bc_xfer_opts_t *o)
+{
 	E.start_ms = now_ms();
-	E.x = bc_xfer_start(E.loop, &o, NULL, NULL);
+	E.x = bc_xfer_start(E.loop, o, NULL, NULL);
 	cr_assert_not_null(E.x);
+}
+
+/* Starts an exchange: GET (body_len BC_XFER_NO_BODY) or PUT. */
+static void
+xfer_start(uint64_t ttfb_ms, uint64_t deadline_ms, unsigned retries,
+    uint64_t body_len)
+{
+	bc_xfer_opts_t o;
+
+	xfer_opts(&o, ttfb_ms, deadline_ms, retries, body_len);
+	xfer_go(&o);
 }
 
 /* Waits for the exchange's end; returns its outcome (bc_xfer_error). */
@@ -791,5 +815,138 @@ LTest(upstream_xfer, unknown_length_empty_body)
 	cr_assert(E.srv.last_chunked);
 	cr_assert_str_eq(E.srv.last_body, "");
 	pthread_mutex_unlock(&E.srv.mu);
+	env_stop();
+}
+
+/* ---- how exchanges end -------------------------------------------------- */
+
+/* A 503 answered at once is retried (nothing was handed over yet); the
+ * retry's answer is the exchange's. */
+LTest(upstream_xfer, five_xx_is_retried)
+{
+	static const step_t steps[] = {
+		{ .ttfb_ms = 0, .status = 503, .body_len = 10 },
+		{ .ttfb_ms = 0, .status = 200, .body_len = 1000 },
+	};
+	int status = 0, err;
+	const bc_kvlist_t *h;
+
+	env_start(steps, 2);
+	xfer_start(0, 0, 1, BC_XFER_NO_BODY);
+	err = xfer_wait();
+	cr_assert_eq(err, 0, "%s", bc_strerror(err));
+	cr_assert_eq(bc_xfer_headers(E.x, &status, &h), 0);
+	cr_assert_eq(status, 200);
+	check_body(1000);
+	cr_assert_eq(srv_nreq(&E.srv), 2);
+	env_stop();
+}
+
+/* The connection breaks after the headers and part of the body: the
+ * exchange fails with BC_EIO and is not retried (its headers were handed
+ * over), whatever the retries. */
+LTest(upstream_xfer, failure_after_headers_is_not_retried)
+{
+	static const step_t steps[] = {
+		{ .ttfb_ms = 0, .status = 200, .body_len = 5000, .pieces = 5,
+		  .cut = 1500 },
+	};
+	int status = 0, err;
+	const bc_kvlist_t *h;
+
+	env_start(steps, 1);
+	xfer_start(0, 0, 2, BC_XFER_NO_BODY);
+	err = xfer_wait();
+	cr_assert_eq(err, BC_EIO, "%s", bc_strerror(err));
+	cr_assert_eq(bc_xfer_headers(E.x, &status, &h), 0);
+	cr_assert_eq(status, 200);
+	cr_assert_eq(srv_nreq(&E.srv), 1, "retried after the headers");
+	env_stop();
+}
+
+/* Nobody listens: BC_EIO, each attempt a connect failure (retried). */
+LTest(upstream_xfer, unreachable_upstream_fails_with_eio)
+{
+	static const step_t ok[] = { { .ttfb_ms = 0, .status = 200 } };
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), err;
+	uint64_t retries0 = stat_now(BC_STAT_upstream_retries);
+
+	/* a port that was free a moment ago and has no listener */
+	cr_assert_geq(fd, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	env_start(ok, 1);
+	snprintf(E.url, sizeof(E.url), "http://127.0.0.1:%u/b/k",
+	    (unsigned)ntohs(sa.sin_port));
+	xfer_start(0, 0, 1, BC_XFER_NO_BODY);
+	err = xfer_wait();
+	cr_assert_eq(err, BC_EIO, "%s", bc_strerror(err));
+	cr_assert_eq(stat_now(BC_STAT_upstream_retries), retries0 + 1);
+	cr_assert_eq(srv_nreq(&E.srv), 0);
+	env_stop();
+}
+
+/* An upstream that takes the request and says nothing, without TTFB or
+ * deadline: the stall limit (--upstream-timeout, whole seconds) fails it
+ * with BC_ETIMEDOUT. */
+LTest(upstream_xfer, stall_limit_fails_a_silent_upstream)
+{
+	static const step_t silent[] = { { .ttfb_ms = NEVER } };
+	bc_xfer_opts_t o;
+	int err;
+
+	env_start(silent, 1);
+	xfer_opts(&o, 0, 0, 0, BC_XFER_NO_BODY);
+	o.stall_timeout_ms = 1000;
+	xfer_go(&o);
+	err = xfer_wait();
+	cr_assert_eq(err, BC_ETIMEDOUT, "%s", bc_strerror(err));
+	cr_assert_geq(took_ms(0), 900, "%llu ms",
+	    (unsigned long long)took_ms(0));
+	cr_assert_lt(took_ms(0), 5000, "%llu ms",
+	    (unsigned long long)took_ms(0));
+	env_stop();
+}
+
+/* More body than collect_max: the exchange fails with BC_E2BIG (a cache
+ * fill is never buffered past a chunk, whatever the upstream sends). */
+LTest(upstream_xfer, collect_max_bounds_the_body)
+{
+	static const step_t big[] = {
+		{ .ttfb_ms = 0, .status = 200, .body_len = 3000 },
+	};
+	bc_xfer_opts_t o;
+	int err;
+
+	env_start(big, 1);
+	xfer_opts(&o, 0, 0, 0, BC_XFER_NO_BODY);
+	o.collect_max = 1024;
+	xfer_go(&o);
+	err = xfer_wait();
+	cr_assert_eq(err, BC_E2BIG, "%s", bc_strerror(err));
+	env_stop();
+}
+
+/* Stopping the loop with an exchange waiting for its answer: cancel_all
+ * ends it, on_done fires once, BC_ECANCELED. */
+LTest(upstream_xfer, cancel_all_ends_a_running_exchange)
+{
+	static const step_t silent[] = { { .ttfb_ms = NEVER } };
+	int err;
+
+	env_start(silent, 1);
+	xfer_start(0, 0, 3, BC_XFER_NO_BODY);
+	for (int i = 0; i < 500 && srv_nreq(&E.srv) == 0; i++)
+		sleep_ms(10);
+	cr_assert_eq(srv_nreq(&E.srv), 1);
+	bc_loop_stop(E.loop, bc_xfer_cancel_all, NULL);
+	err = xfer_wait();
+	cr_assert_eq(err, BC_ECANCELED, "%s", bc_strerror(err));
 	env_stop();
 }
