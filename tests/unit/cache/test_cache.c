@@ -42,12 +42,14 @@
 
 #include "../bc_test.h"
 #include "fake_origin.h"
+#include "../tier/tier_async.h"
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
 #include "config/config.h"
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
+#include "tier/tier_chain.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_loop.h"
 #include "util/util_error.h"
@@ -235,6 +237,7 @@ env_start_opts(const env_opts_t *o)
 	memset(&co, 0, sizeof(co));
 	co.cfg = &E.cfg;
 	co.origin = fake_origin_base(E.fo);
+	co.loop = E.loop;
 	cr_assert_eq(bc_cache_new(&co, &E.c), 0);
 	org_put(BUCKET, KEY, obj_a, sizeof(obj_a), "\"etag-a\"");
 }
@@ -758,6 +761,71 @@ LTest(cache, hit_makes_no_request)
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 1);
 
 	bc_chunk_unref(a);
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A chunk memory lost but a lower tier holds comes from that tier: the
+ * fill asks the chain's lower tiers before the origin, which never hears
+ * of it, and the chunk is promoted back into memory. What the origin
+ * brings is queued for the lower tiers; a lower tier that fails only
+ * sends the fill on to the origin. */
+LTest(cache, fills_from_a_lower_tier)
+{
+	bc_tier_opts_t to = { .capacity = 1024 * 1024, .name = "lower" };
+	bc_tier_async_ctl_t *ctl;
+	bc_tier_t *lower, *top;
+	bc_chunk_key_t k;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *a = NULL, *b = NULL;
+	unsigned gets;
+	tw_t t;
+
+	env_start();
+	to.loop = E.loop;
+	cr_assert_eq(bc_tier_async.open(&to, &lower), 0);
+	cr_assert_eq(bc_tier_chain_add(bc_cache_tiers(E.c), lower), 0);
+	ctl = bc_tier_async_ctl(lower);
+	top = bc_tier_chain_top(bc_cache_tiers(E.c));
+	o = warm_object(&meta);
+	tw_init(&t);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &a), 0);
+	check_chunk(a, 1, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(atomic_load(&ctl->gets), 1, "chunk 1 asked the lower "
+	    "tier first");
+	bc_tier_chain_flush(bc_cache_tiers(E.c));
+	cr_assert_eq(atomic_load(&ctl->puts), 2, "chunks 0 and 1 were "
+	    "queued for the lower tier");
+	gets = org_count("GET", NULL);
+
+	/* memory loses chunk 1: the lower tier answers, not the origin */
+	k = (bc_chunk_key_t){ BUCKET, KEY, meta.etag, 1 };
+	cr_assert_eq(top->ops->del(top, &k), 0);
+	bc_chunk_unref(a);
+	a = NULL;
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &b), 0);
+	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(org_count("GET", NULL), gets, "the origin was asked");
+	cr_assert_eq(atomic_load(&ctl->gets), 2);
+	bc_chunk_unref(b);
+	b = NULL;
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, false, NULL, &b),
+	    0, "the lower tier's chunk was not promoted into memory");
+	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(b);
+	b = NULL;
+
+	/* a failing lower tier: the fill goes on to the origin */
+	cr_assert_eq(top->ops->del(top, &k), 0);
+	atomic_store(&ctl->get_status, BC_EIO);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &b), 0);
+	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(org_count("GET", NULL), gets + 1);
+	bc_chunk_unref(b);
+
 	tw_fini(&t);
 	bc_objmeta_fini(&meta);
 	bc_object_unref(E.c, o);
