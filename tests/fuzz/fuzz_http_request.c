@@ -1,7 +1,8 @@
 /*
  * fuzz_http_request.c — the request line, headers and body as the gateway
  * parses them: the real server (http/http_server.h), started once in this
- * process the way src/main.c composes the daemon, with
+ * process the way src/main.c composes the daemon (loop, file origin, the
+ * memory cache in front, server), with
  *
  *   --upstream file://ROOT --anonymous --client-key AK:SK
  *   --listen 127.0.0.1:PORT --threads 1 --log-level error
@@ -11,8 +12,8 @@
  * written raw to a new TCP connection, which is then shut for writing and
  * read until the server closes it or sends nothing for READ_IDLE_MS. An
  * input that can change the bucket (it holds "PUT", "POST" or "DELETE")
- * is followed by a reset of ROOT to those two objects, so every input
- * meets the same state.
+ * is followed by a reset of ROOT to those two objects and of the cache,
+ * so every input meets the same state.
  *
  * MHD 0.9.75 (epoll, edge-triggered) can miss an end of input that
  * arrives together with a request's last bytes, and then keeps the
@@ -44,6 +45,8 @@
 #include "http/http_server.h"
 #include "stats/stats.h"
 #include "upstream/upstream_file.h"
+#include "upstream/upstream_xfer.h"
+#include "cache/cache.h"
 #include "util/util_log.h"
 
 #define INPUT_MAX     16384
@@ -53,6 +56,9 @@
 static char root[64];
 static bc_config_t cfg;
 static bc_server_t srv;
+static bc_loop_t *loop;
+static bc_origin_t *origin;
+static bc_cache_t *cache;
 static bool started;
 static struct sockaddr_in addr;
 
@@ -107,14 +113,18 @@ reset(void)
 {
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	fixture();
+	if (cache != NULL)   /* changed behind the gateway's back */
+		bc_cache_invalidate(cache, "bkt", NULL, "");
 }
 
 static void
 stop(void)
 {
 	if (started) {
-		bc_server_stop(&srv);
-		bc_upstream_file_fini();
+		bc_server_stop(&srv);   /* stops the loop, ending fills */
+		bc_cache_free(cache);
+		bc_origin_free(origin);
+		bc_loop_free(loop);
 		bc_config_fini(&cfg);
 		curl_global_cleanup();
 		started = false;
@@ -179,7 +189,20 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			abort();
 		}
 		bc_log_level = cfg.log_level;
-		if (bc_server_start(&srv, &cfg, NULL, NULL, NULL, err,
+		if (loop == NULL) {   /* as main.c composes them */
+			bc_cache_opts_t co;
+
+			loop = bc_xfer_loop_new();
+			FUZZ_CHECK(loop != NULL && bc_loop_start(loop) == 0);
+			FUZZ_CHECK(bc_file_origin_new(root, loop, &origin, err,
+			    sizeof(err)) == 0);
+			memset(&co, 0, sizeof(co));
+			co.cfg = &cfg;
+			co.origin = origin;
+			co.loop = loop;
+			FUZZ_CHECK(bc_cache_new(&co, &cache) == 0);
+		}
+		if (bc_server_start(&srv, &cfg, loop, origin, cache, err,
 		    sizeof(err)) == 0)
 			started = true;
 		else
