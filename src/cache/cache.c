@@ -156,10 +156,14 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		 * unsigned and the fill is not: w then waits for its outcome
 		 * and checks for itself */
 		if (mf->kind == BC_FILL_FIRST && mf->index == hint &&
-		    (mf->anon || !w->anon))
+		    (mf->anon || !w->anon)) {
+			if (mf->prefetch)
+				BC_STATS_INC(prefetch_late);
+			mf->prefetch = false;   /* its chunk goes to w */
 			bc_waiter_add(o, &mf->waiters, w, true);
-		else
+		} else {
 			bc_waiter_add(o, &o->meta_waiters, w, true);
+		}
 		mf->joined = true;
 		rv = BC_EAGAIN;
 		goto out;
@@ -199,6 +203,8 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 	pthread_mutex_lock(&c->mu);
 	hit = bc_tier_chain_lookup(c->tiers, &k, &ctx);
 	if (hit != NULL) {
+		if (w != NULL)   /* a client reads it */
+			(void)bc_chunk_take_prefetched(hit);
 		*out = hit;
 		rv = 0;
 		goto out;
@@ -216,11 +222,13 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		goto out;
 	}
 	if (f == NULL) {
+		/* a prefetch until a waiter comes */
 		rv = bc_fill_do_start(c, o, BC_FILL_CHUNK, i, anon, w == NULL ?
 		    BC_ORIGIN_PREFETCH : BC_ORIGIN_DEMAND, &f);
 		if (rv < 0)
 			goto out;
-		f->prefetch = true;   /* until a waiter comes */
+	} else if (w != NULL && f->prefetch) {
+		BC_STATS_INC(prefetch_late);   /* it ran for no one yet */
 	}
 	if (w != NULL)
 		f->prefetch = false;
@@ -265,6 +273,56 @@ bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
 
 	bc_chunk_unref(ch);
 	return rv == BC_EAGAIN ? 0 : rv;
+}
+
+int
+bc_cache_prefetch_key(bc_cache_t *c, const char *bucket, const char *key,
+    uint32_t first, uint32_t n, bool anon)
+{
+	bc_object_t *o = bc_cache_object(c, bucket, key);
+	char etag[sizeof(o->meta.etag)];
+	uint32_t count;
+	int rv = 0;
+
+	if (o == NULL)
+		return BC_ENOMEM;
+	pthread_mutex_lock(&c->mu);
+	if (!o->listed || o->meta_fill != NULL) {
+		rv = o->listed ? 1 : 0;   /* its first fill runs */
+		pthread_mutex_unlock(&c->mu);
+		goto out;
+	}
+	if (!o->meta_valid) {
+		rv = bc_fill_do_start(c, o, BC_FILL_FIRST, first, anon,
+		    BC_ORIGIN_PREFETCH, &o->meta_fill);
+		pthread_mutex_unlock(&c->mu);
+		rv = rv < 0 ? rv : 1;
+		goto out;
+	}
+	memcpy(etag, o->meta.etag, sizeof(etag));
+	count = bc_chunk_count(o->meta.size, c->cs);
+	pthread_mutex_unlock(&c->mu);
+	for (uint32_t i = first; i < count && i - first < n; i++) {
+		bc_chunk_t *ch = NULL;
+		int r = chunk_get(c, o, etag, i, true, anon, NULL, &ch);
+
+		bc_chunk_unref(ch);
+		if (r == BC_EAGAIN)
+			rv++;
+		else if (r < 0 && rv == 0)
+			rv = r;
+		if (r < 0 && r != BC_EAGAIN)
+			break;
+	}
+out:
+	bc_object_unref(c, o);
+	return rv;
+}
+
+unsigned
+bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls)
+{
+	return atomic_load(&c->inflight[cls]);
 }
 
 void

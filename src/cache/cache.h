@@ -172,6 +172,19 @@ int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
  * code as bc_cache_chunk() (BC_ENOSPC: no room). */
 int  bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool anon);
+/*
+ * The prefetcher's entry point by name: fills, with no waiter and of
+ * class prefetch, for chunks first..first+n-1 of bucket/key (those the
+ * object has), unsigned when anon. An object whose metadata the cache
+ * does not hold gets its first fill (metadata and chunk first) instead;
+ * its other chunks follow on a later call. Chunks in memory are skipped,
+ * fills already running are joined. Returns how many chunks are being
+ * filled for the call (0: all in memory), or a negative code.
+ */
+int  bc_cache_prefetch_key(bc_cache_t *c, const char *bucket,
+    const char *key, uint32_t first, uint32_t n, bool anon);
+/* Fills running now that were started as prefetches / for clients. */
+unsigned bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls);
 /* Read-ahead for a client reading o sequentially at chunk from: starts
  * prefetches of the chunks after it up to last, at most --readahead of
  * them (unsigned when anon). Failures are left to the reads that come. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cache/cache_chunk.h"
+#include "stats/stats.h"
 #include "util/util_hash.h"
 
 /* Hashes s including its NUL, as it appears in an id. */
@@ -99,6 +100,25 @@ bc_chunk_ref(bc_chunk_t *c)
 }
 
 void
+bc_chunk_mark_prefetched(bc_chunk_t *c)
+{
+	if (atomic_exchange(&c->prefetched, 1) == 0) {
+		BC_STATS_ADD(prefetch_bytes, c->len);
+		BC_STATS_ADD(prefetch_unread_bytes, c->len);
+	}
+}
+
+bool
+bc_chunk_take_prefetched(bc_chunk_t *c)
+{
+	if (atomic_exchange(&c->prefetched, 0) == 0)
+		return false;
+	BC_STATS_INC(prefetch_used);
+	BC_STATS_SUB(prefetch_unread_bytes, c->len);
+	return true;
+}
+
+void
 bc_chunk_unref(bc_chunk_t *c)
 {
 	int old;
@@ -110,6 +130,10 @@ bc_chunk_unref(bc_chunk_t *c)
 		abort();
 	if (old > 1)
 		return;
+	if (atomic_load(&c->prefetched)) {
+		BC_STATS_INC(prefetch_wasted);
+		BC_STATS_SUB(prefetch_unread_bytes, c->len);
+	}
 	if (c->on_free != NULL)
 		c->on_free(c);
 	if (c->map_len > 0)

@@ -19,6 +19,7 @@
 #define BC_CACHE_CHUNK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,10 @@ struct bc_chunk_s {
 	size_t           id_len;
 	uint32_t         index;
 	uint64_t         fetch_us;    /* what fetching it cost (policy input) */
+	/* 1 while the chunk was brought by a prefetch and no client has
+	 * read it (bc_chunk_mark_prefetched / bc_chunk_take_prefetched);
+	 * dropped with it still set, it counts as prefetch_wasted. */
+	atomic_int       prefetched;
 	bc_chunk_free_fn on_free;     /* NULL, or set once by the owning tier */
 	void            *tier_data;   /* the owning tier's per-chunk state */
 	/* The owning memory tier's policy node (under that tier's lock);
@@ -82,6 +87,12 @@ void        bc_chunk_end(bc_chunk_t *c, bc_chunk_state_t state);
 /* Bytes readable now, and the state (acquire). */
 size_t      bc_chunk_avail(const bc_chunk_t *c);
 bc_chunk_state_t bc_chunk_state(const bc_chunk_t *c);
+/* A prefetch brought c: counted in prefetch_bytes and, until a client
+ * reads it, in the prefetch_unread_bytes gauge. */
+void        bc_chunk_mark_prefetched(bc_chunk_t *c);
+/* A client reads c: true (and prefetch_used counted) the first time for
+ * a prefetched chunk. */
+bool        bc_chunk_take_prefetched(bc_chunk_t *c);
 void        bc_chunk_ref(bc_chunk_t *c);
 void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
 

@@ -94,6 +94,21 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 	return 0;
 }
 
+/* c->mu held: f runs (counted by class) / f is over. */
+static void
+fill_started(bc_cache_t *c, bc_fill_t *f)
+{
+	atomic_fetch_add(&c->inflight[f->cls], 1);
+	if (f->cls == BC_ORIGIN_PREFETCH)
+		BC_STATS_INC(prefetch_issued);
+}
+
+static void
+fill_ended(bc_cache_t *c, bc_fill_t *f)
+{
+	atomic_fetch_sub(&c->inflight[f->cls], 1);
+}
+
 /* c->mu held: starts f's exchange with the origin. Returns 0 or BC_EIO
  * (f untouched otherwise). */
 static int
@@ -166,6 +181,8 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 
 			bc_tier_chain_promote(c->tiers, ch, &ctx, from);
 		}
+		if (f->prefetch && f->waiters == NULL)
+			bc_chunk_mark_prefetched(ch);
 		bc_waiters_end(&f->waiters, BC_WAIT_CHUNK, ch, 0, 0, NULL, 0);
 	} else {
 		BC_WARN("%s/%s chunk %u: cannot start its fetch", o->bucket,
@@ -174,6 +191,7 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 	}
 	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
 	bc_object_do_unref(c, o);
+	fill_ended(c, f);
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(ch);
 	free(f);
@@ -206,6 +224,7 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 		return rv;
 	}
 	f->cls = cls;
+	f->prefetch = cls == BC_ORIGIN_PREFETCH;
 	o->refs++;
 	f->next = o->fills;
 	o->fills = f;
@@ -218,6 +237,7 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 		f->probing = true;
 		if (bc_tier_chain_probe(c->tiers, &f->probe, &k, &ctx,
 		    fill_probed) == 0) {
+			fill_started(c, f);
 			*out = f;
 			return 0;
 		}
@@ -231,6 +251,7 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 		free(f);
 		return rv;
 	}
+	fill_started(c, f);
 	*out = f;
 	return 0;
 }
@@ -493,6 +514,8 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
 	}
 	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
 	ch->fetch_us = bc_exchange_elapsed_us(f->x);
+	if (f->prefetch)   /* no client waited on it */
+		bc_chunk_mark_prefetched(ch);
 	bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
 	if (o->listed) {
 		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, f->prefetch);
@@ -666,6 +689,7 @@ out:
 	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
 	BC_STATS_SET(cache_evictions, bc_tier_evictions(c->mem));
 	bc_object_do_unref(c, o);
+	fill_ended(c, f);
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(f->chunk);
 	free(body);

@@ -107,6 +107,9 @@ struct bc_cache_s {
 	 * metadata plus chunks being filled (the tier's external_bytes). */
 	_Atomic uint64_t       outside_bytes;
 	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
+	/* fills running, by the class they started with (the prefetcher's
+	 * concurrency budget and its yielding to demand read these) */
+	_Atomic unsigned       inflight[2];
 	bc_cache_opts_t        o;
 };
 

@@ -45,6 +45,9 @@ extern _Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
 	((void)atomic_fetch_add_explicit(&bc_stats_counters[BC_STAT_##name], \
 	    (uint64_t)(n), memory_order_relaxed))
 #define BC_STATS_INC(name) BC_STATS_ADD(name, 1)
+#define BC_STATS_SUB(name, n)                                            \
+	((void)atomic_fetch_sub_explicit(&bc_stats_counters[BC_STAT_##name], \
+	    (uint64_t)(n), memory_order_relaxed))
 #define BC_STATS_DEC(name)                                               \
 	((void)atomic_fetch_sub_explicit(&bc_stats_counters[BC_STAT_##name], \
 	    (uint64_t)1, memory_order_relaxed))

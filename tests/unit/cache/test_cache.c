@@ -832,6 +832,85 @@ LTest(cache, fills_from_a_lower_tier)
 	env_stop();
 }
 
+/* The prefetcher's entry point by name: a cold object gets its first
+ * fill (metadata and chunk 0), a known one its chunks, all of class
+ * prefetch; what a client then reads counts as used, what is dropped
+ * unread as wasted, and a client that finds its chunk's prefetch still
+ * running counts as late (and that chunk is not a prefetch any more). */
+LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
+{
+	uint64_t issued = st_get(BC_STAT_prefetch_issued);
+	uint64_t used = st_get(BC_STAT_prefetch_used);
+	uint64_t wasted = st_get(BC_STAT_prefetch_wasted);
+	uint64_t late = st_get(BC_STAT_prefetch_late);
+	uint64_t bytes = st_get(BC_STAT_prefetch_bytes);
+	uint64_t unread = st_get(BC_STAT_prefetch_unread_bytes);
+	bc_object_t *o;
+	bc_objmeta_t meta;
+	bc_chunk_t *ch = NULL;
+	bool cached = false;
+	tw_t t;
+
+	env_start();
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 1);
+	cr_assert(org_wait_quiet());
+	cr_assert_eq(org_find("GET", "bytes=0-1023").cls, BC_ORIGIN_PREFETCH);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 2,
+	    "chunk 0 is in memory: chunks 1 and 2 are fetched");
+	cr_assert(org_wait_quiet());
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 0);
+	cr_assert_eq(org_count("GET", NULL), 3);
+	cr_assert_eq(st_get(BC_STAT_prefetch_issued) - issued, 3);
+	cr_assert_eq(st_get(BC_STAT_prefetch_bytes) - bytes, sizeof(obj_a));
+	cr_assert_eq(st_get(BC_STAT_prefetch_unread_bytes) - unread,
+	    sizeof(obj_a));
+
+	/* a client reads the object's metadata and chunk 1 */
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 1, &t, &meta, &cached, NULL), 0);
+	cr_assert(cached);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &ch), 0);
+	check_chunk(ch, 1, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(ch);
+	ch = NULL;
+	cr_assert_eq(st_get(BC_STAT_prefetch_used) - used, 1);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &ch), 0);
+	bc_chunk_unref(ch);
+	ch = NULL;
+	cr_assert_eq(st_get(BC_STAT_prefetch_used) - used, 1,
+	    "a second read is no second use");
+
+	/* dropped unread: chunks 0 and 2 are wasted */
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 1);
+	cr_assert_eq(st_get(BC_STAT_prefetch_wasted) - wasted, 2);
+	cr_assert_eq(st_get(BC_STAT_prefetch_unread_bytes), unread);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+
+	/* late: a client joins a prefetch still in flight */
+	org_put(BUCKET, KEY, obj_b, sizeof(obj_b), "\"etag-b\"");
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+	org_gate(true);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 1, 1, false), 1);
+	cr_assert(org_wait_held(1));
+	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t.w, &ch),
+	    BC_EAGAIN);
+	cr_assert_eq(st_get(BC_STAT_prefetch_late) - late, 1);
+	org_gate(false);
+	cr_assert_eq(tw_wait(&t), BC_WAIT_CHUNK);
+	check_chunk(t.w.chunk, 1, obj_b, sizeof(obj_b), CS);
+	cr_assert_eq(atomic_load(&t.w.chunk->prefetched), 0,
+	    "a chunk a client waited for is no prefetch");
+	bc_chunk_unref(t.w.chunk);
+	t.w.chunk = NULL;
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
 /* Read-ahead (the HTTP handler's, now the cache's): prefetches of the
  * next --readahead chunks, none past the last asked for, none for chunks
  * in memory; a reader then joins or hits them. */
