@@ -319,6 +319,12 @@ out:
 	return rv;
 }
 
+uint64_t
+bc_cache_fetch_us(bc_cache_t *c)
+{
+	return atomic_load(&c->fetch_us);
+}
+
 unsigned
 bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls)
 {

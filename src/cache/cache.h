@@ -185,6 +185,8 @@ int  bc_cache_prefetch_key(bc_cache_t *c, const char *bucket,
     const char *key, uint32_t first, uint32_t n, bool anon);
 /* Fills running now that were started as prefetches / for clients. */
 unsigned bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls);
+/* The origin's time per chunk fill, smoothed; 0 before the first. */
+uint64_t bc_cache_fetch_us(bc_cache_t *c);
 /* Read-ahead for a client reading o sequentially at chunk from: starts
  * prefetches of the chunks after it up to last, at most --readahead of
  * them (unsigned when anon). Failures are left to the reads that come. */

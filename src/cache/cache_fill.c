@@ -514,6 +514,8 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
 	}
 	bc_chunk_end(ch, BC_CHUNK_COMPLETE);
 	ch->fetch_us = bc_exchange_elapsed_us(f->x);
+	atomic_store(&c->fetch_us, atomic_load(&c->fetch_us) == 0 ?
+	    ch->fetch_us : (atomic_load(&c->fetch_us) * 7 + ch->fetch_us) / 8);
 	if (f->prefetch)   /* no client waited on it */
 		bc_chunk_mark_prefetched(ch);
 	bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);

@@ -110,6 +110,8 @@ struct bc_cache_s {
 	/* fills running, by the class they started with (the prefetcher's
 	 * concurrency budget and its yielding to demand read these) */
 	_Atomic unsigned       inflight[2];
+	/* the origin's time per chunk fill, smoothed (1/8 per fill) */
+	_Atomic uint64_t       fetch_us;
 	bc_cache_opts_t        o;
 };
 

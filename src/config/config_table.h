@@ -61,7 +61,7 @@ BC_OPT(retries,       "retries",       UINT,  "3",
 BC_OPT(log_level,     "log-level",     LEVEL, "info",
     "error, warn, info or debug")
 BC_OPT(cache,         "cache",         BOOL,  "yes",
-    "cache object reads (GET/HEAD) from an http(s) upstream; no: forward everything")
+    "cache object reads (GET/HEAD) from the upstream (S3 or file://); no: forward everything")
 BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",
     "cache unit: objects are fetched and kept in chunks of this size")
 BC_OPT(mem_size,      "mem-size",      SIZE,  "1G",
@@ -70,6 +70,10 @@ BC_OPT(policy,        "policy",        STR,   "lru",
     "the memory tier's eviction policy: lru")
 BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
+BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",
+    "bytes prefetched but not yet read that the prefetcher may hold (0: a quarter of mem-size)")
+BC_OPT(prefetch_concurrency, "prefetch-concurrency", UINT, "8",
+    "prefetch fills running at once, at most (0: no prefetching from hints and plans)")
 BC_OPT(meta_ttl,      "meta-ttl",      MS,    "60s",
     "how long cached object metadata is trusted before it is revalidated")
 BC_OPT(meta_stale,    "meta-stale",    MS,    "1h",

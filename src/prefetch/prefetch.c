@@ -1,0 +1,307 @@
+/*
+ * prefetch.c — the prefetcher (see prefetch.h for the contract).
+ *
+ * Each job keeps its wanted keys as an array of owned strings (its list)
+ * and a count of those already handed to the cache (issued: the list's
+ * head, kept until read so a prefetch is not started twice). Rates are
+ * exponentially smoothed over BC_PREFETCH_TICK_MS ticks.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prefetch/prefetch.h"
+#include "stats/stats.h"
+#include "util/util_time.h"
+
+#define NS_PER_S    1000000000ull
+#define RATE_TAU_NS (2ull * NS_PER_S)   /* rate smoothing time constant */
+
+typedef struct job_s {
+	char      *id;
+	char      *bucket;
+	bool       anon;
+	char     **keys;       /* the list, owned */
+	size_t     nkeys;
+	size_t     issued;     /* keys[0..issued) were handed to the cache */
+	uint64_t   last_ns;    /* last want/read */
+	uint64_t   rate_at_ns; /* when bytes_since started counting */
+	uint64_t   bytes_since;
+	double     rate;       /* bytes/s, smoothed */
+	double     obj_bytes;  /* mean object size, smoothed */
+} job_t;
+
+struct bc_prefetch_s {
+	bc_prefetch_opts_t o;
+	pthread_mutex_t    mu;
+	job_t              jobs[BC_PREFETCH_MAX_JOBS];
+	size_t             njobs;
+	bc_loop_timer_t   *timer;
+};
+
+static void
+job_clear_keys(job_t *j)
+{
+	for (size_t i = 0; i < j->nkeys; i++)
+		free(j->keys[i]);
+	free(j->keys);
+	j->keys = NULL;
+	j->nkeys = j->issued = 0;
+}
+
+static void
+job_fini(job_t *j)
+{
+	job_clear_keys(j);
+	free(j->id);
+	free(j->bucket);
+	memset(j, 0, sizeof(*j));
+}
+
+/* p->mu held: job id, made (dropping the least recently active job when
+ * full) when make. NULL when absent (or out of memory). */
+static job_t *
+job_find(bc_prefetch_t *p, const char *id, bool make, uint64_t now)
+{
+	size_t oldest = 0;
+	job_t *j;
+
+	for (size_t i = 0; i < p->njobs; i++) {
+		if (strcmp(p->jobs[i].id, id) == 0)
+			return &p->jobs[i];
+		if (p->jobs[i].last_ns < p->jobs[oldest].last_ns)
+			oldest = i;
+	}
+	if (!make)
+		return NULL;
+	if (p->njobs < BC_PREFETCH_MAX_JOBS) {
+		j = &p->jobs[p->njobs++];
+	} else {
+		j = &p->jobs[oldest];
+		job_fini(j);
+	}
+	j->id = strdup(id);
+	if (j->id == NULL) {
+		*j = p->jobs[--p->njobs];
+		memset(&p->jobs[p->njobs], 0, sizeof(job_t));
+		return NULL;
+	}
+	j->last_ns = j->rate_at_ns = now;
+	return j;
+}
+
+/* p->mu held: folds the bytes read since the last fold into j's rate. */
+static void
+job_rate_fold(job_t *j, uint64_t now)
+{
+	uint64_t dt = now - j->rate_at_ns;
+	double inst, w;
+
+	if (dt < BC_PREFETCH_TICK_MS * 1000000ull)
+		return;
+	inst = (double)j->bytes_since * (double)NS_PER_S / (double)dt;
+	w = (double)dt / (double)(dt + RATE_TAU_NS);
+	j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
+	j->bytes_since = 0;
+	j->rate_at_ns = now;
+}
+
+/* p->mu held: j's window in keys (see prefetch.h). */
+static size_t
+job_window(const bc_prefetch_t *p, const job_t *j)
+{
+	uint64_t lat_us = bc_cache_fetch_us(p->o.cache);
+	double bytes, keys;
+
+	if (lat_us == 0)
+		lat_us = p->o.latency_us;
+	bytes = j->rate * (double)lat_us / 1e6 * 2.0;
+	keys = j->obj_bytes > 0 ? bytes / j->obj_bytes : 0;
+	if (keys < BC_PREFETCH_MIN_WINDOW)
+		keys = BC_PREFETCH_MIN_WINDOW;
+	if (keys > BC_PREFETCH_MAX_KEYS)
+		keys = BC_PREFETCH_MAX_KEYS;
+	return (size_t)keys;
+}
+
+void
+bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
+    const char *const *keys, size_t n, bool anon)
+{
+	uint64_t now = bc_mono_ns();
+	char **copy;
+	job_t *j;
+
+	if (n > BC_PREFETCH_MAX_KEYS)
+		n = BC_PREFETCH_MAX_KEYS;
+	copy = calloc(n > 0 ? n : 1, sizeof(*copy));
+	if (copy == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		copy[i] = strdup(keys[i]);
+		if (copy[i] == NULL) {
+			n = i;
+			break;
+		}
+	}
+	pthread_mutex_lock(&p->mu);
+	j = job_find(p, job, true, now);
+	if (j != NULL && (j->bucket == NULL || strcmp(j->bucket, bucket))) {
+		free(j->bucket);
+		j->bucket = strdup(bucket);
+	}
+	if (j == NULL || j->bucket == NULL) {
+		pthread_mutex_unlock(&p->mu);
+		for (size_t i = 0; i < n; i++)
+			free(copy[i]);
+		free(copy);
+		return;
+	}
+	job_clear_keys(j);
+	j->keys = copy;
+	j->nkeys = n;
+	j->anon = anon;
+	j->last_ns = now;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
+    const char *key, uint64_t bytes)
+{
+	uint64_t now = bc_mono_ns();
+	job_t *j;
+
+	pthread_mutex_lock(&p->mu);
+	j = job_find(p, job, false, now);
+	if (j != NULL) {
+		j->last_ns = now;
+		j->bytes_since += bytes;
+		job_rate_fold(j, now);
+		j->obj_bytes = j->obj_bytes == 0 ? (double)bytes :
+		    j->obj_bytes + ((double)bytes - j->obj_bytes) / 8;
+		/* the key leaves the list (and those the job skipped
+		 * before it, within the window already issued) */
+		if (j->bucket != NULL && strcmp(j->bucket, bucket) == 0) {
+			for (size_t i = 0; i < j->nkeys && i <= j->issued;
+			    i++) {
+				if (strcmp(j->keys[i], key) != 0)
+					continue;
+				for (size_t k = 0; k <= i; k++)
+					free(j->keys[k]);
+				memmove(j->keys, j->keys + i + 1,
+				    (j->nkeys - i - 1) * sizeof(*j->keys));
+				j->nkeys -= i + 1;
+				j->issued = j->issued > i ? j->issued - i - 1 :
+				    0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+size_t
+bc_prefetch_window(bc_prefetch_t *p, const char *job)
+{
+	size_t w = 0;
+	job_t *j;
+
+	pthread_mutex_lock(&p->mu);
+	j = job_find(p, job, false, 0);
+	if (j != NULL)
+		w = job_window(p, j);
+	pthread_mutex_unlock(&p->mu);
+	return w;
+}
+
+/* The budgets allow one more prefetch now. */
+static bool
+budget_left(const bc_prefetch_t *p)
+{
+	return bc_cache_fills_running(p->o.cache, BC_ORIGIN_PREFETCH) <
+	    p->o.concurrency &&
+	    bc_cache_fills_running(p->o.cache, BC_ORIGIN_DEMAND) <
+	    BC_PREFETCH_DEMAND_YIELD &&
+	    bc_stats_get(BC_STAT_prefetch_unread_bytes) < p->o.budget_bytes;
+}
+
+unsigned
+bc_prefetch_tick(bc_prefetch_t *p)
+{
+	uint64_t now = bc_mono_ns();
+	unsigned started = 0;
+
+	for (size_t ji = 0; budget_left(p);) {
+		char *bucket = NULL, *key = NULL;
+		bool anon = false;
+		job_t *j;
+
+		/* the next key of job ji within its window, copied out */
+		pthread_mutex_lock(&p->mu);
+		if (ji >= p->njobs) {
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		j = &p->jobs[ji];
+		job_rate_fold(j, now);
+		if (j->issued < j->nkeys && j->issued < job_window(p, j)) {
+			bucket = strdup(j->bucket);
+			key = strdup(j->keys[j->issued]);
+			anon = j->anon;
+			j->issued++;
+		} else {
+			ji++;   /* this job's window is full: the next job */
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (key != NULL && bucket != NULL &&
+		    bc_cache_prefetch_key(p->o.cache, bucket, key, 0,
+		    UINT32_MAX, anon) > 0)
+			started++;
+		free(bucket);
+		free(key);
+	}
+	return started;
+}
+
+static void
+on_tick(bc_loop_t *l, void *arg)
+{
+	(void)l;
+	(void)bc_prefetch_tick(arg);
+}
+
+bc_prefetch_t *
+bc_prefetch_new(const bc_prefetch_opts_t *o)
+{
+	bc_prefetch_t *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->o = *o;
+	if (p->o.latency_us == 0)
+		p->o.latency_us = 20000;
+	pthread_mutex_init(&p->mu, NULL);
+	if (o->loop != NULL && o->concurrency > 0) {
+		p->timer = bc_loop_timer_new(o->loop, BC_PREFETCH_TICK_MS,
+		    on_tick, p);
+		if (p->timer == NULL) {
+			pthread_mutex_destroy(&p->mu);
+			free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void
+bc_prefetch_free(bc_prefetch_t *p)
+{
+	if (p == NULL)
+		return;
+	bc_loop_timer_free(p->timer);
+	for (size_t i = 0; i < p->njobs; i++)
+		job_fini(&p->jobs[i]);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}

@@ -1,0 +1,76 @@
+/*
+ * prefetch.h — the prefetcher: brings into the cache, before a job asks,
+ * the keys it says it reads next (DESIGN.md "Prefetch").
+ *
+ * Inputs (any thread): bc_prefetch_want() — a job's next keys of a
+ * bucket, in order (an x-bucketcache-next hint, a plan's window); each
+ * call replaces the job's list. bc_prefetch_read() — the job read a key
+ * (bytes served): it leaves the list, and the job's consumption rate and
+ * object size are measured from these calls.
+ *
+ * Work (the loop thread, a timer every BC_PREFETCH_TICK_MS): for each job,
+ * the keys of its list within its window are prefetched in order through
+ * bc_cache_prefetch_key() (class prefetch, no waiter), while
+ *   - prefetch fills running < the concurrency budget
+ *     (--prefetch-concurrency),
+ *   - client (demand) fills running < BC_PREFETCH_DEMAND_YIELD: a
+ *     prefetch never competes with a busy demand path (it yields),
+ *   - prefetched bytes no client has read yet (prefetch_unread_bytes)
+ *     < the byte budget (--prefetch-memory).
+ * The window is what the job reads while a fetch takes place, twice:
+ * rate × origin latency × 2, in keys of the job's mean object size, at
+ * least BC_PREFETCH_MIN_WINDOW keys and at most its list.
+ *
+ * Jobs: at most BC_PREFETCH_MAX_JOBS (the least recently active one is
+ * dropped for a new one); a list holds at most BC_PREFETCH_MAX_KEYS.
+ * Threads: one lock guards the jobs; cache calls are made without it.
+ */
+#ifndef BC_PREFETCH_H
+#define BC_PREFETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "upstream/upstream_loop.h"
+
+#define BC_PREFETCH_TICK_MS       20
+#define BC_PREFETCH_MAX_JOBS      256
+#define BC_PREFETCH_MAX_KEYS      4096
+#define BC_PREFETCH_MIN_WINDOW    4
+#define BC_PREFETCH_DEMAND_YIELD  32
+
+typedef struct bc_prefetch_s bc_prefetch_t;
+
+typedef struct bc_prefetch_opts_s {
+	bc_cache_t *cache;
+	bc_loop_t  *loop;
+	uint64_t    budget_bytes;   /* unread prefetched bytes, at most */
+	unsigned    concurrency;    /* prefetch fills at once (0: none) */
+	uint64_t    latency_us;     /* the origin's, until measured */
+} bc_prefetch_opts_t;
+
+/* Starts the prefetcher's timer on o->loop. NULL when out of memory or
+ * the loop is stopping. */
+bc_prefetch_t *bc_prefetch_new(const bc_prefetch_opts_t *o);
+/* Stops the timer (before the loop stops or after) and frees it. NULL is
+ * a no-op. */
+void bc_prefetch_free(bc_prefetch_t *p);
+
+/* Job job reads keys[0..n) of bucket next, in this order; unsigned
+ * fetches when anon. Replaces its list; keys past BC_PREFETCH_MAX_KEYS
+ * are dropped. Strings are copied. */
+void bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
+    const char *const *keys, size_t n, bool anon);
+/* Job job was served bytes of bucket/key. */
+void bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
+    const char *key, uint64_t bytes);
+/* Runs one tick now (tests; the timer calls it). Returns the prefetches
+ * it started. Any thread but the cache's lock holders. */
+unsigned bc_prefetch_tick(bc_prefetch_t *p);
+
+/* What the job's window is now, in keys (0: unknown job). */
+size_t bc_prefetch_window(bc_prefetch_t *p, const char *job);
+
+#endif

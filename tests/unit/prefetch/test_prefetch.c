@@ -1,0 +1,195 @@
+/*
+ * test_prefetch.c — the prefetcher (prefetch.h) over a real cache and the
+ * in-process fake origin (tests/unit/cache/fake_origin.h): a job's wanted
+ * keys are fetched in order, class prefetch, within the concurrency
+ * budget and the window; read keys leave the list and open the window
+ * further; the byte budget stops it; the timer runs it on the loop.
+ * Ticks are run by hand (no timer) except in the timer test; the fake
+ * origin's gate holds fills so "running" is a state the test controls.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "../bc_test.h"
+#include "../cache/fake_origin.h"
+
+#include "cache/cache.h"
+#include "config/config.h"
+#include "prefetch/prefetch.h"
+#include "stats/stats.h"
+#include "upstream/upstream_loop.h"
+
+#define NKEYS 12
+#define OBJ   1000
+
+static bc_config_t    cfg;
+static bc_loop_t     *loop;
+static fake_origin_t *fo;
+static bc_cache_t    *cache;
+static char           names[NKEYS][16];
+static const char    *keys[NKEYS];
+
+static void
+start(void)
+{
+	static uint8_t data[OBJ];
+	bc_cache_opts_t co;
+
+	memset(data, 'x', sizeof(data));
+	cr_assert_eq(bc_config_init(&cfg), 0);
+	cfg.chunk_size = 4096;
+	cfg.mem_size = 16 * 1024 * 1024;
+	loop = bc_loop_new(NULL);
+	cr_assert_not_null(loop);
+	cr_assert_eq(bc_loop_start(loop), 0);
+	fo = fake_origin_new(loop);
+	cr_assert_not_null(fo);
+	memset(&co, 0, sizeof(co));
+	co.cfg = &cfg;
+	co.origin = fake_origin_base(fo);
+	co.loop = loop;
+	cr_assert_eq(bc_cache_new(&co, &cache), 0);
+	for (int i = 0; i < NKEYS; i++) {
+		char etag[32];
+
+		snprintf(names[i], sizeof(names[i]), "k%02d", i);
+		snprintf(etag, sizeof(etag), "\"e%02d\"", i);
+		keys[i] = names[i];
+		fake_origin_put(fo, "ds", names[i], data, sizeof(data), etag,
+		    "Wed, 21 Oct 2015 07:28:00 GMT", NULL);
+	}
+}
+
+static void
+stop(bc_prefetch_t *p)
+{
+	fake_origin_gate(fo, false);
+	bc_prefetch_free(p);
+	bc_loop_stop(loop, fake_origin_stop_fn, fo);
+	bc_cache_free(cache);
+	bc_origin_free(fake_origin_base(fo));
+	bc_loop_free(loop);
+	bc_config_fini(&cfg);
+}
+
+static bc_prefetch_t *
+prefetcher(unsigned concurrency, uint64_t budget, bool timer)
+{
+	bc_prefetch_opts_t o = { cache, timer ? loop : NULL, budget,
+	    concurrency, 20000 };
+	bc_prefetch_t *p = bc_prefetch_new(&o);
+
+	cr_assert_not_null(p);
+	return p;
+}
+
+/* the key of the i-th logged GET */
+static const char *
+logged_key(unsigned i, fake_req_t *r)
+{
+	cr_assert(fake_origin_log(fo, i, r));
+	return r->key;
+}
+
+TestSuite(prefetch, .timeout = 60);
+
+LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
+{
+	bc_prefetch_t *p;
+	fake_req_t r;
+
+	start();
+	p = prefetcher(2, 1 << 30, false);
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, false);
+	cr_assert_eq(bc_prefetch_window(p, "job1"), BC_PREFETCH_MIN_WINDOW,
+	    "no rate known yet: the smallest window");
+	fake_origin_gate(fo, true);
+	cr_assert_eq(bc_prefetch_tick(p), 2, "the concurrency budget is 2");
+	cr_assert(fake_origin_wait_held(fo, 2, 5000));
+	cr_assert_eq(bc_prefetch_tick(p), 0, "both slots are busy");
+	fake_origin_gate(fo, false);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_eq(bc_prefetch_tick(p), 2);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_eq(bc_prefetch_tick(p), 0, "the window (4 keys) is done");
+	cr_assert_eq(fake_origin_nlog(fo), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		cr_assert_str_eq(logged_key(i, &r), keys[i]);
+		cr_assert_eq(r.cls, BC_ORIGIN_PREFETCH);
+	}
+	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_issued), 4);
+	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_unread_bytes), 4 * OBJ);
+
+	/* the job reads two keys: the window moves on by two */
+	bc_prefetch_read(p, "job1", "ds", keys[0], OBJ);
+	bc_prefetch_read(p, "job1", "ds", keys[1], OBJ);
+	cr_assert_eq(bc_prefetch_tick(p), 2);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_eq(bc_prefetch_tick(p), 0);
+	cr_assert_eq(fake_origin_nlog(fo), 6);
+	cr_assert_str_eq(logged_key(4, &r), keys[4]);
+	cr_assert_str_eq(logged_key(5, &r), keys[5]);
+	stop(p);
+}
+
+/* What is prefetched and unread counts against the byte budget. */
+LTest(prefetch, the_byte_budget_stops_it)
+{
+	bc_prefetch_t *p;
+
+	start();
+	p = prefetcher(8, 2 * OBJ, false);
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, false);
+	cr_assert_eq(bc_prefetch_tick(p), 4, "nothing unread yet");
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	bc_prefetch_read(p, "job1", "ds", keys[0], OBJ);
+	cr_assert_eq(bc_prefetch_tick(p), 0, "4 objects unread: over budget");
+	cr_assert_eq(fake_origin_nlog(fo), 4);
+	stop(p);
+}
+
+/* A list is replaced by the next want; a job reading faster gets a wider
+ * window (rate × latency × 2 in objects). */
+LTest(prefetch, want_replaces_and_rate_widens_the_window)
+{
+	bc_prefetch_t *p;
+	fake_req_t r;
+
+	start();
+	p = prefetcher(8, 1 << 30, false);
+	bc_prefetch_want(p, "job1", "ds", keys, 2, false);
+	bc_prefetch_want(p, "job1", "ds", keys + 6, 2, false);
+	cr_assert_eq(bc_prefetch_tick(p), 2);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_str_eq(logged_key(0, &r), keys[6]);
+	cr_assert_str_eq(logged_key(1, &r), keys[7]);
+	/* 1 MB read in ~25 ms: tens of MB/s; at 20 ms latency the window
+	 * is far above the minimum */
+	for (int i = 0; i < 50; i++) {
+		bc_prefetch_read(p, "job1", "ds", "other", 20000);
+		if (i % 10 == 9)
+			usleep(5000);
+	}
+	cr_assert_gt(bc_prefetch_window(p, "job1"), BC_PREFETCH_MIN_WINDOW,
+	    "window %zu", bc_prefetch_window(p, "job1"));
+	cr_assert_eq(bc_prefetch_window(p, "nobody"), 0);
+	stop(p);
+}
+
+/* With a loop, the timer does the ticks. */
+LTest(prefetch, the_timer_runs_it)
+{
+	bc_prefetch_t *p;
+
+	start();
+	p = prefetcher(8, 1 << 30, true);
+	bc_prefetch_want(p, "job1", "ds", keys, 3, false);
+	for (int i = 0; i < 500 && fake_origin_nlog(fo) < 3; i++)
+		usleep(10000);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_eq(fake_origin_nlog(fo), 3);
+	stop(p);
+}
