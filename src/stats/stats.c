@@ -150,6 +150,100 @@ bc_stats_bucket_get(const char *bucket, bc_bstat_t id)
 	    memory_order_relaxed);
 }
 
+/*
+ * Per-job counters: the BC_STATS_MAX_JOBS most recently active jobs,
+ * under jobs_mu (one short critical section per object read).
+ */
+static const struct {
+	const char *name;
+	const char *help;
+} jstats[] = {
+#define BC_JSTAT(name, help) { #name, help },
+#include "stats/stats_table.h"
+#undef BC_JSTAT
+};
+
+typedef struct job_slot_s {
+	char     name[BC_STATS_JOB_MAX + 1];
+	uint64_t v[BC_JSTAT__COUNT];
+	uint64_t last_ns;       /* last add */
+	uint64_t rate_at_ns;    /* start of bytes_since */
+	uint64_t bytes_since;
+	double   rate;          /* bytes/s, smoothed */
+} job_slot_t;
+
+#define JOB_RATE_TICK_NS (100ull * 1000000)    /* folds at most this often */
+#define JOB_RATE_TAU_NS  (2000ull * 1000000)
+
+static job_slot_t       jobs[BC_STATS_MAX_JOBS];
+static unsigned         njobs;
+static pthread_mutex_t  jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* jobs_mu held: job's slot, made when make (evicting the least recently
+ * active). NULL when absent. */
+static job_slot_t *
+job_slot(const char *job, bool make, uint64_t now)
+{
+	char name[BC_STATS_JOB_MAX + 1];
+	unsigned oldest = 0;
+	job_slot_t *j;
+
+	snprintf(name, sizeof(name), "%s", job != NULL ? job : "anonymous");
+	for (unsigned i = 0; i < njobs; i++) {
+		if (strcmp(jobs[i].name, name) == 0)
+			return &jobs[i];
+		if (jobs[i].last_ns < jobs[oldest].last_ns)
+			oldest = i;
+	}
+	if (!make)
+		return NULL;
+	j = njobs < BC_STATS_MAX_JOBS ? &jobs[njobs++] : &jobs[oldest];
+	memset(j, 0, sizeof(*j));
+	memcpy(j->name, name, sizeof(name));
+	j->rate_at_ns = now;
+	return j;
+}
+
+void
+bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
+{
+	uint64_t now = bc_mono_ns(), dt;
+	job_slot_t *j;
+
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, true, now);
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		j->v[k] += d[k];
+	j->last_ns = now;
+	j->bytes_since += d[BC_JSTAT_bytes];
+	dt = now - j->rate_at_ns;
+	if (dt >= JOB_RATE_TICK_NS) {
+		double inst = (double)j->bytes_since * 1e9 / (double)dt;
+		double w = (double)dt / (double)(dt + JOB_RATE_TAU_NS);
+
+		j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
+		j->bytes_since = 0;
+		j->rate_at_ns = now;
+	}
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+bool
+bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
+    double *rate)
+{
+	job_slot_t *j;
+
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, false, 0);
+	if (j != NULL) {
+		memcpy(out, j->v, sizeof(j->v));
+		*rate = j->rate;
+	}
+	pthread_mutex_unlock(&jobs_mu);
+	return j != NULL;
+}
+
 static const char *
 slot_name(const bucket_slot_t *s)
 {
@@ -275,6 +369,10 @@ bc_stats_reset(void)
 		for (unsigned j = 0; j < BC_BSTAT__COUNT; j++)
 			atomic_store_explicit(&bucket_slots[i].v[j], 0,
 			    memory_order_relaxed);
+	pthread_mutex_lock(&jobs_mu);
+	njobs = 0;
+	memset(jobs, 0, sizeof(jobs));
+	pthread_mutex_unlock(&jobs_mu);
 }
 
 double
@@ -487,6 +585,29 @@ json_buckets(struct out *o)
 }
 
 static void
+json_jobs(struct out *o)
+{
+	bool first = true;
+
+	pthread_mutex_lock(&jobs_mu);
+	put(o, "  \"jobs\": {");
+	for (unsigned i = 0; i < njobs; i++) {
+		job_slot_t *j = &jobs[i];
+
+		put(o, "%s\n    ", first ? "" : ",");
+		first = false;
+		put_json_str(o, j->name);
+		put(o, ": {");
+		for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+			put(o, "%s\"%s\": %llu", k > 0 ? ", " : "",
+			    jstats[k].name, (unsigned long long)j->v[k]);
+		put(o, ", \"rate_bytes_per_second\": %.0f}", j->rate);
+	}
+	put(o, "%s},\n", first ? "" : "\n  ");
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+static void
 json_latency(struct out *o, const bc_stats_snap_t *s)
 {
 	put(o, "  \"upstream_latency\": {\n"
@@ -524,6 +645,7 @@ bc_stats_json(bc_buf_t *b)
 	json_counters(&o, &s);
 	json_by_op(&o, &s);
 	json_buckets(&o);
+	json_jobs(&o);
 	json_latency(&o, &s);
 	put(&o, "}\n");
 	return o.rv;
@@ -624,6 +746,37 @@ prom_buckets(struct out *o)
 	}
 }
 
+static void
+prom_jobs(struct out *o)
+{
+	char name[128];
+
+	pthread_mutex_lock(&jobs_mu);
+	for (unsigned k = 0; k <= BC_JSTAT__COUNT; k++) {
+		bool rate = k == BC_JSTAT__COUNT;
+
+		if (rate)
+			snprintf(name, sizeof(name),
+			    "bucketcache_job_rate_bytes_per_second");
+		else
+			snprintf(name, sizeof(name), "bucketcache_job_%s_total",
+			    jstats[k].name);
+		prom_header(o, name, rate ? "gauge" : "counter", rate ?
+		    "The job's consumption rate: object bytes sent per second, "
+		    "smoothed over ~2 s." : jstats[k].help);
+		for (unsigned i = 0; i < njobs; i++) {
+			put(o, "%s{job=", name);
+			put_label(o, jobs[i].name);
+			if (rate)
+				put(o, "} %.0f\n", jobs[i].rate);
+			else
+				put(o, "} %llu\n",
+				    (unsigned long long)jobs[i].v[k]);
+		}
+	}
+	pthread_mutex_unlock(&jobs_mu);
+}
+
 int
 bc_stats_prometheus(bc_buf_t *b)
 {
@@ -643,6 +796,7 @@ bc_stats_prometheus(bc_buf_t *b)
 	prom_counters(&o, &s);
 	prom_by_op(&o, &s);
 	prom_buckets(&o);
+	prom_jobs(&o);
 	prom_latency(&o, &s);
 	return o.rv;
 }

@@ -70,6 +70,27 @@ typedef enum bc_bstat_e {
 void bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n);
 uint64_t bc_stats_bucket_get(const char *bucket, bc_bstat_t id);
 
+/* Per-job counters (stats_table.h, BC_JSTAT). */
+typedef enum bc_jstat_e {
+#define BC_JSTAT(name, help) BC_JSTAT_##name,
+#include "stats/stats_table.h"
+#undef BC_JSTAT
+	BC_JSTAT__COUNT
+} bc_jstat_t;
+
+#define BC_STATS_MAX_JOBS 64
+#define BC_STATS_JOB_MAX  63   /* bytes of a job name kept */
+
+/* Adds d (one delta per BC_JSTAT) to job's counters and folds its bytes
+ * into the job's consumption rate (bytes/s, smoothed over ~2 s). The
+ * least recently active of BC_STATS_MAX_JOBS jobs makes room for a new
+ * one. A name longer than BC_STATS_JOB_MAX bytes is cut; NULL is
+ * "anonymous". Takes a lock (short). */
+void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
+/* job's counters and rate into out/rate: false when not tracked. */
+bool bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
+    double *rate);
+
 /* Sets gauge name to v (for gauges mirrored from another module). */
 #define BC_STATS_SET(name, v)                                            \
 	atomic_store_explicit(&bc_stats_counters[BC_STAT_##name],        \

@@ -68,3 +68,21 @@ BC_BSTAT(cache_bytes_upstream, "Object bytes of the bucket sent after fetching t
 BC_BSTAT(cache_coalesced_waits, "Reads of the bucket that waited on another request's fetch.")
 BC_BSTAT(cache_invalidations, "Objects of the bucket dropped by writes or the admin call.")
 #endif
+
+/*
+ * Per-job counters, one line each: BC_JSTAT(name, "help"), for the
+ * BC_STATS_MAX_JOBS jobs most recently active (a job is the
+ * x-bucketcache-job hint, else the client's access key, else
+ * "anonymous"). JSON: "jobs": {"j": {"requests": n, ...,
+ * "rate_bytes_per_second": r}}; Prometheus:
+ * bucketcache_job_<name>_total{job="j"} and
+ * bucketcache_job_rate_bytes_per_second{job="j"}.
+ */
+#ifdef BC_JSTAT
+BC_JSTAT(requests,       "Object reads (GET/HEAD through the cache) of the job.")
+BC_JSTAT(bytes,          "Object bytes sent to the job.")
+BC_JSTAT(cache_hits,     "Object reads of the job served wholly from the cache.")
+BC_JSTAT(cache_misses,   "Object reads of the job served wholly from the origin.")
+BC_JSTAT(cache_partial_hits, "Object reads of the job served partly from the cache.")
+BC_JSTAT(wait_us,        "Microseconds the job's reads waited for fills (metadata or chunks).")
+#endif

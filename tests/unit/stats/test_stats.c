@@ -639,3 +639,55 @@ LTest(stats, hostile_bucket_names_get_no_slot)
 	    "bucketcache_bucket_requests_total{bucket=\"_other\"} 91\n"));
 	bc_buf_fini(&b);
 }
+
+/* Per-job counters: summed per job, the most recent BC_STATS_MAX_JOBS
+ * kept (the least recently active goes), a rate once time passed; in
+ * JSON under "jobs" and in Prometheus with a job label. */
+LTest(stats, job_counters_keep_the_most_recent_jobs)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, v[BC_JSTAT__COUNT];
+	bc_buf_t b = BC_BUF_INIT;
+	char name[32];
+	double rate = -1;
+
+	bc_stats_reset();
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = 1000;
+	d[BC_JSTAT_cache_hits] = 1;
+	bc_stats_job_add("train-1", d);
+	bc_stats_job_add("train-1", d);
+	usleep(150 * 1000);
+	bc_stats_job_add("train-1", d);
+	cr_assert(bc_stats_job_get("train-1", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_requests], 3);
+	cr_assert_eq(v[BC_JSTAT_bytes], 3000);
+	cr_assert_gt(rate, 1000.0, "rate %f", rate);
+	cr_assert_lt(rate, 100000.0, "rate %f", rate);
+	cr_assert(!bc_stats_job_get("nobody", v, &rate));
+	bc_stats_job_add(NULL, d);
+	cr_assert(bc_stats_job_get("anonymous", v, &rate));
+
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b),
+	    "import json,sys\n"
+	    "j = json.load(sys.stdin)[\"jobs\"]\n"
+	    "assert j[\"train-1\"][\"requests\"] == 3, j\n"
+	    "assert j[\"train-1\"][\"cache_hits\"] == 3, j\n"
+	    "assert j[\"train-1\"][\"rate_bytes_per_second\"] > 0, j\n"
+	    "assert j[\"anonymous\"][\"bytes\"] == 1000, j\n"), 0,
+	    "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_requests_total{job=\"train-1\"}"), 3);
+
+	/* 64 newer jobs push train-1 out */
+	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
+		snprintf(name, sizeof(name), "job-%d", i);
+		bc_stats_job_add(name, d);
+	}
+	cr_assert(!bc_stats_job_get("train-1", v, &rate));
+	cr_assert(bc_stats_job_get("job-63", v, &rate));
+	bc_buf_fini(&b);
+}
