@@ -15,6 +15,7 @@ longer than it chooses to. Failures are counted and logged once.
 
 import gzip
 import logging
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -112,10 +113,12 @@ class PlanClient:
                 return r.status
         except urllib.error.HTTPError as e:
             try:
-                detail = e.read(300).decode("utf-8", "replace").strip()
+                detail = e.read(2000).decode("utf-8", "replace")
             except Exception:
                 detail = ""
-            raise PlanError(e.code, "%s %s" % (e.reason, detail)) from None
+            m = re.search(r"<Code>([^<]{1,64})</Code>", detail)
+            raise PlanError(e.code, "%s%s" % (e.reason, " (%s)" % m.group(1) if m else "")) \
+                from None
         except (OSError, ValueError) as e:
             raise PlanError(0, "%s: %s" % (type(e).__name__, e)) from None
 
