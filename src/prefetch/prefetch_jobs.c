@@ -300,7 +300,7 @@ do_record(bc_job_t *job, const char *bucket, const char *key,
     const uint32_t *epoch)
 {
 	size_t len = strlen(key);
-	uint32_t p, q, cur_len;
+	uint32_t p, q, b, cur_len;
 
 	job->reads++;
 	if (job->n == 0 || strcmp(job->bucket, bucket) != 0) {
@@ -323,17 +323,21 @@ do_record(bc_job_t *job, const char *bucket, const char *key,
 		do_roll(job);
 		return;
 	}
+	/* behind the cursor in this epoch, or early in the next: whichever
+	 * is nearer to the cursor */
+	b = bc_plan_find(job->plan[0], key, len, 0);
 	if (job->n > 1 && cur_len - job->cursor < BC_JOBS_LOOKAHEAD) {
 		q = bc_plan_find(job->plan[1], key, len, 0);
-		if (q != BC_PLAN_NONE && q < BC_JOBS_LOOKAHEAD) {
+		if (q != BC_PLAN_NONE && (uint64_t)(cur_len - job->cursor) + q <
+		    BC_JOBS_LOOKAHEAD && (b >= job->cursor ||
+		    (uint64_t)(cur_len - job->cursor) + q < job->cursor - b)) {
 			do_drop_plan(job, 0);
 			job->cursor = q + 1;
 			do_roll(job);
 			return;
 		}
 	}
-	if (p != BC_PLAN_NONE ||
-	    bc_plan_find(job->plan[0], key, len, 0) != BC_PLAN_NONE) {
+	if (b != BC_PLAN_NONE) {
 		job->out_of_order++;
 		return;
 	}

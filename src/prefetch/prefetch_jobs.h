@@ -14,9 +14,11 @@
  * has read up to. A GET of a key at position p of the current plan, with
  * cursor <= p < cursor + BC_JOBS_LOOKAHEAD, moves the cursor to p + 1; a
  * key behind the cursor (a retry) or further ahead leaves it (counted
- * out_of_order); a key near the start of the next epoch's plan while the
- * current one is nearly done (within the lookahead) starts that epoch; a
- * key in neither counts out_of_plan. Reaching the end of the current
+ * out_of_order); a key early in the next epoch's plan starts that epoch
+ * when it is nearer the cursor that way ((plan length - cursor) + its
+ * position there < BC_JOBS_LOOKAHEAD) than as a straggler behind the
+ * cursor (cursor - its position here), so the last keys of an epoch may
+ * go unread (drop_last); a key in no plan counts out_of_plan. Reaching the end of the current
  * plan moves to the next one held, if any. A hinted epoch
  * (x-bucketcache-epoch) above the current one starts it when it is held.
  *
