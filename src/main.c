@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "cache/cache.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch_jobs.h"
 #include "stats/stats.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
@@ -63,6 +64,7 @@ main(int argc, char **argv)
 	bc_loop_t *loop = NULL;
 	bc_origin_t *origin = NULL;
 	bc_cache_t *cache = NULL;
+	bc_jobs_t *jobs = NULL;
 	char err[512] = "";
 	struct sigaction sa;
 	sigset_t mask, old;
@@ -125,12 +127,17 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
+	jobs = bc_jobs_new(BC_JOBS_DEFAULT_MAX_JOBS, BC_JOBS_DEFAULT_MAX_BYTES);
+	if (jobs == NULL) {
+		fprintf(stderr, "bucketcache: out of memory\n");
+		goto out;
+	}
 	/* Worker threads inherit a mask with the stop signals blocked. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
-	if (bc_server_start(&srv, &cfg, loop, origin, cache, err,
+	if (bc_server_start(&srv, &cfg, loop, origin, cache, jobs, err,
 	    sizeof(err)) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
@@ -153,6 +160,7 @@ out:
 	if (loop != NULL)
 		bc_loop_stop(loop, cancel_exchanges, origin);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
+	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);
 	bc_loop_free(loop);
 	curl_global_cleanup();

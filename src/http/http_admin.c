@@ -6,6 +6,12 @@
  *   GET /_bucketcache/metrics  Prometheus text exposition
  *   DELETE /_bucketcache/v1/cache?bucket=B[&prefix=P | &key=K]
  *                              drops cached objects; {"invalidated": n}
+ *   PUT /_bucketcache/v1/jobs/ID/plan?bucket=B[&epoch=N]
+ *                              body: one key per line, or gzip of it
+ *                              (prefetch_plan.h); {"keys": n, "epoch": e}
+ *   GET /_bucketcache/v1/jobs  {"jobs": [...]} (prefetch_jobs.h)
+ *   GET /_bucketcache/v1/jobs/ID      one job
+ *   DELETE /_bucketcache/v1/jobs/ID   ends it; 204
  *
  * Bucket names cannot start with '_', so these paths never shadow S3.
  * /health needs no credentials. Everything else needs a local client (on
@@ -13,17 +19,46 @@
  * token (--admin-token) as "x-bucketcache-admin-token: TOKEN" or
  * "Authorization: Bearer TOKEN" (what Prometheus sends); stats and
  * metrics, which name buckets, are open to all with --public-stats.
- * Otherwise 403 AccessDenied.
+ * The jobs API is also open to a signed client whose key has the whole
+ * bucket (the plan's, or the job's): its signature is verified here (the
+ * front end does not authenticate admin paths), and a SigV4 body hash is
+ * checked against the plan body; aws-chunked bodies are not taken.
+ * Listing every job needs what stats need. Otherwise 403 AccessDenied.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <time.h>
 
 #include "cache/cache.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch_jobs.h"
+#include "prefetch/prefetch_plan.h"
+#include "s3/s3_hints.h"
+#include "s3/s3_verdicts.h"
 #include "stats/stats.h"
 #include "util/util_crypto.h"
+#include "util/util_error.h"
+#include "util/util_log.h"
+#include "util/util_num.h"
+
+#define JOBS_PATH "v1/jobs"
+
+/* PUT .../plan in progress (r->hdata) */
+typedef struct plan_put_s {
+	bc_plan_builder_t *b;
+	bc_sha256_t       *sha;          /* SigV4 body hash to check */
+	char               want_sha[65];
+	char               id[BC_S3_HINT_JOB_MAX + 1];
+	char               bucket[BC_S3_MAX_BUCKET + 1];
+	bool               has_epoch;
+	uint32_t           epoch;
+	int                rv;
+	char               err[160];
+} plan_put_t;
 
 static bool
 admin_allowed(const bc_http_req_t *r)
@@ -49,6 +84,205 @@ stats_allowed(const bc_http_req_t *r)
 	return r->srv->cfg->public_stats || admin_allowed(r);
 }
 
+static bool
+is_signed(const bc_http_req_t *r)
+{
+	return bc_kv_get(&r->s3.headers, "Authorization") != NULL ||
+	    bc_kv_get_exact(&r->s3.query, "X-Amz-Credential") != NULL ||
+	    bc_kv_get_exact(&r->s3.query, "AWSAccessKeyId") != NULL;
+}
+
+/* The admin token or loopback; or a verified client key that has all of
+ * bucket (NULL: no bucket, so no client key suffices). */
+static bc_s3err_t
+jobs_access(bc_http_req_t *r, const char *bucket)
+{
+	const bc_config_t *cfg = r->srv->cfg;
+	const bc_client_key_t *key;
+	bc_s3err_t e;
+
+	if (admin_allowed(r))
+		return BC_S3E_NONE;
+	if (bucket == NULL || !is_signed(r))
+		return BC_S3E_AccessDenied;
+	e = bc_s3_verdicts_verify(r->srv->verdicts, &r->s3, time(NULL),
+	    bc_config_secret, (void *)cfg, false, &r->auth, NULL);
+	if (e != BC_S3E_NONE) {
+		BC_STATS_INC(auth_failures);
+		r->pending_msg = r->auth.message;
+		return e;
+	}
+	key = bc_config_key(cfg, r->auth.access_key);
+	if (key == NULL || !bc_config_key_has_bucket(key, bucket)) {
+		BC_STATS_INC(auth_failures);
+		return BC_S3E_AccessDenied;
+	}
+	r->client_key = key;
+	return BC_S3E_NONE;
+}
+
+static bool
+is_hex64(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (bc_hexval(s[i]) < 0)
+			return false;
+	return i == 64;
+}
+
+static bc_s3err_t
+err_of(int rv)
+{
+	switch (rv) {
+	case BC_EINVAL:
+		return BC_S3E_InvalidArgument;
+	case BC_E2BIG:
+		return BC_S3E_EntityTooLarge;
+	case BC_ENOSPC:
+		return BC_S3E_SlowDown;
+	default:
+		return BC_S3E_InternalError;
+	}
+}
+
+/* start of PUT /_bucketcache/v1/jobs/ID/plan: id is the decoded ID */
+static bc_s3err_t
+plan_start(bc_http_req_t *r, const char *id, size_t idlen)
+{
+	const char *bucket = bc_kv_get_exact(&r->s3.query, "bucket");
+	const char *epoch = bc_kv_get_exact(&r->s3.query, "epoch");
+	plan_put_t *pp;
+	uint64_t e = 0;
+	bc_s3err_t se;
+
+	if (r->srv->jobs == NULL)
+		return BC_S3E_NotImplemented;
+	if (!bc_s3_hint_job_ok(id, idlen) || bucket == NULL ||
+	    bucket[0] == '\0' || !bc_s3_bucket_name_ok(bucket) ||
+	    (epoch != NULL && (!bc_u64_parse_str(epoch, &e) ||
+	    e > UINT32_MAX)))
+		return BC_S3E_InvalidArgument;
+	se = jobs_access(r, bucket);
+	if (se != BC_S3E_NONE)
+		return se;
+	if (r->content_length != UINT64_MAX &&
+	    r->content_length > BC_PLAN_MAX_BYTES)
+		return BC_S3E_EntityTooLarge;
+	if (r->client_key != NULL && r->auth.streaming)
+		return BC_S3E_NotImplemented;
+	pp = calloc(1, sizeof(*pp));
+	if (pp == NULL)
+		return BC_S3E_InternalError;
+	r->hdata = pp;
+	memcpy(pp->id, id, idlen);
+	strcpy(pp->bucket, bucket);
+	pp->has_epoch = epoch != NULL;
+	pp->epoch = (uint32_t)e;
+	pp->b = bc_plan_builder_new();
+	if (pp->b == NULL)
+		return BC_S3E_InternalError;
+	if (r->client_key != NULL && is_hex64(r->auth.payload_hash)) {
+		memcpy(pp->want_sha, r->auth.payload_hash, 65);
+		pp->sha = bc_sha256_new();
+		if (pp->sha == NULL)
+			return BC_S3E_InternalError;
+	}
+	return BC_S3E_NONE;
+}
+
+static bc_s3err_t
+plan_finish(bc_http_req_t *r)
+{
+	plan_put_t *pp = r->hdata;
+	bc_plan_t *plan = NULL;
+	bc_buf_t body = BC_BUF_INIT;
+	uint32_t keys, epoch = 0;
+	int rv;
+
+	if (pp->sha != NULL) {
+		uint8_t md[BC_SHA256_LEN];
+		char hex[65];
+
+		bc_sha256_final(pp->sha, md);
+		bc_hex(md, sizeof(md), hex);
+		if (strcasecmp(hex, pp->want_sha) != 0)
+			return BC_S3E_BadDigest;
+	}
+	rv = bc_plan_builder_finish(pp->b, &plan, pp->err, sizeof(pp->err));
+	if (rv < 0)
+		return bc_http_respond_error(r, err_of(rv), pp->err) < 0 ?
+		    BC_S3E_InternalError : BC_S3E_NONE;
+	keys = bc_plan_len(plan);
+	rv = bc_jobs_put_plan(r->srv->jobs, pp->id, pp->bucket,
+	    pp->has_epoch ? &pp->epoch : NULL, plan, &epoch);
+	if (rv < 0) {
+		const char *msg = rv == BC_EINVAL ?
+		    "The epoch is below the job's current epoch." :
+		    rv == BC_E2BIG ? "The job already holds plans for 3 "
+		    "epochs; post this one when the current epoch ends." :
+		    rv == BC_ENOSPC ? "Plans are at their memory bound." : NULL;
+
+		return bc_http_respond_error(r, err_of(rv), msg) < 0 ?
+		    BC_S3E_InternalError : BC_S3E_NONE;
+	}
+	bc_buf_printf(&body, "{\"keys\": %u, \"epoch\": %u}\n", keys, epoch);
+	return bc_http_respond_buf(r, 200, "application/json", &body) < 0 ?
+	    BC_S3E_InternalError : BC_S3E_NONE;
+}
+
+/* GET|DELETE /_bucketcache/v1/jobs[/ID] */
+static bc_s3err_t
+jobs_call(bc_http_req_t *r, const char *rest)
+{
+	bc_jobs_t *jobs = r->srv->jobs;
+	bool get = strcmp(r->s3.method, "GET") == 0 ||
+	    strcmp(r->s3.method, "HEAD") == 0;
+	bool del = strcmp(r->s3.method, "DELETE") == 0;
+	bc_job_info_t info;
+	bc_buf_t body = BC_BUF_INIT;
+	bc_s3err_t e;
+	int rv;
+
+	if (jobs == NULL)
+		return BC_S3E_NotImplemented;
+	if (rest[0] == '\0') {
+		if (!get)
+			return BC_S3E_MethodNotAllowed;
+		if (!stats_allowed(r))
+			return BC_S3E_AccessDenied;
+		rv = bc_jobs_json(jobs, NULL, &body);
+		goto answer;
+	}
+	if (!get && !del)
+		return BC_S3E_MethodNotAllowed;
+	if (!bc_s3_hint_job_ok(rest, strlen(rest)))
+		return BC_S3E_NoSuchKey;
+	e = bc_jobs_info(jobs, rest, &info) == 0 ?
+	    jobs_access(r, info.bucket) : jobs_access(r, NULL);
+	if (e != BC_S3E_NONE)
+		return e;
+	if (del) {
+		if (bc_jobs_delete(jobs, rest) < 0)
+			return BC_S3E_NoSuchKey;
+		return bc_http_respond_buf(r, 204, "application/json", &body) <
+		    0 ? BC_S3E_InternalError : BC_S3E_NONE;
+	}
+	rv = bc_jobs_json(jobs, rest, &body);
+	if (rv == BC_ENOENT) {
+		bc_buf_fini(&body);
+		return BC_S3E_NoSuchKey;
+	}
+answer:
+	if (rv < 0) {
+		bc_buf_fini(&body);
+		return BC_S3E_InternalError;
+	}
+	return bc_http_respond_buf(r, 200, "application/json", &body) < 0 ?
+	    BC_S3E_InternalError : BC_S3E_NONE;
+}
+
 /* DELETE /_bucketcache/v1/cache */
 static bc_s3err_t
 invalidate(bc_http_req_t *r)
@@ -72,17 +306,72 @@ invalidate(bc_http_req_t *r)
 	    BC_S3E_InternalError : BC_S3E_NONE;
 }
 
+/* "v1/jobs/ID/plan": ID's span, or NULL */
+static const char *
+plan_path(const char *path, size_t *idlen)
+{
+	const char *id, *end;
+
+	if (strncmp(path, JOBS_PATH "/", sizeof(JOBS_PATH)) != 0)
+		return NULL;
+	id = path + sizeof(JOBS_PATH);
+	end = strchr(id, '/');
+	if (end == NULL || strcmp(end, "/plan") != 0)
+		return NULL;
+	*idlen = (size_t)(end - id);
+	return id;
+}
+
 static bc_s3err_t
 admin_start(bc_http_req_t *r)
 {
-	return BC_S3E_NONE;
+	const char *path = r->s3.path + strlen(BC_S3_ADMIN_PREFIX);
+	const char *id;
+	size_t idlen;
+
+	id = plan_path(path, &idlen);
+	if (id == NULL)
+		return BC_S3E_NONE;
+	if (strcmp(r->s3.method, "PUT") != 0)
+		return BC_S3E_MethodNotAllowed;
+	return plan_start(r, id, idlen);
 }
 
 static bc_s3err_t
 admin_body(bc_http_req_t *r, const char *data, size_t *len)
 {
-	*len = 0;   /* no admin call takes a body yet */
+	plan_put_t *pp = r->hdata;
+	int rv;
+
+	if (pp == NULL) {
+		*len = 0;   /* no other admin call takes a body */
+		return BC_S3E_NONE;
+	}
+	if (pp->sha != NULL)
+		bc_sha256_update(pp->sha, data, *len);
+	rv = bc_plan_builder_feed(pp->b, data, *len, pp->err,
+	    sizeof(pp->err));
+	*len = 0;
+	if (rv < 0) {
+		BC_DEBUG("plan %s: %s", pp->id, pp->err);
+		return err_of(rv);
+	}
 	return BC_S3E_NONE;
+}
+
+static void
+admin_done(bc_http_req_t *r, bool ok)
+{
+	plan_put_t *pp = r->hdata;
+
+	(void)ok;
+	if (pp == NULL)
+		return;
+	bc_plan_builder_free(pp->b);
+	if (pp->sha != NULL)
+		bc_sha256_free(pp->sha);
+	free(pp);
+	r->hdata = NULL;
 }
 
 static bc_s3err_t
@@ -94,6 +383,12 @@ admin_finish(bc_http_req_t *r)
 	bc_buf_t body = BC_BUF_INIT;
 	int rv;
 
+	if (r->hdata != NULL)
+		return plan_finish(r);
+	if (strcmp(path, JOBS_PATH) == 0 ||
+	    strncmp(path, JOBS_PATH "/", sizeof(JOBS_PATH)) == 0)
+		return jobs_call(r, path[sizeof(JOBS_PATH) - 1] == '\0' ? "" :
+		    path + sizeof(JOBS_PATH));
 	if (strcmp(path, "health") == 0 && get) {
 		bc_buf_puts(&body, "ok\n");
 		rv = bc_http_respond_buf(r, 200, "text/plain", &body);
@@ -125,5 +420,5 @@ const bc_handler_t bc_handler_admin = {
 	.start = admin_start,
 	.body = admin_body,
 	.finish = admin_finish,
-	.done = NULL,
+	.done = admin_done,
 };

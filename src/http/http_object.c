@@ -29,7 +29,9 @@
 #include "cache/cache_math.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch_jobs.h"
 #include "s3/s3_cond.h"
+#include "s3/s3_hints.h"
 #include "s3/s3_range.h"
 #include "stats/stats.h"
 #include "util/util_error.h"
@@ -100,6 +102,28 @@ bc_object_cacheable(const bc_http_req_t *r)
 	return true;
 }
 
+/* A GET moves its job's cursor (prefetch_jobs.h): the hinted job, else
+ * the access key, else "anonymous". Malformed hints are counted. */
+static void
+record_hints(bc_http_req_t *r)
+{
+	bc_s3_hints_t h;
+	const char *job;
+
+	bc_s3_hints_init(&h);
+	if (bc_s3_hints_parse(&h, &r->s3.headers) == 0 &&
+	    r->srv->jobs != NULL && strcmp(r->s3.method, "GET") == 0) {
+		job = h.job[0] != '\0' ? h.job :
+		    r->auth.kind != BC_S3AUTH_NONE ? r->auth.access_key :
+		    "anonymous";
+		(void)bc_jobs_record(r->srv->jobs, job, r->s3.bucket,
+		    r->s3.key, h.has_epoch ? &h.epoch : NULL);
+	}
+	if (h.malformed > 0)
+		BC_STATS_ADD(hints_malformed, h.malformed);
+	bc_s3_hints_fini(&h);
+}
+
 static bc_s3err_t
 obj_start(bc_http_req_t *r)
 {
@@ -110,6 +134,7 @@ obj_start(bc_http_req_t *r)
 	if (q == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = q;
+	record_hints(r);
 	q->c = r->srv->cache;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
 	q->w.partial_ok = true;   /* stream chunks as they arrive */

@@ -608,7 +608,8 @@ bad:
 
 int
 bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    bc_origin_t *origin, struct bc_cache_s *cache, char *err, size_t errlen)
+    bc_origin_t *origin, struct bc_cache_s *cache, struct bc_jobs_s *jobs,
+    char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bc_conns_limits_t limits;
@@ -622,6 +623,7 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 	s->loop = loop;
 	s->origin = origin;
 	s->cache = cache;
+	s->jobs = jobs;
 	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
 		return -1;
 	if (ss.ss_family == AF_INET6)
@@ -711,5 +713,6 @@ bc_server_stop(bc_server_t *s)
 	bc_s3_verdicts_free(s->verdicts);
 	s->verdicts = NULL;
 	s->cache = NULL;     /* main's */
+	s->jobs = NULL;      /* main's */
 	s->origin = NULL;
 }

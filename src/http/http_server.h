@@ -24,6 +24,8 @@ struct bc_server_s {
 	bc_loop_t          *loop;     /* main's */
 	bc_origin_t        *origin;   /* S3 or file:// (main's) */
 	struct bc_cache_s  *cache;   /* NULL when not caching (main's) */
+	struct bc_jobs_s   *jobs;    /* training jobs and plans; NULL: no
+					jobs API (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
@@ -32,10 +34,11 @@ struct bc_server_s {
 
 /* Starts serving cfg->listen what main built (main.c): origin (S3 or
  * file://) whose exchanges run on loop, fronted by cache (NULL: not
- * caching). They must outlive the server. Returns 0, or -1 with err set. */
+ * caching), and the jobs registry whose cursors GETs move (NULL: none).
+ * They must outlive the server. Returns 0, or -1 with err set. */
 int  bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    bc_origin_t *origin, struct bc_cache_s *cache, char *err,
-    size_t errlen);
+    bc_origin_t *origin, struct bc_cache_s *cache, struct bc_jobs_s *jobs,
+    char *err, size_t errlen);
 /* Stops accepting, stops the loop (cancelling the origin's exchanges,
  * which resumes every waiting connection), ends every connection, frees
  * the daemon. */

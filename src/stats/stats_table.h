@@ -27,6 +27,7 @@ BC_STAT(upstream_timeouts,  COUNTER, "Upstream requests that failed for want of 
 BC_STAT(upstream_bytes_in,  COUNTER, "Bytes received from the upstream.")
 BC_STAT(upstream_bytes_out, COUNTER, "Bytes sent to the upstream.")
 BC_STAT(upstream_file_reads, COUNTER, "Object files the file:// origin opened to answer a GET or HEAD (reads of the directory).")
+BC_STAT(hints_malformed,    COUNTER, "x-bucketcache-* hint headers ignored as malformed.")
 BC_STAT(connections,        GAUGE,   "Client requests in flight.")
 BC_STAT(cache_hits,          COUNTER, "Object reads served wholly from the cache.")
 BC_STAT(cache_misses,        COUNTER, "Object reads served wholly from the upstream.")

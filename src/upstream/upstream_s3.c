@@ -119,7 +119,8 @@ static const char *const dropped_request_headers[] = {
 	"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding",
 	"Upgrade", "Expect", "Authorization", "X-Amz-Date",
 	"X-Amz-Content-SHA256", "X-Amz-Security-Token", "Content-Length",
-	"Date", NULL
+	"Date", "x-bucketcache-job", "x-bucketcache-next",
+	"x-bucketcache-pattern", "x-bucketcache-epoch", NULL
 };
 
 static bool

@@ -202,7 +202,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			co.loop = loop;
 			FUZZ_CHECK(bc_cache_new(&co, &cache) == 0);
 		}
-		if (bc_server_start(&srv, &cfg, loop, origin, cache, err,
+		if (bc_server_start(&srv, &cfg, loop, origin, cache, NULL, err,
 		    sizeof(err)) == 0)
 			started = true;
 		else

@@ -1372,12 +1372,12 @@ LTest(file_relay, put_digests, .init = origin_start, .fini = origin_stop)
 }
 
 /* GET through read() and through body_fd(): the same bytes and headers;
- * x-amz-meta-* with an empty value survive. HEAD: the object's length,
- * no body. */
+ * x-amz-meta-* with an empty value survive, a hint (x-bucketcache-*) is
+ * not stored. HEAD: the object's length, no body. */
 LTest(file_relay, get_and_head, .init = origin_start, .fini = origin_stop)
 {
 	const char *hv[] = { "Content-Type", "text/plain", "x-amz-meta-color",
-	    "blue", "x-amz-meta-empty", "", NULL };
+	    "blue", "x-amz-meta-empty", "", "x-bucketcache-job", "j1", NULL };
 	const char *const heads[] = { "ETag", "Last-Modified", "Content-Type",
 	    "Accept-Ranges", "x-amz-meta-color", "x-amz-meta-empty" };
 	uint64_t reads = file_reads();
@@ -1395,6 +1395,7 @@ LTest(file_relay, get_and_head, .init = origin_start, .fini = origin_stop)
 	cr_expect_str_eq(bc_kv_get(&a.hdrs, "Accept-Ranges"), "bytes");
 	cr_expect_str_eq(bc_kv_get(&a.hdrs, "x-amz-meta-color"), "blue");
 	cr_expect_str_eq(bc_kv_get(&a.hdrs, "x-amz-meta-empty"), "");
+	cr_expect_null(bc_kv_get(&a.hdrs, "x-bucketcache-job"));
 	cr_expect_not_null(bc_kv_get(&a.hdrs, "Last-Modified"));
 	use_fd = true;
 	req("GET", "/ck/dir/obj", NULL, NULL, NULL, NULL, 0, &b);

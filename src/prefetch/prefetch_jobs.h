@@ -1,0 +1,143 @@
+/*
+ * prefetch_jobs.h — the jobs registry: training jobs by id, each with the
+ * plans of its current and coming epochs (prefetch_plan.h) and a cursor
+ * in the current one (DESIGN.md "Plans").
+ *
+ * A job exists from its first plan (bc_jobs_put_plan) until it is
+ * deleted or evicted: at most max_jobs, and plans of at most max_bytes
+ * all told; making room evicts the job idle the longest. GETs of jobs
+ * without a plan are not recorded (a flood of made-up job ids cannot
+ * evict planned jobs).
+ *
+ * A job holds up to BC_JOBS_EPOCHS plans, by epoch; the lowest is the
+ * current one. The cursor is the position in the current plan the job
+ * has read up to. A GET of a key at position p of the current plan, with
+ * cursor <= p < cursor + BC_JOBS_LOOKAHEAD, moves the cursor to p + 1; a
+ * key behind the cursor (a retry) or further ahead leaves it (counted
+ * out_of_order); a key early in the next epoch's plan starts that epoch
+ * when it is nearer the cursor that way ((plan length - cursor) + its
+ * position there < BC_JOBS_LOOKAHEAD) than as a straggler behind the
+ * cursor (cursor - its position here), so the last keys of an epoch may
+ * go unread (drop_last); a key in no plan counts out_of_plan. Reaching the end of the current
+ * plan moves to the next one held, if any. A hinted epoch
+ * (x-bucketcache-epoch) above the current one starts it when it is held.
+ *
+ * Threads: every call takes the registry's one mutex for a short
+ * critical section (no allocation but in put_plan and json, no I/O, no
+ * callback); MHD workers record GETs, the loop reads windows, the policy
+ * asks next uses. Plans are immutable and refcounted, so keys a window
+ * returns stay valid without the lock.
+ */
+#ifndef BC_PREFETCH_JOBS_H
+#define BC_PREFETCH_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prefetch/prefetch_plan.h"
+#include "util/util_buf.h"
+
+#define BC_JOBS_EPOCHS     3          /* plans a job holds */
+#define BC_JOBS_LOOKAHEAD  4096       /* positions a read may skip */
+#define BC_JOBS_NEVER      UINT64_MAX /* bc_jobs_next_use: no known use */
+#define BC_JOBS_DEFAULT_MAX_JOBS  1024
+#define BC_JOBS_DEFAULT_MAX_BYTES ((size_t)1 << 30)
+
+typedef struct bc_jobs_s bc_jobs_t;
+typedef struct bc_job_s bc_job_t;
+
+/* One key of a window: key is NUL-terminated and lives while plan does;
+ * plan is a reference (bc_jobs_window_release drops them). */
+typedef struct bc_job_key_s {
+	bc_plan_t  *plan;
+	const char *key;
+	size_t      len;
+	uint32_t    epoch;
+	uint32_t    pos;
+} bc_job_key_t;
+
+/* A snapshot of one job, for the admin API and stats. */
+typedef struct bc_job_info_s {
+	char     id[129];
+	char     bucket[256];
+	uint32_t epoch;          /* current */
+	uint32_t cursor;
+	uint32_t plan_len;       /* keys in the current plan */
+	uint32_t epochs[BC_JOBS_EPOCHS];   /* held, ascending */
+	unsigned n_epochs;
+	uint64_t reads;          /* GETs recorded */
+	uint64_t out_of_order;
+	uint64_t out_of_plan;
+	size_t   plan_bytes;     /* bc_plan_memory of all its plans */
+} bc_job_info_t;
+
+/* max_jobs 0 or max_bytes 0: the defaults above. NULL: no memory. */
+bc_jobs_t *bc_jobs_new(size_t max_jobs, size_t max_bytes);
+/* Frees every job and plan. Every bc_jobs_get reference must have been
+ * dropped. NULL: no-op. */
+void bc_jobs_free(bc_jobs_t *jobs);
+
+/*
+ * Installs plan (the caller's reference is taken over, also on error)
+ * as job id's plan for epoch of bucket, creating the job. epoch NULL:
+ * one after the highest held, 0 for a new job. A plan for another
+ * bucket than the job's replaces all its plans. The same epoch replaces
+ * that plan (and resets the cursor when current). Returns 0 and
+ * *epoch_out, or BC_EINVAL (an epoch below the current one), BC_E2BIG
+ * (the job already holds BC_JOBS_EPOCHS later epochs), BC_ENOSPC (the
+ * plan does not fit max_bytes even alone), BC_ENOMEM.
+ */
+int bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
+    const uint32_t *epoch, bc_plan_t *plan, uint32_t *epoch_out);
+/* Ends a job. Returns 0 or BC_ENOENT. */
+int bc_jobs_delete(bc_jobs_t *jobs, const char *id);
+
+/*
+ * Records a GET of bucket/key by job id (hinted epoch: NULL when none).
+ * Returns true when id is a job (its cursor may have moved), false
+ * otherwise (nothing recorded).
+ */
+bool bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
+    const char *key, const uint32_t *epoch);
+
+/*
+ * The smallest distance, in keys, from any job's cursor to its next
+ * read of bucket/key: in its current plan (0 = the next key it reads),
+ * else in the following plans, counted past the end of the ones before.
+ * BC_JOBS_NEVER when no job plans to read it.
+ */
+uint64_t bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket,
+    const char *key);
+
+/* Job id with a reference held, or NULL; bc_job_unref when done. A job
+ * deleted or evicted meanwhile stays valid and reads as ended. */
+bc_job_t *bc_jobs_get(bc_jobs_t *jobs, const char *id);
+void bc_job_unref(bc_job_t *job);
+/* false once the job was deleted or evicted */
+bool bc_job_live(bc_job_t *job);
+
+/*
+ * Up to n keys the job reads next, after its cursor, running on into the
+ * following plans: writes out[0..k) and returns k (0 for an ended job).
+ * bucket (when not NULL, at least 256 bytes) receives the job's bucket.
+ * Each out[i].plan is a reference: bc_jobs_window_release(out, k).
+ */
+size_t bc_jobs_window(bc_job_t *job, size_t n, bc_job_key_t *out,
+    char *bucket);
+void bc_jobs_window_release(bc_job_key_t *keys, size_t n);
+
+/* A snapshot of job id into *info: 0 or BC_ENOENT. */
+int bc_jobs_info(bc_jobs_t *jobs, const char *id, bc_job_info_t *info);
+/* Number of jobs. */
+size_t bc_jobs_count(bc_jobs_t *jobs);
+
+/*
+ * Appends JSON: with id NULL {"jobs": [JOB, ...]}, else one JOB object,
+ * where JOB is {"id", "bucket", "epoch", "cursor", "plan_keys",
+ * "epochs": [...], "reads", "out_of_order", "out_of_plan",
+ * "plan_bytes"}. Returns 0, BC_ENOENT (no job id), BC_ENOMEM.
+ */
+int bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out);
+
+#endif

@@ -1,0 +1,396 @@
+/* test_prefetch_jobs.c — the jobs registry (prefetch_jobs.h): plans by
+ * epoch, cursors, tolerance of out-of-order reads, next uses, windows,
+ * eviction, and concurrent recording. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../bc_test.h"
+
+#include "prefetch/prefetch_jobs.h"
+#include "util/util_buf.h"
+#include "util/util_error.h"
+
+/* a plan of keys prefix0..prefix(n-1), in order */
+static bc_plan_t *
+plan_seq(const char *prefix, unsigned n)
+{
+	bc_buf_t b = BC_BUF_INIT;
+	bc_plan_t *p = NULL;
+	char err[128];
+
+	for (unsigned i = 0; i < n; i++)
+		bc_buf_printf(&b, "%s%u\n", prefix, i);
+	cr_assert_eq(bc_plan_parse(b.data, b.len, &p, err, sizeof(err)), 0);
+	bc_buf_fini(&b);
+	return p;
+}
+
+static bc_plan_t *
+plan_of(const char *body)
+{
+	bc_plan_t *p = NULL;
+	char err[128];
+
+	cr_assert_eq(bc_plan_parse(body, strlen(body), &p, err, sizeof(err)),
+	    0);
+	return p;
+}
+
+static bc_job_info_t
+info(bc_jobs_t *jobs, const char *id)
+{
+	bc_job_info_t in;
+
+	cr_assert_eq(bc_jobs_info(jobs, id, &in), 0);
+	return in;
+}
+
+LTest(jobs, put_epochs_default_and_explicit)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	uint32_t e, five = 5, three = 3, nine = 9;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", NULL, plan_seq("k", 10),
+	    &e), 0);
+	cr_assert_eq(e, 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", NULL, plan_seq("k", 10),
+	    &e), 0);
+	cr_assert_eq(e, 1);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", &five,
+	    plan_seq("k", 10), &e), 0);
+	cr_assert_eq(e, 5);
+	cr_assert_eq(info(jobs, "j1").n_epochs, 3);
+	/* a fourth later epoch does not fit; an older one is refused */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", &nine,
+	    plan_seq("k", 10), &e), BC_E2BIG);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", &three,
+	    plan_seq("k", 10), &e), BC_E2BIG);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j2", "b", &five,
+	    plan_seq("k", 10), &e), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j2", "b", &three,
+	    plan_seq("k", 10), &e), BC_EINVAL);
+	/* bad id or bucket */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "bad id", "b", NULL,
+	    plan_seq("k", 1), &e), BC_EINVAL);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j3", "_b", NULL,
+	    plan_seq("k", 1), &e), BC_EINVAL);
+	cr_assert_eq(bc_jobs_count(jobs), 2);
+	cr_assert_eq(bc_jobs_delete(jobs, "j2"), 0);
+	cr_assert_eq(bc_jobs_delete(jobs, "j2"), BC_ENOENT);
+	cr_assert_eq(bc_jobs_count(jobs), 1);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, cursor_in_order_and_tolerant)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_job_info_t in;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_seq("k", 10000), NULL), 0);
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k0", NULL));
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k1", NULL));
+	cr_assert_eq(info(jobs, "j").cursor, 2);
+	/* a worker ahead: the cursor jumps past it */
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k5", NULL));
+	cr_assert_eq(info(jobs, "j").cursor, 6);
+	/* the ones it skipped arrive late: behind, tolerated */
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k3", NULL));
+	in = info(jobs, "j");
+	cr_assert_eq(in.cursor, 6);
+	cr_assert_eq(in.out_of_order, 1);
+	/* too far ahead: not followed */
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k9000", NULL));
+	cr_assert_eq(info(jobs, "j").cursor, 6);
+	cr_assert_eq(info(jobs, "j").out_of_order, 2);
+	/* not in the plan, another bucket */
+	cr_assert(bc_jobs_record(jobs, "j", "b", "zzz", NULL));
+	cr_assert(bc_jobs_record(jobs, "j", "other", "k6", NULL));
+	in = info(jobs, "j");
+	cr_assert_eq(in.cursor, 6);
+	cr_assert_eq(in.out_of_plan, 2);
+	cr_assert_eq(in.reads, 7);
+	/* unknown job: nothing recorded */
+	cr_assert(!bc_jobs_record(jobs, "nobody", "b", "k6", NULL));
+	cr_assert_eq(bc_jobs_count(jobs), 1);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, epochs_roll_over)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_job_info_t in;
+
+	/* epoch 0: a b c d; epoch 1: d c b a (every key in both) */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_of("a\nb\nc\nd\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_of("d\nc\nb\na\n"), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "a", NULL);
+	bc_jobs_record(jobs, "j", "b", "b", NULL);
+	bc_jobs_record(jobs, "j", "b", "c", NULL);
+	bc_jobs_record(jobs, "j", "b", "d", NULL);
+	in = info(jobs, "j");
+	cr_assert_eq(in.epoch, 1);
+	cr_assert_eq(in.cursor, 0);
+	cr_assert_eq(in.n_epochs, 1);
+	bc_jobs_record(jobs, "j", "b", "d", NULL);
+	cr_assert_eq(info(jobs, "j").cursor, 1);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, next_epoch_started_early)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_job_info_t in;
+
+	/* drop_last: the last key of epoch 0 is never read */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_of("a\nb\nc\nd\ne\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_of("b\ne\na\nd\nc\n"), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "a", NULL);
+	bc_jobs_record(jobs, "j", "b", "b", NULL);
+	bc_jobs_record(jobs, "j", "b", "d", NULL);
+	in = info(jobs, "j");
+	cr_assert_eq(in.epoch, 0);
+	cr_assert_eq(in.cursor, 4);
+	/* "c" straggles: 2 behind, against 1 + 4 into the next epoch */
+	bc_jobs_record(jobs, "j", "b", "c", NULL);
+	in = info(jobs, "j");
+	cr_assert_eq(in.epoch, 0);
+	cr_assert_eq(in.cursor, 4);
+	cr_assert_eq(in.out_of_order, 1);
+	/* "b": 3 behind, against 1 + 0 into the next epoch, which starts */
+	bc_jobs_record(jobs, "j", "b", "b", NULL);
+	in = info(jobs, "j");
+	cr_assert_eq(in.epoch, 1);
+	cr_assert_eq(in.cursor, 1);
+	cr_assert_eq(in.out_of_order, 1);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, hinted_epoch)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	uint32_t two = 2, seven = 7;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_seq("k", 100), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", &two,
+	    plan_seq("k", 100), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "k0", &seven);   /* not held */
+	cr_assert_eq(info(jobs, "j").epoch, 0);
+	bc_jobs_record(jobs, "j", "b", "k50", &two);
+	cr_assert_eq(info(jobs, "j").epoch, 2);
+	cr_assert_eq(info(jobs, "j").cursor, 51);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, next_use_over_jobs_and_epochs)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", NULL,
+	    plan_of("a\nb\nc\nd\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", NULL,
+	    plan_of("e\nd\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "a"), 0);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "d"), 3);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "e"), 4);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "x"), BC_JOBS_NEVER);
+	cr_assert_eq(bc_jobs_next_use(jobs, "other", "a"), BC_JOBS_NEVER);
+	bc_jobs_record(jobs, "j1", "b", "a", NULL);
+	bc_jobs_record(jobs, "j1", "b", "b", NULL);
+	/* a is behind: next read in epoch 1? no: not planned there */
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "a"), BC_JOBS_NEVER);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "d"), 1);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "e"), 2);
+	/* a second job reading e first */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j2", "b", NULL,
+	    plan_of("e\na\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "e"), 0);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "a"), 1);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, window_runs_into_next_epoch)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_job_key_t w[8];
+	char bucket[256];
+	bc_job_t *job;
+	size_t k;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "bk", NULL,
+	    plan_of("a\nb\nc\n"), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "bk", NULL,
+	    plan_of("x\ny\n"), NULL), 0);
+	bc_jobs_record(jobs, "j", "bk", "a", NULL);
+	cr_assert_null(bc_jobs_get(jobs, "nobody"));
+	job = bc_jobs_get(jobs, "j");
+	cr_assert_not_null(job);
+	k = bc_jobs_window(job, 3, w, bucket);
+	cr_assert_eq(k, 3);
+	cr_assert_str_eq(bucket, "bk");
+	cr_assert_str_eq(w[0].key, "b");
+	cr_assert_eq(w[0].pos, 1);
+	cr_assert_str_eq(w[2].key, "x");
+	cr_assert_eq(w[2].epoch, 1);
+	cr_assert_eq(w[2].len, 1);
+	/* the plan outlives its job's deletion while the window holds it */
+	cr_assert_eq(bc_jobs_delete(jobs, "j"), 0);
+	cr_assert(!bc_job_live(job));
+	cr_assert_str_eq(w[1].key, "c");
+	bc_jobs_window_release(w, k);
+	cr_assert_eq(bc_jobs_window(job, 8, w, NULL), 0);
+	bc_job_unref(job);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, replace_resets_cursor)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	uint32_t zero = 0;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_seq("k", 10), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "k3", NULL);
+	cr_assert_eq(info(jobs, "j").cursor, 4);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", &zero,
+	    plan_seq("n", 20), NULL), 0);
+	cr_assert_eq(info(jobs, "j").cursor, 0);
+	cr_assert_eq(info(jobs, "j").plan_len, 20);
+	/* another bucket replaces every plan */
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "c", NULL,
+	    plan_seq("m", 5), NULL), 0);
+	cr_assert_str_eq(info(jobs, "j").bucket, "c");
+	cr_assert_eq(info(jobs, "j").n_epochs, 1);
+	cr_assert_eq(info(jobs, "j").plan_len, 5);
+	bc_jobs_free(jobs);
+}
+
+LTest(jobs, eviction_by_count_and_bytes)
+{
+	bc_jobs_t *jobs = bc_jobs_new(3, 0);
+	bc_jobs_t *small;
+	bc_plan_t *p;
+	size_t pb;
+
+	bc_jobs_put_plan(jobs, "a", "b", NULL, plan_seq("k", 4), NULL);
+	bc_jobs_put_plan(jobs, "b", "b", NULL, plan_seq("k", 4), NULL);
+	bc_jobs_put_plan(jobs, "c", "b", NULL, plan_seq("k", 4), NULL);
+	/* a is touched: b is now idle the longest */
+	cr_assert(bc_jobs_record(jobs, "a", "b", "k0", NULL));
+	cr_assert_eq(bc_jobs_put_plan(jobs, "d", "b", NULL, plan_seq("k", 4),
+	    NULL), 0);
+	cr_assert_eq(bc_jobs_count(jobs), 3);
+	cr_assert_eq(bc_jobs_info(jobs, "b", &(bc_job_info_t){ 0 }),
+	    BC_ENOENT);
+	cr_assert_eq(bc_jobs_info(jobs, "a", &(bc_job_info_t){ 0 }), 0);
+	bc_jobs_free(jobs);
+
+	p = plan_seq("k", 1000);
+	pb = bc_plan_memory(p);
+	small = bc_jobs_new(0, pb * 2 + pb / 2);
+	cr_assert_eq(bc_jobs_put_plan(small, "a", "b", NULL, p, NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(small, "b", "b", NULL,
+	    plan_seq("k", 1000), NULL), 0);
+	cr_assert_eq(bc_jobs_put_plan(small, "c", "b", NULL,
+	    plan_seq("k", 1000), NULL), 0);
+	cr_assert_eq(bc_jobs_count(small), 2);
+	cr_assert_eq(bc_jobs_info(small, "a", &(bc_job_info_t){ 0 }),
+	    BC_ENOENT);
+	/* a plan bigger than the whole bound */
+	cr_assert_eq(bc_jobs_put_plan(small, "d", "b", NULL,
+	    plan_seq("k", 3000), NULL), BC_ENOSPC);
+	bc_jobs_free(small);
+}
+
+LTest(jobs, json)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_buf_t b = BC_BUF_INIT;
+
+	cr_assert_eq(bc_jobs_json(jobs, NULL, &b), 0);
+	cr_assert_str_eq(b.data, "{\"jobs\": []}\n");
+	bc_buf_reset(&b);
+	bc_jobs_put_plan(jobs, "j1", "bk", NULL, plan_seq("k", 4), NULL);
+	bc_jobs_record(jobs, "j1", "bk", "k1", NULL);
+	cr_assert_eq(bc_jobs_json(jobs, "j1", &b), 0);
+	cr_assert_not_null(strstr(b.data, "\"id\": \"j1\", \"bucket\": \"bk\", "
+	    "\"epoch\": 0, \"cursor\": 2, \"plan_keys\": 4, \"epochs\": [0], "
+	    "\"reads\": 1, \"out_of_order\": 0, \"out_of_plan\": 0"), "%s",
+	    b.data);
+	cr_assert_eq(bc_jobs_json(jobs, "nope", &b), BC_ENOENT);
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_jobs_json(jobs, NULL, &b), 0);
+	cr_assert_eq(strncmp(b.data, "{\"jobs\": [{\"id\": \"j1\"", 21), 0,
+	    "%s", b.data);
+	bc_buf_fini(&b);
+	bc_jobs_free(jobs);
+}
+
+/* Workers record GETs of two jobs while a reader takes windows and next
+ * uses: every read in order moves its job's cursor exactly once. */
+typedef struct {
+	bc_jobs_t  *jobs;
+	const char *id;
+	unsigned    n;
+} worker_t;
+
+static void *
+worker(void *arg)
+{
+	worker_t *w = arg;
+	char key[32];
+
+	for (unsigned i = 0; i < w->n; i++) {
+		snprintf(key, sizeof(key), "k%u", i);
+		bc_jobs_record(w->jobs, w->id, "b", key, NULL);
+	}
+	return NULL;
+}
+
+static void *
+reader(void *arg)
+{
+	worker_t *w = arg;
+	bc_job_key_t win[16];
+
+	for (unsigned i = 0; i < w->n / 4; i++) {
+		bc_job_t *job = bc_jobs_get(w->jobs, "j1");
+		size_t k = bc_jobs_window(job, 16, win, NULL);
+
+		for (size_t j = 1; j < k; j++)
+			cr_assert_eq(win[j].pos, win[j - 1].pos + 1);
+		bc_jobs_window_release(win, k);
+		bc_job_unref(job);
+		(void)bc_jobs_next_use(w->jobs, "b", "k7");
+	}
+	return NULL;
+}
+
+LTest(jobs, concurrent)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	worker_t w1 = { jobs, "j1", 20000 }, w2 = { jobs, "j2", 20000 };
+	pthread_t t[3];
+
+	bc_jobs_put_plan(jobs, "j1", "b", NULL, plan_seq("k", 20000), NULL);
+	bc_jobs_put_plan(jobs, "j2", "b", NULL, plan_seq("k", 20000), NULL);
+	pthread_create(&t[0], NULL, worker, &w1);
+	pthread_create(&t[1], NULL, worker, &w2);
+	pthread_create(&t[2], NULL, reader, &w1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	cr_assert_eq(info(jobs, "j1").cursor, 20000);
+	cr_assert_eq(info(jobs, "j2").cursor, 20000);
+	cr_assert_eq(info(jobs, "j2").reads, 20000);
+	cr_assert_eq(info(jobs, "j2").out_of_order, 0);
+	bc_jobs_free(jobs);
+}
