@@ -4,10 +4,12 @@
  *
  * Start: config (exit 2 on any bad option), curl, the loop thread, the
  * origin (S3, or file:// for a local directory), the cache over it
- * (unless --no-cache); then the HTTP front end, handed what it serves.
- * Stop (SIGINT/SIGTERM), in reverse: the front end quiesces, the origin's
- * exchanges are cancelled and the loop joined, the daemon stopped; then
- * the cache, the origin and the loop go.
+ * (unless --no-cache), the jobs registry and the prefetcher; then the
+ * HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM), in
+ * reverse: the front end quiesces, the origin's exchanges are cancelled
+ * and the loop joined (the prefetcher's timer with it), the daemon
+ * stopped; then the prefetcher, the cache, the jobs, the origin and the
+ * loop go.
  * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options.
  */
 #include <malloc.h>
@@ -26,6 +28,7 @@
 #include "config/config.h"
 #include "cache/cache.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
 #include "stats/stats.h"
 #include "upstream/upstream.h"
@@ -65,6 +68,8 @@ main(int argc, char **argv)
 	bc_origin_t *origin = NULL;
 	bc_cache_t *cache = NULL;
 	bc_jobs_t *jobs = NULL;
+	bc_prefetch_t *prefetch = NULL;
+	bc_server_parts_t parts;
 	char err[512] = "";
 	struct sigaction sa;
 	sigset_t mask, old;
@@ -132,13 +137,28 @@ main(int argc, char **argv)
 		fprintf(stderr, "bucketcache: out of memory\n");
 		goto out;
 	}
+	if (cache != NULL && cfg.prefetch_concurrency > 0) {
+		bc_prefetch_opts_t po = { cache, loop,
+		    cfg.prefetch_memory > 0 ? cfg.prefetch_memory :
+		    cfg.mem_size / 4, cfg.prefetch_concurrency, 0 };
+
+		prefetch = bc_prefetch_new(&po);
+		if (prefetch == NULL) {
+			BC_ERROR("cannot start the prefetcher");
+			goto out;
+		}
+	}
 	/* Worker threads inherit a mask with the stop signals blocked. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
-	if (bc_server_start(&srv, &cfg, loop, origin, cache, jobs, err,
-	    sizeof(err)) < 0) {
+	parts.loop = loop;
+	parts.origin = origin;
+	parts.cache = cache;
+	parts.jobs = jobs;
+	parts.prefetch = prefetch;
+	if (bc_server_start(&srv, &cfg, &parts, err, sizeof(err)) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
@@ -159,6 +179,7 @@ main(int argc, char **argv)
 out:
 	if (loop != NULL)
 		bc_loop_stop(loop, cancel_exchanges, origin);
+	bc_prefetch_free(prefetch);   /* its timer stopped with the loop */
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
 	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);

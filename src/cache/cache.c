@@ -203,8 +203,6 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 	pthread_mutex_lock(&c->mu);
 	hit = bc_tier_chain_lookup(c->tiers, &k, &ctx);
 	if (hit != NULL) {
-		if (w != NULL)   /* a client reads it */
-			(void)bc_chunk_take_prefetched(hit);
 		*out = hit;
 		rv = 0;
 		goto out;
@@ -261,7 +259,12 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 {
 	/* An unsigned request asks for chunks only after bc_cache_meta()
 	 * let it read this version: it may join any fill of them. */
-	return chunk_get(c, o, etag, i, fetch, w != NULL && w->anon, w, out);
+	int rv = chunk_get(c, o, etag, i, fetch, w != NULL && w->anon, w,
+	    out);
+
+	if (rv == 0)   /* a client reads it */
+		(void)bc_chunk_take_prefetched(*out);
+	return rv;
 }
 
 int

@@ -29,6 +29,7 @@
 #include "cache/cache_math.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
 #include "s3/s3_cond.h"
 #include "s3/s3_hints.h"
@@ -36,6 +37,7 @@
 #include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 #define MAX_RESTARTS   3
 #define MAX_IOV_CHUNKS 1024
@@ -69,6 +71,13 @@ typedef struct objreq_s {
 	bool             cur_fetched;
 	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
 	bool             pass_ok;    /* its answer is the bytes asked for */
+	/* the job it is for (hint, access key or "anonymous") and what it
+	 * cost: per-job stats and the prefetcher's rate, at done */
+	char             job[BC_S3_HINT_JOB_MAX + 1];
+	hit_t            hit;
+	bool             answered;
+	uint64_t         wait_t0;    /* monotonic: a wait began; 0: none */
+	uint64_t         wait_ns;    /* waited for fills, in all */
 } objreq_t;
 
 typedef struct held_s {          /* zero-copy response's references */
@@ -102,22 +111,84 @@ bc_object_cacheable(const bc_http_req_t *r)
 	return true;
 }
 
-/* A GET moves its job's cursor (prefetch_jobs.h): the hinted job, else
- * the access key, else "anonymous". Malformed hints are counted. */
 static void
-record_hints(bc_http_req_t *r)
+wait_begin(objreq_t *q)
+{
+	q->waiting = true;
+	if (q->wait_t0 == 0)
+		q->wait_t0 = bc_mono_ns();
+}
+
+static void
+wait_end(objreq_t *q)
+{
+	q->waiting = false;
+	if (q->wait_t0 != 0)
+		q->wait_ns += bc_mono_ns() - q->wait_t0;
+	q->wait_t0 = 0;
+}
+
+/* The keys the prefetcher should bring for q's job, which just read
+ * r's key: the -next hint's, else the job's plan window (as many keys as
+ * its prefetch window). */
+static void
+feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
+{
+	bc_prefetch_t *pf = r->srv->prefetch;
+	size_t w, n;
+	bc_job_t *j;
+
+	if (pf == NULL)
+		return;
+	if (h->n_next > 0) {
+		bc_prefetch_want(pf, q->job, r->s3.bucket,
+		    (const char *const *)h->next, h->n_next,
+		    r->upstream_unsigned);
+		return;
+	}
+	if (r->srv->jobs == NULL)
+		return;
+	j = bc_jobs_get(r->srv->jobs, q->job);
+	if (j == NULL)
+		return;
+	w = bc_prefetch_window(pf, q->job);
+	if (w < BC_PREFETCH_MIN_WINDOW)
+		w = BC_PREFETCH_MIN_WINDOW;
+	{
+		bc_job_key_t keys[w];
+		const char *names[w];
+		char bucket[256];
+
+		n = bc_jobs_window(j, w, keys, bucket);
+		for (size_t i = 0; i < n; i++)
+			names[i] = keys[i].key;
+		if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
+			bc_prefetch_want(pf, q->job, bucket, names, n,
+			    r->upstream_unsigned);
+		bc_jobs_window_release(keys, n);
+	}
+	bc_job_unref(j);
+}
+
+/* Names q's job (the hinted job, else the access key, else
+ * "anonymous"); a GET moves its cursor (prefetch_jobs.h) and feeds the
+ * prefetcher. Malformed hints are counted. */
+static void
+job_hints(bc_http_req_t *r, objreq_t *q)
 {
 	bc_s3_hints_t h;
-	const char *job;
 
 	bc_s3_hints_init(&h);
-	if (bc_s3_hints_parse(&h, &r->s3.headers) == 0 &&
-	    r->srv->jobs != NULL && strcmp(r->s3.method, "GET") == 0) {
-		job = h.job[0] != '\0' ? h.job :
-		    r->auth.kind != BC_S3AUTH_NONE ? r->auth.access_key :
-		    "anonymous";
-		(void)bc_jobs_record(r->srv->jobs, job, r->s3.bucket,
-		    r->s3.key, h.has_epoch ? &h.epoch : NULL);
+	(void)bc_s3_hints_parse(&h, &r->s3.headers);
+	snprintf(q->job, sizeof(q->job), "%s", h.job[0] != '\0' ? h.job :
+	    r->auth.kind != BC_S3AUTH_NONE ? r->auth.access_key :
+	    "anonymous");
+	if (strcmp(r->s3.method, "GET") == 0) {
+		if (r->srv->jobs != NULL)
+			(void)bc_jobs_record(r->srv->jobs, q->job,
+			    r->s3.bucket, r->s3.key,
+			    h.has_epoch ? &h.epoch : NULL);
+		feed_prefetcher(r, q, &h);
 	}
 	if (h.malformed > 0)
 		BC_STATS_ADD(hints_malformed, h.malformed);
@@ -134,7 +205,7 @@ obj_start(bc_http_req_t *r)
 	if (q == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = q;
-	record_hints(r);
+	job_hints(r, q);
 	q->c = r->srv->cache;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
 	q->w.partial_ok = true;   /* stream chunks as they arrive */
@@ -162,7 +233,7 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 		bc_http_wait(r);
 		return 0;
 	}
-	q->waiting = false;
+	wait_end(q);
 	switch (res) {
 	case BC_WAIT_CHUNK:
 		bc_chunk_unref(q->first);
@@ -316,7 +387,7 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i, true,
 			    &q->w, &q->cur);
 			if (rv == BC_EAGAIN) {
-				q->waiting = true;
+				wait_begin(q);
 				bc_http_wait(r);
 				return 0;
 			}
@@ -340,7 +411,7 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		    &q->w);
 
 		if (got == 0) {
-			q->waiting = true;
+			wait_begin(q);
 			bc_http_wait(r);
 			return 0;
 		}
@@ -563,6 +634,8 @@ respond(bc_http_req_t *r, objreq_t *q)
 		MHD_add_response_header(resp, "Content-Range", cr);
 	}
 	MHD_add_response_header(resp, "x-bucketcache", hit_names[hit]);
+	q->hit = hit;
+	q->answered = true;
 	if (hit == HIT) {
 		BC_STATS_INC(cache_hits);
 		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_hits, 1);
@@ -604,7 +677,7 @@ obj_finish(bc_http_req_t *r)
 		if (rv == 0)
 			break;
 		if (rv == BC_EAGAIN) {
-			q->waiting = true;
+			wait_begin(q);
 			q->meta_waited = true;
 			bc_http_wait(r);
 			return BC_S3E_NONE;
@@ -630,6 +703,25 @@ obj_body(bc_http_req_t *r, const char *data, size_t *len)
 	return BC_S3E_NONE;
 }
 
+/* q's read in its job's stats, and its bytes in the job's rate. */
+static void
+job_account(bc_http_req_t *r, objreq_t *q, bool ok)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 };
+
+	if (q->wait_t0 != 0)
+		wait_end(q);
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = ok ? r->bytes_out : 0;
+	d[q->hit == HIT ? BC_JSTAT_cache_hits : q->hit == MISS ?
+	    BC_JSTAT_cache_misses : BC_JSTAT_cache_partial_hits] = 1;
+	d[BC_JSTAT_wait_us] = q->wait_ns / 1000;
+	bc_stats_job_add(q->job, d);
+	if (r->srv->prefetch != NULL)
+		bc_prefetch_read(r->srv->prefetch, q->job, r->s3.bucket,
+		    r->s3.key, d[BC_JSTAT_bytes]);
+}
+
 static void
 obj_done(bc_http_req_t *r, bool ok)
 {
@@ -637,6 +729,8 @@ obj_done(bc_http_req_t *r, bool ok)
 
 	if (q == NULL)
 		return;
+	if (q->answered)
+		job_account(r, q, ok);
 	bc_waiter_fini(q->c, &q->w);
 	bc_exchange_release(q->pass);
 	bc_chunk_unref(q->first);

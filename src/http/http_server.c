@@ -607,9 +607,8 @@ bad:
 }
 
 int
-bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    bc_origin_t *origin, struct bc_cache_s *cache, struct bc_jobs_s *jobs,
-    char *err, size_t errlen)
+bc_server_start(bc_server_t *s, const bc_config_t *cfg,
+    const bc_server_parts_t *p, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bc_conns_limits_t limits;
@@ -620,15 +619,16 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
 
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
-	s->loop = loop;
-	s->origin = origin;
-	s->cache = cache;
-	s->jobs = jobs;
+	s->loop = p->loop;
+	s->origin = p->origin;
+	s->cache = p->cache;
+	s->jobs = p->jobs;
+	s->prefetch = p->prefetch;
 	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
 		return -1;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	if (origin == NULL || loop == NULL) {
+	if (s->origin == NULL || s->loop == NULL) {
 		snprintf(err, errlen, "the server needs an origin and a loop");
 		return -1;
 	}
@@ -714,5 +714,6 @@ bc_server_stop(bc_server_t *s)
 	s->verdicts = NULL;
 	s->cache = NULL;     /* main's */
 	s->jobs = NULL;      /* main's */
+	s->prefetch = NULL;
 	s->origin = NULL;
 }

@@ -26,19 +26,27 @@ struct bc_server_s {
 	struct bc_cache_s  *cache;   /* NULL when not caching (main's) */
 	struct bc_jobs_s   *jobs;    /* training jobs and plans; NULL: no
 					jobs API (main's) */
+	struct bc_prefetch_s *prefetch;  /* NULL: no prefetching (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
 	struct bc_s3_verdicts_s *verdicts;
 };
 
-/* Starts serving cfg->listen what main built (main.c): origin (S3 or
- * file://) whose exchanges run on loop, fronted by cache (NULL: not
- * caching), and the jobs registry whose cursors GETs move (NULL: none).
- * They must outlive the server. Returns 0, or -1 with err set. */
-int  bc_server_start(bc_server_t *s, const bc_config_t *cfg, bc_loop_t *loop,
-    bc_origin_t *origin, struct bc_cache_s *cache, struct bc_jobs_s *jobs,
-    char *err, size_t errlen);
+/* What main builds (main.c) and the server serves; all main's, and all
+ * must outlive the server. */
+typedef struct bc_server_parts_s {
+	bc_loop_t            *loop;      /* where the origin's exchanges run */
+	bc_origin_t          *origin;    /* S3 or file:// */
+	struct bc_cache_s    *cache;     /* NULL: not caching */
+	struct bc_jobs_s     *jobs;      /* whose cursors GETs move; NULL */
+	struct bc_prefetch_s *prefetch;  /* fed by hints and plans; NULL */
+} bc_server_parts_t;
+
+/* Starts serving cfg->listen what p names. Returns 0, or -1 with err
+ * set. */
+int  bc_server_start(bc_server_t *s, const bc_config_t *cfg,
+    const bc_server_parts_t *p, char *err, size_t errlen);
 /* Stops accepting, stops the loop (cancelling the origin's exchanges,
  * which resumes every waiting connection), ends every connection, frees
  * the daemon. */
