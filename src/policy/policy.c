@@ -8,6 +8,7 @@
 
 static const bc_policy_ops_t *const policies[] = {
 	&bc_policy_lru,
+	&bc_policy_pin,
 };
 
 const bc_policy_ops_t *
@@ -24,5 +25,5 @@ bc_policy_find(const char *name)
 const char *
 bc_policy_names(void)
 {
-	return "lru";   /* keep in step with policies[] */
+	return "lru, pin";   /* keep in step with policies[] */
 }
