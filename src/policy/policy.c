@@ -9,6 +9,7 @@
 static const bc_policy_ops_t *const policies[] = {
 	&bc_policy_lru,
 	&bc_policy_pin,
+	&bc_policy_cost,
 };
 
 const bc_policy_ops_t *
@@ -25,5 +26,5 @@ bc_policy_find(const char *name)
 const char *
 bc_policy_names(void)
 {
-	return "lru, pin";   /* keep in step with policies[] */
+	return "lru, pin, cost";   /* keep in step with policies[] */
 }

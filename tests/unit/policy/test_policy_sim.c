@@ -286,7 +286,7 @@ replay(const trace_t *t, double c, const bc_policy_ops_t *pol,
 /* ---- the table ----------------------------------------------------- */
 
 static const bc_policy_ops_t *const pols[] = {
-	&bc_policy_lru, &bc_policy_pin,
+	&bc_policy_lru, &bc_policy_pin, &bc_policy_cost,
 };
 #define NPOLS (sizeof(pols) / sizeof(pols[0]))
 
