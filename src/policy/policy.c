@@ -10,6 +10,8 @@ static const bc_policy_ops_t *const policies[] = {
 	&bc_policy_lru,
 	&bc_policy_pin,
 	&bc_policy_cost,
+	&bc_policy_planned,
+	&bc_policy_auto,
 };
 
 const bc_policy_ops_t *
@@ -26,5 +28,5 @@ bc_policy_find(const char *name)
 const char *
 bc_policy_names(void)
 {
-	return "lru, pin, cost";   /* keep in step with policies[] */
+	return "lru, pin, cost, planned, auto";   /* keep in step with policies[] */
 }

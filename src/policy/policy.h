@@ -125,6 +125,13 @@ extern const bc_policy_ops_t bc_policy_cost;
 extern const bc_policy_ops_t bc_policy_planned;
 extern const bc_policy_ops_t bc_policy_auto;
 
+/* For policy_auto.c: the planned policy, with the entries no plan knows
+ * ordered by fallback (a policy of its own over just those) instead of
+ * pin. admit_unknown: when full, such an entry is admitted (another one
+ * no plan knows goes) rather than refused. NULL: out of memory. */
+bc_policy_t *bc_policy_planned_new_over(const bc_policy_opts_t *o,
+    const bc_policy_ops_t *fallback, bool admit_unknown);
+
 /* The policy named name ("lru", "pin", ...), or NULL. */
 const bc_policy_ops_t *bc_policy_find(const char *name);
 /* The names bc_policy_find knows, comma-separated (for messages). */

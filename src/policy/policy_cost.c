@@ -83,29 +83,15 @@ cost_free(bc_policy_t *p)
 	free(p);
 }
 
-/* Reserves the heap slot on_insert will take: pushing and removing a
- * placeholder grows the array if full. False only when that fails. */
-static bool
-reserve_slot(bc_heap_t *h)
-{
-	static bc_policy_node_t placeholder;
-
-	if (h->len < h->cap)
-		return true;
-	if (bc_heap_push(h, &placeholder) < 0)
-		return false;
-	bc_heap_remove(h, placeholder.idx);
-	return true;
-}
-
-/* Everything is admitted, but for memory to track it. */
+/* Everything is admitted, but for memory to track it: admit reserves
+ * the heap slot on_insert takes. */
 static bool
 cost_admit(bc_policy_t *p, const bc_policy_node_t *n,
     const bc_policy_ctx_t *ctx)
 {
 	(void)n;
 	(void)ctx;
-	return reserve_slot(&p->heap);
+	return bc_heap_reserve(&p->heap, bc_heap_len(&p->heap) + 1) == 0;
 }
 
 static uint64_t

@@ -341,5 +341,5 @@ LTest(policy, find)
 		    fc[i].name);
 	cr_expect_null(bc_policy_find(NULL));
 	cr_expect_str_eq(bc_policy_lru.name, "lru");
-	cr_expect_str_eq(bc_policy_names(), "lru, pin, cost");
+	cr_expect_str_eq(bc_policy_names(), "lru, pin, cost, planned, auto");
 }

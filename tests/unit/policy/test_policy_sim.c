@@ -286,7 +286,8 @@ replay(const trace_t *t, double c, const bc_policy_ops_t *pol,
 /* ---- the table ----------------------------------------------------- */
 
 static const bc_policy_ops_t *const pols[] = {
-	&bc_policy_lru, &bc_policy_pin, &bc_policy_cost,
+	&bc_policy_lru, &bc_policy_pin, &bc_policy_cost, &bc_policy_planned,
+	&bc_policy_auto,
 };
 #define NPOLS (sizeof(pols) / sizeof(pols[0]))
 
@@ -371,6 +372,23 @@ LTest(sim, table)
 			cr_expect(fabs(hit(r, &bc_policy_lru) -
 			    (c + (1 - c) * log(1 - c))) <= 0.01,
 			    "lru at c=%.2f: %.3f", c, hit(r, &bc_policy_lru));
+			cr_expect_geq(hit(r, &bc_policy_auto), 0.95 * c,
+			    "auto at c=%.2f: %.3f", c, hit(r, &bc_policy_auto));
 		}
+		if (rows[r].w == TWO_JOBS && rows[r].plans != PLANS_NONE) {
+			double want = rows[r].plans == PLANS_ALL ? 0.70 : 0.64;
+
+			cr_expect_geq(hit(r, &bc_policy_planned), want,
+			    "planned, %s: %.3f", rows[r].name,
+			    hit(r, &bc_policy_planned));
+			cr_expect_geq(hit(r, &bc_policy_auto), want,
+			    "auto, %s: %.3f", rows[r].name,
+			    hit(r, &bc_policy_auto));
+		}
+		if (rows[r].w == ZIPF)
+			cr_expect_geq(hit(r, &bc_policy_auto),
+			    hit(r, &bc_policy_lru) - 0.02,
+			    "auto on zipf at c=%.2f: %.3f (lru %.3f)", c,
+			    hit(r, &bc_policy_auto), hit(r, &bc_policy_lru));
 	}
 }
