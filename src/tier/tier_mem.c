@@ -28,6 +28,10 @@
  * put() first asks the policy, with a skip callback that only sums, whether
  * enough evictable bytes exist; only then does it evict, so a put that
  * cannot fit changes nothing.
+ *
+ * Before admit the tier sets the node's size (the charge), fetch_us and
+ * key (bc_policy_key_hash of the chunk's bucket, key and index); the
+ * policy gets opts.oracle at open and every set_capacity().
  */
 #include <assert.h>
 #include <pthread.h>
