@@ -66,8 +66,8 @@ BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",
     "cache unit: objects are fetched and kept in chunks of this size")
 BC_OPT(mem_size,      "mem-size",      SIZE,  "1G",
     "memory tier bound: bytes actually held by cached chunks and metadata")
-BC_OPT(policy,        "policy",        STR,   "lru",
-    "the memory tier's eviction policy: lru")
+BC_OPT(policy,        "policy",        STR,   "auto",
+    "the memory tier's eviction policy: lru, pin, cost, planned or auto")
 BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
 BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",

@@ -8,6 +8,10 @@
 
 static const bc_policy_ops_t *const policies[] = {
 	&bc_policy_lru,
+	&bc_policy_pin,
+	&bc_policy_cost,
+	&bc_policy_planned,
+	&bc_policy_auto,
 };
 
 const bc_policy_ops_t *
@@ -24,5 +28,5 @@ bc_policy_find(const char *name)
 const char *
 bc_policy_names(void)
 {
-	return "lru";   /* keep in step with policies[] */
+	return "lru, pin, cost, planned, auto";   /* keep in step with policies[] */
 }

@@ -17,24 +17,46 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "util/util_hash.h"
 #include "util/util_list.h"
 
 typedef struct bc_policy_s bc_policy_t;
 typedef struct bc_policy_node_s bc_policy_node_t;
 
-/* Embedded in each tier entry. The tier sets size and fetch_us before
- * admit/on_insert and leaves the rest to the policy: link and word are the
- * policy's while the node is inserted (between on_insert and on_remove)
- * and the tier's own otherwise (a zeroed link is fine before on_insert).
- * A policy that keeps nodes on a list leaves link self-linked after
- * on_remove (bc_list_remove). */
+/* Embedded in each tier entry. The tier sets size, fetch_us and key
+ * before admit/on_insert and leaves the rest to the policy: link, word,
+ * aux and idx are the policy's while the node is inserted (between
+ * on_insert and on_remove) and the tier's own otherwise (a zeroed link
+ * is fine before on_insert). A policy that keeps nodes on a list leaves
+ * link self-linked after on_remove (bc_list_remove). */
 struct bc_policy_node_s {
 	bc_list_t         link;
 	uint64_t          word;       /* the policy's (a score, a stamp) */
+	uint64_t          aux;        /* the policy's (a sequence, flags) */
+	size_t            idx;        /* the policy's (a heap position) */
 	uint64_t          size;       /* bytes the entry holds */
 	uint64_t          fetch_us;   /* what fetching it cost */
+	uint64_t          key;        /* bc_policy_key_hash() of the entry */
 };
+
+/* The hash that names a chunk to policies and plans: FNV-1a (util_hash.h)
+ * over bucket's bytes and its NUL, key's bytes and its NUL, then index as
+ * 4 bytes little-endian. The ETag is not part of it: a plan names objects,
+ * not versions. Whoever knows a plan's (bucket, key, chunk index) computes
+ * the same value the tier stores in bc_policy_node_t.key. */
+static inline uint64_t
+bc_policy_key_hash(const char *bucket, const char *key, uint32_t index)
+{
+	unsigned char ix[4] = { (unsigned char)index,
+	    (unsigned char)(index >> 8), (unsigned char)(index >> 16),
+	    (unsigned char)(index >> 24) };
+	uint64_t h = bc_hash(BC_HASH_INIT, bucket, strlen(bucket) + 1);
+
+	h = bc_hash(h, key, strlen(key) + 1);
+	return bc_hash(h, ix, sizeof(ix));
+}
 
 /* The entry of type T whose member M is node n. */
 #define BC_POLICY_ENTRY(n, T, M) BC_CONTAINER_OF(n, T, M)
@@ -47,8 +69,26 @@ typedef struct bc_policy_ctx_s {
 	bool        prefetch;   /* a prefetch, not a client's read */
 } bc_policy_ctx_t;
 
+/*
+ * What the jobs' plans say about the future (src/prefetch/ provides one).
+ * next_use(arg, key, now) returns when the chunk named key
+ * (bc_policy_key_hash) is next read by any job after now, on the clock of
+ * bc_policy_ctx_t.now_ns (a plan position turned into an expected time),
+ * or UINT64_MAX when no plan says. It is called with the owning tier's
+ * lock held, so it must be quick (a hash lookup) and must not call into
+ * the tier. known(arg) says whether any plan exists at all (auto uses
+ * planned only then); it may be NULL (then: whenever next_use knew one).
+ */
+typedef struct bc_policy_oracle_s {
+	uint64_t (*next_use)(void *arg, uint64_t key, uint64_t now);
+	bool     (*known)(void *arg);
+	void     *arg;
+} bc_policy_oracle_t;
+
 typedef struct bc_policy_opts_s {
 	uint64_t capacity;      /* the owning tier's bytes */
+	/* Borrowed (it must outlive the policy); NULL: no plans. */
+	const bc_policy_oracle_t *oracle;
 } bc_policy_opts_t;
 
 typedef struct bc_policy_ops_s {
@@ -72,11 +112,27 @@ typedef struct bc_policy_ops_s {
 	 * For policies that share a tier among datasets; others ignore it. */
 	void         (*set_target)(bc_policy_t *p, const char *dataset,
 	    uint64_t bytes);
+	/* The owning tier's capacity changed to bytes (the tier calls it
+	 * before evicting to the new bound). NULL: the policy does not use
+	 * the capacity. Policies that admit by fullness (pin, planned, auto)
+	 * count the sizes of their inserted nodes against it. */
+	void         (*set_capacity)(bc_policy_t *p, uint64_t bytes);
 } bc_policy_ops_t;
 
 extern const bc_policy_ops_t bc_policy_lru;
+extern const bc_policy_ops_t bc_policy_pin;
+extern const bc_policy_ops_t bc_policy_cost;
+extern const bc_policy_ops_t bc_policy_planned;
+extern const bc_policy_ops_t bc_policy_auto;
 
-/* The policy named name ("lru"), or NULL. */
+/* For policy_auto.c: the planned policy, with the entries no plan knows
+ * ordered by fallback (a policy of its own over just those) instead of
+ * pin. admit_unknown: when full, such an entry is admitted (another one
+ * no plan knows goes) rather than refused. NULL: out of memory. */
+bc_policy_t *bc_policy_planned_new_over(const bc_policy_opts_t *o,
+    const bc_policy_ops_t *fallback, bool admit_unknown);
+
+/* The policy named name ("lru", "pin", ...), or NULL. */
 const bc_policy_ops_t *bc_policy_find(const char *name);
 /* The names bc_policy_find knows, comma-separated (for messages). */
 const char *bc_policy_names(void);

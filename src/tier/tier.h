@@ -95,6 +95,9 @@ struct bc_tier_s {
 typedef struct bc_tier_opts_s {
 	uint64_t                capacity;   /* bytes, overhead included */
 	const bc_policy_ops_t  *policy;     /* eviction/admission; NULL: lru */
+	/* What the jobs' plans say, for the policy (policy.h; borrowed, it
+	 * must outlive the tier); NULL: none. */
+	const bc_policy_oracle_t *oracle;
 	/* Bytes the cache holds outside this tier (metadata) that count
 	 * against the same capacity; may be NULL. */
 	_Atomic uint64_t       *external_bytes;

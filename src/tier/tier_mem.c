@@ -28,6 +28,10 @@
  * put() first asks the policy, with a skip callback that only sums, whether
  * enough evictable bytes exist; only then does it evict, so a put that
  * cannot fit changes nothing.
+ *
+ * Before admit the tier sets the node's size (the charge), fetch_us and
+ * key (bc_policy_key_hash of the chunk's bucket, key and index); the
+ * policy gets opts.oracle at open and every set_capacity().
  */
 #include <assert.h>
 #include <pthread.h>
@@ -298,7 +302,7 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 	}
 	locked = true;
 	t->pol = t->pol_ops->new(&(bc_policy_opts_t){ .capacity =
-	    o->capacity });
+	    o->capacity, .oracle = o->oracle });
 	t->acct = calloc(1, sizeof(*t->acct));
 	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
 	t->mask = MIN_SLOTS - 1;
@@ -443,6 +447,8 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	}
 	c->pol.size = ch;
 	c->pol.fetch_us = c->fetch_us;
+	c->pol.key = bc_policy_key_hash(c->id, c->id + strlen(c->id) + 1,
+	    c->index);
 	if (ch > t->capacity || !t->pol_ops->admit(t->pol, &c->pol, ctx)) {
 		rv = BC_E2BIG;
 		goto reject;
@@ -605,6 +611,8 @@ mem_set_capacity(bc_tier_t *bt, uint64_t bytes)
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	t->capacity = bytes;
+	if (t->pol_ops->set_capacity != NULL)
+		t->pol_ops->set_capacity(t->pol, bytes);
 	rv = evict_to_fit(t, 0, &deferred);
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);

@@ -82,6 +82,27 @@ bc_heap_fini(bc_heap_t *h)
 }
 
 int
+bc_heap_reserve(bc_heap_t *h, size_t n)
+{
+	void **ni;
+	size_t ncap = h->cap == 0 ? MIN_CAP : h->cap;
+
+	if (n <= h->cap)
+		return 0;
+	while (ncap < n) {
+		if (ncap > SIZE_MAX / 2 / sizeof(*ni))
+			return BC_ENOMEM;
+		ncap *= 2;
+	}
+	ni = realloc(h->items, ncap * sizeof(*ni));
+	if (ni == NULL)
+		return BC_ENOMEM;
+	h->items = ni;
+	h->cap = ncap;
+	return 0;
+}
+
+int
 bc_heap_push(bc_heap_t *h, void *item)
 {
 	void **ni;

@@ -42,6 +42,9 @@ void   bc_heap_init(bc_heap_t *h, bc_heap_less_fn less,
 void   bc_heap_fini(bc_heap_t *h);
 /* Adds item. Returns 0, or BC_ENOMEM and then h is unchanged. */
 int    bc_heap_push(bc_heap_t *h, void *item);
+/* Grows the array to hold at least n items, so that pushes up to n
+ * cannot fail. Returns 0, or BC_ENOMEM and then h is unchanged. */
+int    bc_heap_reserve(bc_heap_t *h, size_t n);
 /* The least item, left in place; NULL when empty. */
 void  *bc_heap_peek(const bc_heap_t *h);
 /* Takes out and returns the least item; NULL when empty. */

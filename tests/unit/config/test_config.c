@@ -996,10 +996,12 @@ LTest(finish, other_checks)
 	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
 	finish_fails(ARGS(up, "--upstream-addressing", "vhost"), NOENV,
 	    "--upstream-addressing: 'vhost' is not path or virtual");
-	finish_fails(ARGS(up, "--policy", "pin"), NOENV,
-	    "--policy: 'pin' is not a policy (lru)");
+	finish_fails(ARGS(up, "--policy", "pins"), NOENV,
+	    "--policy: 'pins' is not a policy (lru, pin, cost, planned, "
+	    "auto)");
 	finish_fails(ARGS(up, "--policy", "LRU"), NOENV,
-	    "--policy: 'LRU' is not a policy (lru)");
+	    "--policy: 'LRU' is not a policy (lru, pin, cost, planned, "
+	    "auto)");
 	finish_fails(ARGS(up, "--region="), NOENV,
 	    "--region: '' is not a region name");
 	finish_fails(ARGS(up, "--region=us east"), NOENV,

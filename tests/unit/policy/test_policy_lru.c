@@ -332,7 +332,8 @@ LTest(policy, find)
 		{ "lr", NULL },
 		{ "lrux", NULL },
 		{ "", NULL },
-		{ "pin", NULL },
+		{ "pin", &bc_policy_pin },
+		{ "pinx", NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(fc) / sizeof(fc[0]); i++)
@@ -340,5 +341,5 @@ LTest(policy, find)
 		    fc[i].name);
 	cr_expect_null(bc_policy_find(NULL));
 	cr_expect_str_eq(bc_policy_lru.name, "lru");
-	cr_expect_str_eq(bc_policy_names(), "lru");
+	cr_expect_str_eq(bc_policy_names(), "lru, pin, cost, planned, auto");
 }
