@@ -122,8 +122,14 @@ main(int argc, char **argv)
 		rv = 2;
 		goto out;
 	}
+	jobs = bc_jobs_new(BC_JOBS_DEFAULT_MAX_JOBS, BC_JOBS_DEFAULT_MAX_BYTES);
+	if (jobs == NULL) {
+		fprintf(stderr, "bucketcache: out of memory\n");
+		goto out;
+	}
 	if (cfg.cache) {
-		bc_cache_opts_t co = { &cfg, origin, loop };
+		bc_cache_opts_t co = { &cfg, origin, loop,
+		    bc_jobs_oracle(jobs) };
 		int e = bc_cache_new(&co, &cache);
 
 		if (e < 0) {
@@ -131,11 +137,6 @@ main(int argc, char **argv)
 			    bc_strerror(e));
 			goto out;
 		}
-	}
-	jobs = bc_jobs_new(BC_JOBS_DEFAULT_MAX_JOBS, BC_JOBS_DEFAULT_MAX_BYTES);
-	if (jobs == NULL) {
-		fprintf(stderr, "bucketcache: out of memory\n");
-		goto out;
 	}
 	if (cache != NULL && cfg.prefetch_concurrency > 0) {
 		bc_prefetch_opts_t po = { cache, loop,

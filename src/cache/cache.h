@@ -102,6 +102,9 @@ typedef struct bc_cache_opts_s {
 					     upstream */
 	bc_origin_t            *origin;   /* where fills come from */
 	bc_loop_t              *loop;     /* lower tiers' probes and writes */
+	/* next uses from jobs' plans, for the planned and auto policies
+	 * (prefetch_jobs.h: bc_jobs_oracle); NULL: none */
+	const bc_policy_oracle_t *oracle;
 } bc_cache_opts_t;
 
 /* Returns 0 and *out, or a negative BC_E* code. */

@@ -313,6 +313,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	to.capacity = c->mem_size;
 	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
 	to.external_bytes = &c->outside_bytes;
+	to.oracle = o->oracle;
 	c->tiers = bc_tier_chain_new(o->loop);
 	rv = c->tiers == NULL ? BC_ENOMEM :
 	    bc_tier_chain_open(c->tiers, &bc_tier_mem, &to);

@@ -44,7 +44,11 @@ struct bc_jobs_s {
 	size_t          max_jobs;
 	size_t          max_bytes;
 	size_t          bytes;
+	bc_policy_oracle_t oracle;   /* over this registry (bc_jobs_oracle) */
 };
+
+static uint64_t oracle_next_use(void *arg, uint64_t key, uint64_t now);
+static bool oracle_known(void *arg);
 
 bc_jobs_t *
 bc_jobs_new(size_t max_jobs, size_t max_bytes)
@@ -68,6 +72,9 @@ bc_jobs_new(size_t max_jobs, size_t max_bytes)
 		free(j);
 		return NULL;
 	}
+	j->oracle.next_use = oracle_next_use;
+	j->oracle.known = oracle_known;
+	j->oracle.arg = j;
 	return j;
 }
 
@@ -182,6 +189,9 @@ int
 bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
     const uint32_t *epoch, bc_plan_t *plan, uint32_t *epoch_out)
 {
+	/* the planned policy names chunks by hash: index the plan by them
+	 * (without it, the plan still serves cursors and the prefetcher) */
+	int indexed = bc_plan_index_hashes(plan, bucket);
 	size_t pbytes = bc_plan_memory(plan), need = pbytes;
 	bc_job_t *job;
 	uint32_t e;
@@ -189,6 +199,7 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 	bool replace = false, rebucket;
 	int rv = 0;
 
+	(void)indexed;
 	if (!bc_s3_hint_job_ok(id, strlen(id)) || bucket[0] == '\0' ||
 	    !bc_s3_bucket_name_ok(bucket)) {
 		bc_plan_unref(plan);
@@ -393,6 +404,61 @@ bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket, const char *key)
 	}
 	pthread_mutex_unlock(&jobs->mu);
 	return best;
+}
+
+uint64_t
+bc_jobs_next_use_hash(bc_jobs_t *jobs, uint64_t h)
+{
+	uint64_t best = BC_JOBS_NEVER;
+
+	pthread_mutex_lock(&jobs->mu);
+	for (size_t j = 0; j < jobs->count; j++) {
+		const bc_job_t *job = jobs->all[j];
+		uint64_t base = 0;
+
+		for (unsigned i = 0; i < job->n && base < best; i++) {
+			uint32_t from = i == 0 ? job->cursor : 0;
+			uint32_t p = bc_plan_find_hash(job->plan[i], h, from);
+
+			if (p != BC_PLAN_NONE) {
+				if (base + (p - from) < best)
+					best = base + (p - from);
+				break;
+			}
+			if (bc_plan_len(job->plan[i]) > from)
+				base += bc_plan_len(job->plan[i]) - from;
+		}
+	}
+	pthread_mutex_unlock(&jobs->mu);
+	return best;
+}
+
+/* The oracle's next use: the distance in plan positions from the nearest
+ * cursor, as that many BC_JOBS_KEY_NS past now. */
+static uint64_t
+oracle_next_use(void *arg, uint64_t key, uint64_t now)
+{
+	uint64_t d = bc_jobs_next_use_hash(arg, key);
+
+	return d == BC_JOBS_NEVER ? UINT64_MAX : now + d * BC_JOBS_KEY_NS;
+}
+
+static bool
+oracle_known(void *arg)
+{
+	bc_jobs_t *jobs = arg;
+	bool any;
+
+	pthread_mutex_lock(&jobs->mu);
+	any = jobs->count > 0;
+	pthread_mutex_unlock(&jobs->mu);
+	return any;
+}
+
+const bc_policy_oracle_t *
+bc_jobs_oracle(bc_jobs_t *jobs)
+{
+	return &jobs->oracle;
 }
 
 bc_job_t *

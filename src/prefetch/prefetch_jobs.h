@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/policy.h"
 #include "prefetch/prefetch_plan.h"
 #include "util/util_buf.h"
 
@@ -109,6 +110,15 @@ bool bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
  */
 uint64_t bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket,
     const char *key);
+/* The same for the chunk the policy names h (bc_policy_key_hash(bucket,
+ * key, 0): a plan names objects, so only first chunks are known). */
+uint64_t bc_jobs_next_use_hash(bc_jobs_t *jobs, uint64_t h);
+/* The planned policy's oracle over this registry (policy.h): a chunk's
+ * next use is BC_JOBS_KEY_NS past now per plan position it lies ahead of
+ * the nearest cursor; known once any job posted a plan. Lives as long as
+ * jobs; takes the registry's lock (after the tier's). */
+#define BC_JOBS_KEY_NS 1000000ull
+const bc_policy_oracle_t *bc_jobs_oracle(bc_jobs_t *jobs);
 
 /* Job id with a reference held, or NULL; bc_job_unref when done. A job
  * deleted or evicted meanwhile stays valid and reads as ended. */

@@ -8,6 +8,7 @@
 
 #include <zlib.h>
 
+#include "policy/policy.h"
 #include "prefetch/prefetch_plan.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_request.h"
@@ -26,6 +27,9 @@ struct bc_plan_s {
 	uint32_t   *off;        /* n + 1: key i is arena[off[i]..off[i+1]-1) */
 	uint32_t   *next;       /* n: next position of the same key */
 	uint32_t   *table;      /* mask + 1: first positions, NONE empty */
+	/* bc_plan_index_hashes: first positions by first-chunk name */
+	char       *bucket;
+	uint32_t   *htable;     /* mask + 1, NONE empty */
 };
 
 typedef enum { MODE_UNKNOWN, MODE_PLAIN, MODE_GZIP } mode_t_;
@@ -381,6 +385,8 @@ bc_plan_unref(bc_plan_t *p)
 	free(p->off);
 	free(p->next);
 	free(p->table);
+	free(p->bucket);
+	free(p->htable);
 	free(p);
 }
 
@@ -422,5 +428,68 @@ bc_plan_memory(const bc_plan_t *p)
 {
 	return sizeof(*p) + p->arena_len + ((size_t)p->n + 1) *
 	    sizeof(*p->off) + (size_t)p->n * sizeof(*p->next) +
-	    ((size_t)p->mask + 1) * sizeof(*p->table);
+	    ((size_t)p->mask + 1) * sizeof(*p->table) *
+	    (p->htable != NULL ? 2 : 1);
+}
+
+/* The first-chunk name of the key at position i. */
+static uint64_t
+key_hash(const bc_plan_t *p, uint32_t i)
+{
+	return bc_policy_key_hash(p->bucket, p->arena + p->off[i], 0);
+}
+
+int
+bc_plan_index_hashes(bc_plan_t *p, const char *bucket)
+{
+	size_t size = (size_t)p->mask + 1;
+
+	if (p->htable != NULL)   /* indexed already */
+		return 0;
+	p->bucket = strdup(bucket);
+	p->htable = malloc(size * sizeof(*p->htable));
+	if (p->bucket == NULL || p->htable == NULL) {
+		free(p->bucket);
+		free(p->htable);
+		p->bucket = NULL;
+		p->htable = NULL;
+		return BC_ENOMEM;
+	}
+	memset(p->htable, 0xff, size * sizeof(*p->htable));
+	/* the first occurrence of each key (its later ones chain through
+	 * next[]), in the slot of its name */
+	for (uint32_t i = 0; i < p->n; i++) {
+		const char *k = p->arena + p->off[i];
+		size_t len = p->off[i + 1] - p->off[i] - 1;
+		uint64_t h;
+		uint32_t s;
+
+		if (bc_plan_find(p, k, len, 0) != i)
+			continue;
+		h = key_hash(p, i);
+		for (s = (uint32_t)h & p->mask; p->htable[s] != BC_PLAN_NONE;
+		    s = (s + 1) & p->mask)
+			;
+		p->htable[s] = i;
+	}
+	return 0;
+}
+
+uint32_t
+bc_plan_find_hash(const bc_plan_t *p, uint64_t h, uint32_t from)
+{
+	uint32_t s, f;
+
+	if (p->htable == NULL)
+		return BC_PLAN_NONE;
+	for (s = (uint32_t)h & p->mask;; s = (s + 1) & p->mask) {
+		f = p->htable[s];
+		if (f == BC_PLAN_NONE)
+			return BC_PLAN_NONE;
+		if (key_hash(p, f) == h)
+			break;
+	}
+	while (f != BC_PLAN_NONE && f < from)
+		f = p->next[f];
+	return f;
 }

@@ -73,4 +73,16 @@ uint32_t bc_plan_find(const bc_plan_t *p, const char *key, size_t len,
 /* Bytes the plan holds on the heap, itself included. */
 size_t bc_plan_memory(const bc_plan_t *p);
 
+/*
+ * Indexes p's keys by the policy's name for their first chunk,
+ * bc_policy_key_hash(bucket, key, 0) (policy.h), so the planned policy's
+ * oracle can ask for a chunk's next use (bc_plan_find_hash). Call it before
+ * p is shared; a second call does nothing. 4 bytes a slot, two slots a
+ * key. Returns 0 or BC_ENOMEM (p then has no such index).
+ */
+int      bc_plan_index_hashes(bc_plan_t *p, const char *bucket);
+/* The first position >= from whose key's first-chunk name is h, or
+ * BC_PLAN_NONE (also when p has no such index). */
+uint32_t bc_plan_find_hash(const bc_plan_t *p, uint64_t h, uint32_t from);
+
 #endif

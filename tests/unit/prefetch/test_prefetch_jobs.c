@@ -218,6 +218,40 @@ LTest(jobs, next_use_over_jobs_and_epochs)
 	bc_jobs_free(jobs);
 }
 
+/* The planned policy's oracle: chunks named by bc_policy_key_hash
+ * (first chunks only), next use BC_JOBS_KEY_NS per position ahead of the
+ * nearest cursor, unknown for other chunks, other buckets, unplanned keys;
+ * known once a plan exists. */
+LTest(jobs, oracle_names_first_chunks_by_hash)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	const bc_policy_oracle_t *o = bc_jobs_oracle(jobs);
+	uint64_t now = 1000000000ull;
+
+	cr_assert_not(o->known(o->arg));
+	cr_assert_eq(o->next_use(o->arg, bc_policy_key_hash("b", "a", 0), now),
+	    UINT64_MAX);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j1", "b", NULL,
+	    plan_of("a\nb\nc\nd\nb\n"), NULL), 0);
+	cr_assert(o->known(o->arg));
+	cr_assert_eq(o->next_use(o->arg, bc_policy_key_hash("b", "c", 0), now),
+	    now + 2 * BC_JOBS_KEY_NS);
+	cr_assert_eq(o->next_use(o->arg, bc_policy_key_hash("b", "c", 1), now),
+	    UINT64_MAX, "only first chunks are named by a plan");
+	cr_assert_eq(o->next_use(o->arg, bc_policy_key_hash("x", "c", 0), now),
+	    UINT64_MAX, "another bucket");
+	cr_assert_eq(o->next_use(o->arg, bc_policy_key_hash("b", "z", 0), now),
+	    UINT64_MAX, "not planned");
+	bc_jobs_record(jobs, "j1", "b", "a", NULL);
+	bc_jobs_record(jobs, "j1", "b", "b", NULL);
+	bc_jobs_record(jobs, "j1", "b", "c", NULL);
+	cr_assert_eq(bc_jobs_next_use_hash(jobs, bc_policy_key_hash("b", "b",
+	    0)), 1, "b's next occurrence, after the cursor");
+	cr_assert_eq(bc_jobs_next_use_hash(jobs, bc_policy_key_hash("b", "a",
+	    0)), BC_JOBS_NEVER);
+	bc_jobs_free(jobs);
+}
+
 LTest(jobs, window_runs_into_next_epoch)
 {
 	bc_jobs_t *jobs = bc_jobs_new(0, 0);
@@ -295,6 +329,7 @@ LTest(jobs, eviction_by_count_and_bytes)
 	bc_jobs_free(jobs);
 
 	p = plan_seq("k", 1000);
+	cr_assert_eq(bc_plan_index_hashes(p, "b"), 0);   /* as put_plan does */
 	pb = bc_plan_memory(p);
 	small = bc_jobs_new(0, pb * 2 + pb / 2);
 	cr_assert_eq(bc_jobs_put_plan(small, "a", "b", NULL, p, NULL), 0);
