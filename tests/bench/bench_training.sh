@@ -5,7 +5,8 @@
 # upstream 20 ms away, directly, through nginx proxy_cache, and through
 # bucketcache, the caches holding 50% of the data set. Per system and epoch:
 # epoch time, time the training loop waited for data, hit ratio, upstream
-# bytes and requests.
+# bytes and requests, prefetch used/wasted; and the targets of issue 11
+# ("How it is measured"), PASS or MISS with the numbers.
 #
 # Not part of `make check`. It uses a daemon binary, BC_BIN (default
 # build/bucketcache, built with contrib/build when missing), and:
@@ -24,17 +25,35 @@
 #        direct       DataLoader -> delay proxy -> static nginx
 #        nginx        DataLoader -> nginx proxy_cache (max_size = the cap,
 #                     keepalive upstream) -> delay proxy -> static nginx
-#        bucketcache  DataLoader -> bucketcache --anonymous --mem-size CAP
-#                     --upstream http://DELAY-PROXY -> static nginx
-#      where CAP = BENCH_CACHE_PCT % of the data set's bytes, and runs
-#      training/loader.py (BENCH_EPOCHS epochs, BENCH_WORKERS workers, batches
-#      of BENCH_BATCH, shuffle with a per-epoch seed: the same orders for every
-#      system; a BENCH_COMPUTE_MS sleep per batch as the "training step");
+#        bucketcache-POLICY
+#                     DataLoader -> bucketcache --anonymous --mem-size CAP
+#                     --upstream http://DELAY-PROXY --policy POLICY -> static
+#                     nginx (lru, pin, auto, or any policy the binary knows)
+#        bucketcache  the same with no --policy: the binary's default
+#        bucketcache-plans
+#                     bucketcache --policy BENCH_PLANS_POLICY (auto), and each
+#                     job wraps its sampler in contrib/python's HintedSampler
+#                     (posts its plans for the current and the next epoch)
+#                     with the helper's boto3 hook (x-bucketcache-epoch and
+#                     the next 8 keys in x-bucketcache-next)
+#      where CAP = BENCH_CACHE_PCT % of the data set's bytes. A policy the
+#      binary does not accept makes its system "n/a" (with the daemon's
+#      message) in the report, not an error. Per system, BENCH_JOBS copies of
+#      training/loader.py run at once against it (jobs j1, j2, ...: the same
+#      data set, seeds BENCH_SEED, BENCH_SEED+1, ...; BENCH_EPOCHS epochs,
+#      BENCH_WORKERS workers, batches of BENCH_BATCH, the order of epoch E
+#      drawn from seed*1000+E: the same orders for every system; a
+#      BENCH_COMPUTE_MS sleep per batch as the "training step"); the jobs
+#      wait for each other between epochs (not timed), so each counter
+#      snapshot splits epochs. Every job's GETs carry x-bucketcache-job:
+#      SYSTEM-jN (the job's reads counted apart; without a plan it changes
+#      nothing else), for every system;
 #   4. writes the table (training/report.py) to stdout and to BENCH_RESULTS
 #      (Markdown), with a CSV and a PNG plot (python3-matplotlib) beside it:
 #      machine, versions, the exact command, the cache configurations.
 #
-# BENCH_QUICK=1: a ~2-minute smoke run (2,000 objects, 2 epochs), written to
+# BENCH_QUICK=1: a smoke run of ~5 minutes with the six default systems
+# (2,000 objects, 3 epochs: the targets need epochs 2-3), written to
 # results/training-quick.* instead of results/training.*.
 #
 # Requires python3-torch and python3-boto3 (python3-matplotlib for the plot)
@@ -51,13 +70,22 @@
 #   BC_BIN            daemon binary [<srcdir>/build/bucketcache]
 #   BENCH_QUICK       1: the smoke run [0]
 #   BENCH_NOBJ        objects in the data set [2000/20000]
-#   BENCH_EPOCHS      epochs [2/3]
-#   BENCH_SYSTEMS     systems, in this order ["direct nginx bucketcache"]
+#   BENCH_EPOCHS      epochs [3]
+#   BENCH_SYSTEMS     systems, in this order ["direct nginx bucketcache-lru
+#                     bucketcache-pin bucketcache-auto bucketcache-plans"]
+#   BENCH_JOBS        concurrent training jobs per system [2]
+#   BENCH_PLANS_POLICY  the --policy of bucketcache-plans [auto]
 #   BENCH_DELAY_MS    delay per upstream request, ms [20]
 #   BENCH_CACHE_PCT   cache size, % of the data set's bytes [50]
 #   BENCH_WORKERS     DataLoader workers [4]
 #   BENCH_BATCH       batch size [64]
-#   BENCH_COMPUTE_MS  the per-batch "training step" (a sleep), ms [5]
+#   BENCH_COMPUTE_MS  the per-batch "training step" (a sleep), ms [200]:
+#                     a job then wants 64/0.2 = 320 objects/s, which 4
+#                     workers reading 20 ms away cannot feed (data wait with
+#                     direct) and a prefetcher with 8 fills in flight can
+#                     for the misses of two jobs (issue 11: the wait target
+#                     holds "whenever the origin's bandwidth can feed the
+#                     job's rate")
 #   BENCH_SEED        data set and shuffle seed [1]
 #   BENCH_DATA        where data sets are kept [/tmp/bc-train-data]
 #   BENCH_BC_ARGS     extra bucketcache flags, word-split [none]
@@ -78,7 +106,7 @@ PY=/usr/bin/python3
 
 QUICK=${BENCH_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
-	d_nobj=2000 d_epochs=2 d_timeout=900 d_results=$BENCH_DIR/results/training-quick.md
+	d_nobj=2000 d_epochs=3 d_timeout=900 d_results=$BENCH_DIR/results/training-quick.md
 else
 	d_nobj=20000 d_epochs=3 d_timeout=5400 d_results=$BENCH_DIR/results/training.md
 fi
@@ -86,12 +114,14 @@ BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 NOBJ=${BENCH_NOBJ:-$d_nobj}
 EPOCHS=${BENCH_EPOCHS:-$d_epochs}
-SYSTEMS=${BENCH_SYSTEMS:-direct nginx bucketcache}
+SYSTEMS=${BENCH_SYSTEMS:-direct nginx bucketcache-lru bucketcache-pin bucketcache-auto bucketcache-plans}
+JOBS=${BENCH_JOBS:-2}
+PLANS_POLICY=${BENCH_PLANS_POLICY:-auto}
 DELAY_MS=${BENCH_DELAY_MS:-20}
 CACHE_PCT=${BENCH_CACHE_PCT:-50}
 WORKERS=${BENCH_WORKERS:-4}
 BATCH=${BENCH_BATCH:-64}
-COMPUTE_MS=${BENCH_COMPUTE_MS:-5}
+COMPUTE_MS=${BENCH_COMPUTE_MS:-200}
 SEED=${BENCH_SEED:-1}
 DATA_ROOT=${BENCH_DATA:-/tmp/bc-train-data}
 BC_ARGS=${BENCH_BC_ARGS:-}
@@ -106,6 +136,7 @@ SIGMA=0.6
 cmdline() {
 	local v out=
 	for v in BC_BIN BENCH_QUICK BENCH_NOBJ BENCH_EPOCHS BENCH_SYSTEMS \
+	    BENCH_JOBS BENCH_PLANS_POLICY \
 	    BENCH_DELAY_MS BENCH_CACHE_PCT BENCH_WORKERS BENCH_BATCH \
 	    BENCH_COMPUTE_MS BENCH_SEED BENCH_DATA BENCH_BC_ARGS BENCH_TIMEOUT \
 	    BENCH_RESULTS BENCH_KEEP_TMP; do
@@ -140,16 +171,22 @@ is_uint "$DELAY_MS" && [ "$DELAY_MS" -le 60000 ] || die_usage "BENCH_DELAY_MS mu
 is_uint "$CACHE_PCT" && [ "$CACHE_PCT" -ge 1 ] && [ "$CACHE_PCT" -le 1000 ] || die_usage "BENCH_CACHE_PCT must be 1..1000"
 is_uint "$WORKERS" && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 64 ] || die_usage "BENCH_WORKERS must be 1..64"
 is_uint "$BATCH" && [ "$BATCH" -ge 1 ] || die_usage "BENCH_BATCH must be >= 1"
+is_uint "$JOBS" && [ "$JOBS" -ge 1 ] && [ "$JOBS" -le 8 ] || die_usage "BENCH_JOBS must be 1..8"
+[[ $PLANS_POLICY =~ ^[a-z]+$ ]] || die_usage "BENCH_PLANS_POLICY must be a policy name"
 is_uint "$COMPUTE_MS" || die_usage "BENCH_COMPUTE_MS must be a number of ms"
 is_uint "$SEED" || die_usage "BENCH_SEED must be a number"
 is_uint "$TIMEOUT" && [ "$TIMEOUT" -ge 10 ] || die_usage "BENCH_TIMEOUT must be >= 10 (seconds)"
 [ -n "${SYSTEMS// /}" ] || die_usage "BENCH_SYSTEMS is empty"
 for s in $SYSTEMS; do
 	case $s in
-	direct | nginx | bucketcache) ;;
-	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, bucketcache)" ;;
+	direct | nginx | bucketcache | bucketcache-[a-z]*)
+		[[ $s =~ ^(direct|nginx|bucketcache|bucketcache-[a-z]+)$ ]] ||
+			die_usage "BENCH_SYSTEMS: bad system name [$s]"
+		;;
+	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, bucketcache, bucketcache-POLICY, bucketcache-plans)" ;;
 	esac
 done
+[ "$(printf '%s\n' $SYSTEMS | sort | uniq -d)" = "" ] || die_usage "BENCH_SYSTEMS names a system twice"
 case $DATA_ROOT in
 /*) ;;
 *) die_usage "BENCH_DATA must be an absolute path" ;;
@@ -223,8 +260,10 @@ fail() {
 bench_default_bin "$SRCDIR" "$BC_BIN_GIVEN" ||
 	{ echo "$(basename "$0"): building build/bucketcache failed" >&2; exit 1; }
 [ -x "$BC_BIN" ] || case " $SYSTEMS " in
-*" bucketcache "*) fail "BC_BIN=$BC_BIN is not an executable" ;;
+*" bucketcache"*) fail "BC_BIN=$BC_BIN is not an executable" ;;
 esac
+[ -f "$SRCDIR/contrib/python/bucketcache/sampler.py" ] ||
+	fail "contrib/python (the HintedSampler the loader uses) is missing"
 for f in gen_data.py delay_proxy.py loader.py report.py; do
 	[ -f "$TDIR/$f" ] || fail "$TDIR/$f missing"
 done
@@ -311,7 +350,7 @@ is_uint "$DS_BYTES" && [ "$DS_BYTES" -gt 0 ] || fail "gen_data.py said [$DS_LINE
 CAP=$((DS_BYTES * CACHE_PCT / 100))
 say "data set:    $NOBJ objects in s3://$BUCKET/train/..., $DS_BYTES bytes ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.1f MB", b / 1e6 }')), log-normal sizes (median ${MEDIAN_KIB} KiB, sigma $SIGMA, seed $SEED): min $(ds_field min), median $(ds_field median), mean $(ds_field mean), max $(ds_field max) bytes; $DATA"
 say "cache cap:   $CACHE_PCT% of the data set = $CAP bytes ($(awk -v b="$CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')) for nginx (max_size) and bucketcache (--mem-size)"
-say "workload:    $EPOCHS epochs; DataLoader(num_workers=$WORKERS, batch_size=$BATCH, shuffle=True, generator seeded $SEED*1000+epoch, persistent_workers=True, prefetch_factor=2); one boto3 client per worker (UNSIGNED, path-style); a ${COMPUTE_MS} ms sleep per batch as the training step"
+say "workload:    $JOBS job(s) at once per system, $EPOCHS epochs each; DataLoader(num_workers=$WORKERS, batch_size=$BATCH, sampler=randperm seeded seed*1000+epoch, seed $SEED for job j1, +1 per further job, persistent_workers=True, prefetch_factor=2); one boto3 client per worker (UNSIGNED, path-style, x-bucketcache-job: SYSTEM-jN); a ${COMPUTE_MS} ms sleep per batch as the training step; the jobs wait for each other between epochs (not timed)"
 say "upstream:    static nginx (the S3 stand-in) behind delay_proxy.py, +$DELAY_MS ms per request"
 
 # ---- the static upstream and the delay proxy ---------------------------------
@@ -405,7 +444,7 @@ nginx_cache_conf() {
 	cat <<EOF
 	sendfile on;
 	keepalive_requests 1000000;
-	log_format train '\$msec \$status \$upstream_cache_status \$upstream_bytes_received \$body_bytes_sent \$request_time "\$request"';
+	log_format train '\$msec \$status \$upstream_cache_status \$upstream_bytes_received \$body_bytes_sent \$request_time \$http_x_bucketcache_job "\$request"';
 	access_log $2/access.log train;
 	proxy_cache_path $2/cache levels=2 keys_zone=train:32m max_size=$CAP inactive=7d use_temp_path=off;
 	upstream delay_proxy {
@@ -430,58 +469,89 @@ EOF
 }
 
 BC_N=0
+# start_bucketcache [FLAGS...]: runs the daemon with FLAGS after the usual
+# ones; sets BC_PID, BC_LOG, BC_URL, BC_DESC. Returns 3 with BC_REFUSED
+# (the daemon's message) when it exits at once naming --policy: a policy
+# this binary does not have. Any other failure ends the benchmark.
 start_bucketcache() {
 	local pid port log
 	BC_N=$((BC_N + 1))
 	log=$TMP/bucketcache.$BC_N.log
+	BC_REFUSED=
 	for _ in 1 2 3; do
 		port=$(free_port)
 		# shellcheck disable=SC2086 # BC_ARGS is word-split on purpose
 		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
 		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$PROXY_URL" \
-		    --anonymous --mem-size "$CAP" $BC_ARGS >>"$log" 2>&1 &
+		    --anonymous --mem-size "$CAP" $BC_ARGS "$@" >>"$log" 2>&1 &
 		pid=$!
 		if wait_http "http://127.0.0.1:$port/_bucketcache/health" "$pid" 15; then
 			PIDS+=("$pid")
 			BC_PID=$pid
 			BC_LOG=$log
 			BC_URL=http://127.0.0.1:$port
-			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $CAP${BC_ARGS:+ $BC_ARGS}"
+			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $CAP${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
+		if [ $# -gt 0 ] && grep -q -- '--policy' "$log"; then
+			BC_REFUSED=$(grep -- '--policy' "$log" | head -n 1)
+			return 3
+		fi
 		grep -qi 'in use' "$log" || break
 	done
 	cat "$log" >&2
 	fail "bucketcache did not become healthy"
 }
 
-# run_loader LABEL ENDPOINT [loader args...]: the measured run.
+# bc_flags SYSTEM: the daemon flags of a bucketcache system, one a line.
+bc_flags() {
+	case $1 in
+	bucketcache) ;;
+	bucketcache-plans) printf '%s\n' --policy "$PLANS_POLICY" ;;
+	bucketcache-*) printf '%s\n' --policy "${1#bucketcache-}" ;;
+	esac
+}
+
+# run_loader LABEL ENDPOINT [loader args...]: the measured run, BENCH_JOBS
+# loaders at once (jobs LABEL-j1, ...), each job's JSON in RUNS.
 run_loader() {
-	local label=$1 ep=$2
+	local label=$1 ep=$2 j rc bad= pids=()
 	shift 2
-	note "$label: $EPOCHS epochs over $NOBJ objects via $ep"
-	{
-		timeout -k 10 "$TIMEOUT" "$PY" -W 'ignore:This DataLoader will create' \
-		    "$TDIR/loader.py" --endpoint "$ep" --bucket "$BUCKET" \
-		    --manifest "$DATA/manifest.tsv" --label "$label" --out "$TMP/$label.json" \
-		    --epochs "$EPOCHS" --workers "$WORKERS" --batch "$BATCH" --seed "$SEED" \
-		    --compute sleep --compute-ms "$COMPUTE_MS" \
-		    --proxy-stats "$PROXY_URL/_delayproxy/stats" "$@" 2>&1
-		echo $? >"$TMP/$label.rc"
-	} | tee "$TMP/$label.loader.log" >&2
-	rc=$(cat "$TMP/$label.rc" 2>/dev/null || echo '?')
-	[ "$rc" = 0 ] && [ -s "$TMP/$label.json" ] ||
-		fail "$label: the loader run failed (exit $rc; 124: over BENCH_TIMEOUT=$TIMEOUT s)"
-	RUNS+=(--run "$label=$TMP/$label.json")
+	note "$label: $JOBS job(s) x $EPOCHS epochs over $NOBJ objects via $ep"
+	rm -rf "$TMP/$label.barrier"
+	mkdir -p "$TMP/$label.barrier"
+	for j in $(seq "$JOBS"); do
+		{
+			timeout -k 10 "$TIMEOUT" "$PY" -W 'ignore:This DataLoader will create' \
+			    "$TDIR/loader.py" --endpoint "$ep" --bucket "$BUCKET" \
+			    --manifest "$DATA/manifest.tsv" --label "$label-j$j" \
+			    --out "$TMP/$label.j$j.json" --job "$label-j$j" \
+			    --epochs "$EPOCHS" --workers "$WORKERS" --batch "$BATCH" \
+			    --seed $((SEED + j - 1)) --compute sleep --compute-ms "$COMPUTE_MS" \
+			    --barrier "$TMP/$label.barrier" --barrier-n "$JOBS" \
+			    --barrier-timeout "$TIMEOUT" \
+			    --proxy-stats "$PROXY_URL/_delayproxy/stats" "$@" 2>&1
+			echo $? >"$TMP/$label.j$j.rc"
+		} | tee "$TMP/$label.j$j.loader.log" >&2 &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	for j in $(seq "$JOBS"); do
+		rc=$(cat "$TMP/$label.j$j.rc" 2>/dev/null || echo '?')
+		[ "$rc" = 0 ] && [ -s "$TMP/$label.j$j.json" ] || bad+=" j$j (exit $rc)"
+		RUNS+=(--run "$label=$TMP/$label.j$j.json")
+	done
+	[ -z "$bad" ] ||
+		fail "$label: the loader run failed:$bad (124: over BENCH_TIMEOUT=$TIMEOUT s)"
 }
 
 # preflight: a bucketcache command line that does not start fails now, not
-# after the systems before it have run
+# after the systems before it have run (a policy the binary lacks is n/a)
 case " $SYSTEMS " in
-*" bucketcache "*)
+*" bucketcache"*)
 	start_bucketcache
 	stop_pid "$BC_PID"
 	;;
@@ -509,22 +579,35 @@ for s in $SYSTEMS; do
 		say "nginx:       cache dir after the run: $(du -sb "$TMP/nginx-cache/cache" | cut -f1) bytes apparent, $(du -sB1 "$TMP/nginx-cache/cache" | cut -f1) bytes on disk, $(find "$TMP/nginx-cache/cache" -type f | wc -l) files; max_size $CAP (nginx counts disk blocks)"
 		stop_pid "$NG_PID"
 		;;
-	bucketcache)
-		start_bucketcache
+	bucketcache*)
+		mapfile -t flags < <(bc_flags "$s")
+		src=0
+		start_bucketcache "${flags[@]}" || src=$?
+		if [ "$src" = 3 ]; then
+			say "$s: n/a: $BC_BIN ${flags[*]}: $BC_REFUSED"
+			RUNS+=(--na "$s=${flags[*]}: $BC_REFUSED")
+			continue
+		fi
 		lim=$(curl -sf "$BC_URL/_bucketcache/stats" |
 			"$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"]["cache_bytes_limit"])') ||
 			fail "cannot read $BC_URL/_bucketcache/stats"
 		[ "$lim" = "$CAP" ] || fail "bucketcache reports cache_bytes_limit $lim, not --mem-size $CAP"
-		say "bucketcache: endpoint $BC_URL: $BC_DESC"
-		say "bucketcache: cache_bytes_limit $lim (= --mem-size; counts chunks, per-entry overhead and metadata); default chunk size, readahead, meta-ttl (see --help) unless given above"
-		run_loader bucketcache "$BC_URL" --bc-stats "$BC_URL/_bucketcache/stats"
-		curl -sf "$BC_URL/_bucketcache/stats" >"$TMP/bucketcache.stats.json" || true
+		say "$s: endpoint $BC_URL: $BC_DESC"
+		say "$s: cache_bytes_limit $lim (= --mem-size; counts chunks, per-entry overhead and metadata); default chunk size, readahead, meta-ttl, prefetch budgets (see --help) unless given above"
+		plans=()
+		if [ "$s" = bucketcache-plans ]; then
+			plans=(--plans --hint-next 8)
+			say "$s: each job: HintedSampler (contrib/python) posting the plans of the current and the next epoch, install_hints(client, job, sampler, n_next=8)"
+		fi
+		run_loader "$s" "$BC_URL" --bc-stats "$BC_URL/_bucketcache/stats" \
+		    --bc-jobs "$BC_URL/_bucketcache/v1/jobs" "${plans[@]}"
+		curl -sf "$BC_URL/_bucketcache/stats" >"$TMP/$s.stats.json" || true
 		n=$(grep -Ec ' (error|warn):' "$BC_LOG" || true)
-		say "bucketcache: log: $(wc -l <"$BC_LOG") lines, $n warn/error"
+		say "$s: log: $(wc -l <"$BC_LOG") lines, $n warn/error"
 		if [ "$n" -gt 0 ]; then
 			grep -E ' (error|warn):' "$BC_LOG" | head -n 5 | sed 's/^/               /' | tee -a "$HEADER"
 		fi
-		kill -0 "$BC_PID" 2>/dev/null || fail "bucketcache died during the run"
+		kill -0 "$BC_PID" 2>/dev/null || fail "$s: bucketcache died during the run"
 		stop_pid "$BC_PID"
 		;;
 	esac
@@ -548,35 +631,44 @@ say ""
 rc=0
 "$PY" "$TDIR/report.py" "${RUNS[@]}" ${NGINX_LOG:+--nginx-log "$NGINX_LOG"} \
     --header "$HEADER" --md "$TMP/body.md" --csv "$STEM.csv" --png "$STEM.png" \
-    --manifest "$DATA/manifest.tsv" --cap "$CAP" \
-    --title "$NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%, +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
+    --manifest "$DATA/manifest.tsv" --cap "$CAP" --jobs "$JOBS" \
+    --title "$JOBS job(s), $NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%, +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
 	rc=$?
 {
 	echo "# bucketcache training-shaped benchmark$([ "$QUICK" = 1 ] && echo ' (BENCH_QUICK=1 smoke run)')"
 	echo ""
 	echo "Written by \`tests/bench/bench_training.sh\` (its header comment says what it"
-	echo "does); each run replaces this file. A PyTorch DataLoader ($WORKERS workers, boto3)"
-	echo "reads $NOBJ objects for $EPOCHS shuffled epochs from an upstream $DELAY_MS ms away,"
-	echo "directly, through nginx proxy_cache and through bucketcache, the caches"
-	echo "holding $CACHE_PCT% of the data set. Every epoch visits every object once in a"
-	echo "new random order, so a cache of half the data set under LRU keeps mostly"
-	echo "objects that the epoch has already read: expect hit ratios below"
-	echo "$CACHE_PCT% in epochs 2+, for nginx and for bucketcache's LRU alike."
+	echo "does); each run replaces this file. $JOBS training job(s) at once, each a"
+	echo "PyTorch DataLoader ($WORKERS workers, boto3, a $COMPUTE_MS ms training step per batch of"
+	echo "$BATCH), read $NOBJ objects for $EPOCHS shuffled epochs from an upstream $DELAY_MS ms away,"
+	echo "directly, through nginx proxy_cache and through bucketcache (per policy, and"
+	echo "with the jobs posting plans), the caches holding $CACHE_PCT% of the data set."
+	echo "Every epoch visits every object once in a new random order, so a cache of"
+	echo "half the data set under LRU keeps mostly objects that the epoch has already"
+	echo "read (hit ratio about 0.15 for one job, 0.33 for two); a policy that fills"
+	echo "once and keeps reaches $CACHE_PCT%; knowing the jobs' plans, more (issue 11)."
 	echo ""
-	echo "Columns: epoch s = wall time of the epoch (epoch 1 includes starting the"
-	echo "workers); data wait s = time the loop was blocked in next() on the loader;"
-	echo "hit ratio and upstream MB (system) = as the system counts them"
-	echo "(bucketcache /_bucketcache/stats, nginx \$upstream_cache_status and"
-	echo "\$upstream_bytes_received, heads included); upstream MB / requests (proxy)"
-	echo "= what the delay proxy forwarded (bodies; the ground truth);"
+	echo "Rows: one per system, job (j1, j2, ...) and epoch, and with several jobs an"
+	echo "\"all\" row per epoch (epoch s: the slowest job; data wait s: the sum over the"
+	echo "jobs; hit ratio: all the jobs' reads; upstream and prefetch: the whole"
+	echo "system). Columns: epoch s = wall time of the epoch (epoch 1 includes starting"
+	echo "the workers); data wait s = time the training loop was blocked in next() on"
+	echo "the loader waiting for its next batch (the training step is timed apart);"
+	echo "hit ratio = as the system counts them (bucketcache: the job's counters in"
+	echo "/_bucketcache/stats \"jobs\", all jobs: the totals; nginx: \$upstream_cache_status"
+	echo "per job header); upstream MB (system) = bucketcache upstream_bytes_in, nginx"
+	echo "\$upstream_bytes_received (heads included); upstream MB / requests (proxy)"
+	echo "= what the delay proxy forwarded (bodies; the ground truth; per job only for"
+	echo "direct); prefetch used / wasted = bucketcache's prefetch_used and"
+	echo "prefetch_wasted deltas (chunks; the whole system);"
 	echo "revalidations = bucketcache's HEAD If-None-Match after --meta-ttl;"
 	echo "cache held = sampled while the epoch ran (bucketcache cache_bytes_held"
 	echo "every second; nginx: bytes on disk in its cache dir, what max_size"
 	echo "bounds, every 3 s). nginx enforces max_size only when its cache manager runs, at"
 	echo "most every 10 s, so its cache overshoots the cap by up to ~10 s of fills"
-	echo "(most in short epochs). The model table replays each epoch's recorded"
-	echo "order through an LRU of exactly the cap and through \"fill once, never"
-	echo "evict\". MB = 10^6 bytes."
+	echo "(most in short epochs). The model table replays the recorded orders (several"
+	echo "jobs: interleaved one read each in turn) through an LRU of exactly the cap"
+	echo "and through \"fill once, never evict\". MB = 10^6 bytes."
 	echo "CSV: $(basename "$STEM.csv"); plot: $(basename "$STEM.png")."
 	echo ""
 	cat "$TMP/body.md"

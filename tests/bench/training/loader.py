@@ -13,17 +13,36 @@ shuffled epochs, timing each epoch and the time the loop waits for data.
     across fork), unsigned (botocore.UNSIGNED: no Authorization header;
     bucketcache runs with --anonymous), path-style, endpoint_url = the
     system under test;
-  * DataLoader(num_workers=W, batch_size=B, shuffle=True, generator=G,
-    persistent_workers=True): G is re-seeded with SEED*1000+EPOCH before
-    each epoch, so every system sees the same order in the same epoch (the
-    sha256 of the index order is recorded: compare it across systems);
-  * per batch, a light "compute" step (--compute sleep: time.sleep of
+  * DataLoader(num_workers=W, batch_size=B, sampler=EpochSampler,
+    persistent_workers=True): epoch E's order is torch.randperm(N) drawn
+    from a generator seeded SEED*1000+E, so every system sees the same
+    order in the same epoch for the same --seed (the sha256 of the index
+    order is recorded: compare it across systems), and the order of the
+    next epoch is known in advance (next_epoch_order(), which contrib/
+    python's HintedSampler uses to post the next epoch's plan);
+  * --job ID: every GetObject carries x-bucketcache-job: ID (contrib/
+    python's install_hints, no sampler: no -next/-epoch), so a gateway
+    counts the job's reads apart ("jobs" in /_bucketcache/stats); a job
+    header alone gives the gateway no plan and no lookahead;
+  * --plans (with --job): the sampler is wrapped in contrib/python's
+    HintedSampler, which PUTs each epoch's plan and the next epoch's
+    (/_bucketcache/v1/jobs/ID/plan), and install_hints is given the
+    sampler, so GETs also carry x-bucketcache-epoch and x-bucketcache-next
+    (--hint-next keys; 0: none), as the helper's README shows;
+  * per batch, a "compute" step (--compute sleep: time.sleep of
     --compute-ms; or --compute matmul: 256x256 float matmuls for about that
     long) that the workers' prefetching can overlap;
   * per epoch: wall time (from iter() to the last batch's compute, epoch 1
-    includes starting the workers), data-wait time (sum of the time spent
-    blocked in next() on the loader), items, bytes, errors, retries, GET
-    latency p50/p90/p99;
+    includes starting the workers), data-wait time (the sum of the time the
+    training loop spent blocked in next() on the loader, waiting for its
+    next batch: compute is timed apart, as compute_s, and never counted),
+    items, bytes, errors, retries, GET latency p50/p90/p99;
+  * --barrier DIR --barrier-n N: N loaders (jobs) run at once; each waits
+    for all at the start and after each epoch, before and after taking its
+    snapshot, so that the epochs of the jobs start together and every
+    snapshot of epoch E falls between the jobs' epochs E and E+1 (the
+    counters between two snapshots are the jobs' epoch E; time spent in the
+    barrier is not in any epoch's time or wait);
   * snapshots before the first and after each epoch (after --settle s, not
     timed): the delay proxy's counters (--proxy-stats URL), bucketcache's
     /_bucketcache/stats (--bc-stats URL), the size of nginx's access log
@@ -42,6 +61,7 @@ stderr. Exit status: 0 (even with item errors: they are counted and
 reported), 1 when the run could not be done.
 """
 import argparse
+import glob
 import hashlib
 import json
 import os
@@ -56,13 +76,45 @@ import botocore
 from botocore import UNSIGNED
 from botocore.config import Config
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
+
+CONTRIB_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              '..', '..', '..', 'contrib', 'python')
 
 IMG_BYTES = 3 * 16 * 16
 ERR_OK, ERR_SIZE, ERR_CRC, ERR_EXC = 0, 1, 2, 3
 
 _client = None          # this worker's boto3 client (worker_init_fn)
 _errors_logged = 0
+_hints = None           # (job, HintedSampler or None, n_next), set before fork
+
+
+class EpochSampler(Sampler):
+    """Epoch E (set_epoch) yields torch.randperm(n) drawn from a generator
+    seeded seed*1000+E; next_epoch_order() is epoch E+1's order."""
+
+    def __init__(self, n, seed):
+        super().__init__(None)
+        self.n = n
+        self.seed = seed
+        self.epoch = 0
+
+    def __len__(self):
+        return self.n
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def order(self, epoch):
+        g = torch.Generator()
+        g.manual_seed(self.seed * 1000 + epoch)
+        return torch.randperm(self.n, generator=g).tolist()
+
+    def __iter__(self):
+        return iter(self.order(self.epoch))
+
+    def next_epoch_order(self):
+        return self.order(self.epoch + 1)
 
 
 class S3Dataset(Dataset):
@@ -129,7 +181,24 @@ def make_worker_init(endpoint, timeout):
             's3', endpoint_url=endpoint, region_name='us-east-1',
             aws_access_key_id='unused', aws_secret_access_key='unused',
             config=cfg)
+        if _hints is not None:
+            from bucketcache import install_hints
+            job, hinted, n_next = _hints
+            install_hints(_client, job, sampler=hinted, n_next=n_next)
     return init
+
+
+def barrier(a, name):
+    """Waits until all --barrier-n loaders reached barrier `name`."""
+    if not a.barrier:
+        return
+    open(os.path.join(a.barrier, '%s.%s' % (name, a.job or a.label)), 'w').close()
+    deadline = time.monotonic() + a.barrier_timeout
+    while len(glob.glob(os.path.join(a.barrier, name + '.*'))) < a.barrier_n:
+        if time.monotonic() > deadline:
+            sys.exit('loader.py: %s: barrier %s: the other jobs did not come in %.0f s' % (
+                a.label, name, a.barrier_timeout))
+        time.sleep(0.01)
 
 
 def http_json(url):
@@ -143,6 +212,8 @@ def snapshot(a, label):
         s['proxy'] = http_json(a.proxy_stats)
     if a.bc_stats:
         s['bc'] = http_json(a.bc_stats)
+    if a.bc_jobs:
+        s['bc_jobs'] = http_json(a.bc_jobs)
     if a.nginx_log:
         s['nginx_log_size'] = os.path.getsize(a.nginx_log)
     return s
@@ -234,12 +305,23 @@ def main():
                     help='use only the first N objects of the manifest')
     ap.add_argument('--proxy-stats')
     ap.add_argument('--bc-stats')
+    ap.add_argument('--bc-jobs')
+    ap.add_argument('--job', help='x-bucketcache-job of every GetObject')
+    ap.add_argument('--plans', action='store_true',
+                    help='HintedSampler: post plans (current and next epoch)')
+    ap.add_argument('--hint-next', type=int, default=8,
+                    help='with --plans: keys in x-bucketcache-next')
+    ap.add_argument('--barrier', help='a directory shared by --barrier-n loaders')
+    ap.add_argument('--barrier-n', type=int, default=1)
+    ap.add_argument('--barrier-timeout', type=float, default=1800.0)
     ap.add_argument('--nginx-log')
     ap.add_argument('--cache-dir')
     ap.add_argument('--sample-interval', type=float, default=1.0)
     a = ap.parse_args()
     if a.epochs < 1 or a.workers < 1 or a.batch < 1:
         sys.exit('loader.py: --epochs, --workers and --batch must be >= 1')
+    if a.plans and not a.job:
+        sys.exit('loader.py: --plans needs --job')
 
     torch.set_num_threads(1)
     rows = []
@@ -250,8 +332,19 @@ def main():
     if a.limit:
         rows = rows[:a.limit]
     ds = S3Dataset(a.endpoint, a.bucket, rows)
-    gen = torch.Generator()
-    loader = DataLoader(ds, batch_size=a.batch, shuffle=True, generator=gen,
+    global _hints
+    sampler_ = EpochSampler(len(rows), a.seed)
+    hinted = None
+    if a.job:
+        sys.path.insert(0, os.path.abspath(CONTRIB_PYTHON))
+        import bucketcache
+        if a.plans:
+            hinted = bucketcache.HintedSampler(
+                sampler_, [r[0] for r in rows], a.endpoint, a.bucket, a.job,
+                lookahead=max(1, a.hint_next))
+            sampler_ = hinted
+        _hints = (a.job, hinted, a.hint_next)
+    loader = DataLoader(ds, batch_size=a.batch, sampler=sampler_,
                         num_workers=a.workers, prefetch_factor=a.prefetch,
                         persistent_workers=True, drop_last=False,
                         worker_init_fn=make_worker_init(a.endpoint, a.timeout),
@@ -270,7 +363,9 @@ def main():
                      'python': sys.version.split()[0]},
         'epochs': [],
         'orders': [],
-        'snapshots': [snapshot(a, 'start')],
+        'job': a.job,
+        'plans': a.plans,
+        'snapshots': [],
     }
     sampler = None
     if a.cache_dir:
@@ -282,15 +377,18 @@ def main():
         result['occupancy_source'] = 'cache_bytes_held of %s' % a.bc_stats
     if sampler:
         sampler.start()
+    barrier(a, 'ready')
+    result['snapshots'].append(snapshot(a, 'start'))
+    barrier(a, 'go')
     for epoch in range(a.epochs):
-        gen.manual_seed(a.seed * 1000 + epoch)
+        sampler_.set_epoch(epoch)
         order = hashlib.sha256()
         indices = []
         lats = []
         profile = []
         items = nbytes = errors = retries = batches = 0
         err_kinds = [0, 0, 0, 0]
-        wait = 0.0
+        wait = compute = 0.0
         wall0 = time.time()
         t0 = time.perf_counter()
         it = iter(loader)
@@ -318,12 +416,15 @@ def main():
             profile.append((round(time.perf_counter() - t0, 3),
                             round(1000.0 * sum(bl) / max(1, len(bl)), 2),
                             round(1000.0 * max(bl + [0.0]), 2)))
+            tc = time.perf_counter()
             compute_step(a, mats)
+            compute += time.perf_counter() - tc
         t = time.perf_counter() - t0
         ep = {
             'epoch': epoch + 1,
             'time_s': t,
             'wait_s': wait,
+            'compute_s': compute,
             'batches': batches,
             'items': items,
             'bytes': nbytes,
@@ -356,12 +457,17 @@ def main():
                   if ep.get('occupancy_peak') else ''),
               file=sys.stderr)
         time.sleep(a.settle)
+        barrier(a, 'e%d-done' % (epoch + 1))
         result['snapshots'].append(snapshot(a, 'after epoch %d' % (epoch + 1)))
+        barrier(a, 'e%d-snap' % (epoch + 1))
     if sampler:
         sampler.stop.set()
         sampler.join(10)
         result['occupancy_failures'] = sampler.failures
         result['occupancy_interval'] = a.sample_interval
+    if hinted is not None:
+        hinted.flush(10)
+        result['plan_stats'] = hinted.plan_stats
     tmp = a.out + '.tmp'
     with open(tmp, 'w') as f:
         json.dump(result, f, indent=1, sort_keys=True)

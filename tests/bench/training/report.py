@@ -46,10 +46,11 @@ import sys
 from collections import OrderedDict
 
 CSV_FIELDS = [
-    'system', 'epoch', 'epoch_s', 'data_wait_s', 'wait_pct', 'items',
+    'system', 'job', 'epoch', 'epoch_s', 'data_wait_s', 'compute_s', 'wait_pct', 'items',
     'items_per_s', 'read_mb', 'read_mb_per_s', 'hit_ratio', 'hits', 'misses',
     'upstream_mb_system', 'upstream_mb_proxy', 'proxy_requests', 'proxy_gets',
-    'proxy_heads', 'revalidations', 'evictions', 'held_peak_mb', 'held_mean_mb',
+    'proxy_heads', 'prefetch_issued', 'prefetch_used', 'prefetch_wasted', 'prefetch_late',
+    'prefetch_mb', 'revalidations', 'evictions', 'held_peak_mb', 'held_mean_mb',
     'get_p50_ms', 'get_p90_ms', 'get_p99_ms', 'errors', 'retries', 'order_sha256',
 ]
 
@@ -69,84 +70,182 @@ def nginx_lines(path, start, end):
         if len(p) < 5:
             continue
         # $msec $status $upstream_cache_status $upstream_bytes_received
-        # $body_bytes_sent ...
+        # $body_bytes_sent $request_time $http_x_bucketcache_job ...
         ub = 0
         for x in p[3].split(','):
             x = x.strip()
             if x.isdigit():
                 ub += int(x)
-        out.append({'status': p[1], 'cache': p[2], 'up_bytes': ub})
+        out.append({'status': p[1], 'cache': p[2], 'up_bytes': ub,
+                    'job': p[6] if len(p) > 6 else '-'})
     return out
 
 
-def rows_for(label, run, nginx_log):
+def delta(c0, c1, k):
+    return c1.get(k, 0) - c0.get(k, 0)
+
+
+def base_row(label, job, ep):
+    return {
+        'system': label,
+        'job': job,
+        'epoch': ep['epoch'],
+        'epoch_s': ep['time_s'],
+        'data_wait_s': ep['wait_s'],
+        'compute_s': ep.get('compute_s', 0.0),
+        'wait_pct': 100.0 * ep['wait_s'] / ep['time_s'] if ep['time_s'] else 0,
+        'items': ep['items'],
+        'items_per_s': ep['items'] / ep['time_s'] if ep['time_s'] else 0,
+        'read_mb': ep['bytes'] / 1e6,
+        'read_mb_per_s': ep['bytes'] / 1e6 / ep['time_s'] if ep['time_s'] else 0,
+        'upstream_mb_proxy': '',
+        'proxy_requests': '',
+        'proxy_gets': '',
+        'proxy_heads': '',
+        'upstream_mb_system': '',
+        'revalidations': '',
+        'evictions': '',
+        'prefetch_issued': '',
+        'prefetch_used': '',
+        'prefetch_wasted': '',
+        'prefetch_late': '',
+        'prefetch_mb': '',
+        'get_p50_ms': ep['lat_p50_ms'],
+        'get_p90_ms': ep['lat_p90_ms'],
+        'get_p99_ms': ep['lat_p99_ms'],
+        'errors': ep['errors'],
+        'retries': ep['retries'],
+        'order_sha256': ep['order_sha256'],
+        'held_peak_mb': (ep['occupancy_peak'] / 1e6
+                         if ep.get('occupancy_peak') is not None else ''),
+        'held_mean_mb': (ep['occupancy_mean'] / 1e6
+                         if ep.get('occupancy_mean') is not None else ''),
+    }
+
+
+def add_system_counters(r, s0, s1, nginx_log, label, items, read_bytes):
+    """The whole system's counters between snapshots s0 and s1: the delay
+    proxy's, bucketcache's totals or nginx's log lines; hit ratio too."""
+    p0, p1 = s0.get('proxy', {}), s1.get('proxy', {})
+    pm0, pm1 = p0.get('by_method', {}), p1.get('by_method', {})
+    r['upstream_mb_proxy'] = delta(p0, p1, 'resp_body_bytes') / 1e6
+    r['proxy_requests'] = delta(p0, p1, 'requests')
+    r['proxy_gets'] = delta(pm0, pm1, 'GET')
+    r['proxy_heads'] = delta(pm0, pm1, 'HEAD')
+    if 'bc' in s1:
+        c0, c1 = counters(s0), counters(s1)
+        d = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
+        looked = d['cache_hits'] + d['cache_misses'] + d['cache_partial_hits']
+        r['hits'] = d['cache_hits']
+        r['misses'] = d['cache_misses'] + d['cache_partial_hits']
+        r['hit_ratio'] = d['cache_hits'] / looked if looked else 0.0
+        r['upstream_mb_system'] = d['upstream_bytes_in'] / 1e6
+        r['revalidations'] = d['cache_revalidations']
+        r['evictions'] = d['cache_evictions']
+        for k in ('issued', 'used', 'wasted', 'late'):
+            r['prefetch_' + k] = d.get('prefetch_' + k, 0)
+        r['prefetch_mb'] = d.get('prefetch_bytes', 0) / 1e6
+        r['_bc_held'] = c1.get('cache_bytes_held', 0)
+        r['_bc_limit'] = c1.get('cache_bytes_limit', 0)
+        r['_bc_partial'] = d['cache_partial_hits']
+        r['_bc_up_requests'] = d['upstream_requests']
+        r['_bc_up_errors'] = d['upstream_errors']
+    elif 'nginx_log_size' in s1 and nginx_log:
+        ls = nginx_lines(nginx_log, s0['nginx_log_size'], s1['nginx_log_size'])
+        hits = sum(1 for x in ls if x['cache'] == 'HIT')
+        r['hits'] = hits
+        r['misses'] = len(ls) - hits
+        r['hit_ratio'] = hits / len(ls) if ls else 0.0
+        r['upstream_mb_system'] = sum(x['up_bytes'] for x in ls) / 1e6
+        r['_nginx_lines'] = len(ls)
+        r['_nginx_status'] = {}
+        for x in ls:
+            k = '%s %s' % (x['status'], x['cache'])
+            r['_nginx_status'][k] = r['_nginx_status'].get(k, 0) + 1
+    else:
+        r['hits'] = 0
+        r['misses'] = items
+        r['hit_ratio'] = 0.0
+        r['upstream_mb_system'] = read_bytes / 1e6
+
+
+def add_job_counters(r, s0, s1, nginx_log, job, label):
+    """One job's own view, when several jobs share the system: bucketcache's
+    per-job counters, nginx's log lines of the job's header; direct reads
+    everything from upstream."""
+    if 'bc' in s1:
+        j0 = s0.get('bc', {}).get('jobs', {}).get(job, {})
+        j1 = s1['bc'].get('jobs', {}).get(job)
+        if j1 is None:
+            r['hits'] = r['misses'] = 0
+            r['hit_ratio'] = ''
+            r['_note'] = 'job %s not in /_bucketcache/stats "jobs"' % job
+            return
+        h = delta(j0, j1, 'cache_hits')
+        m = delta(j0, j1, 'cache_misses') + delta(j0, j1, 'cache_partial_hits')
+        r['hits'], r['misses'] = h, m
+        r['hit_ratio'] = h / (h + m) if h + m else 0.0
+        r['job_wait_s'] = delta(j0, j1, 'wait_us') / 1e6
+        for k in ('used', 'wasted'):     # per-job prefetch counters, if any
+            if 'prefetch_' + k in j1:
+                r['prefetch_' + k] = delta(j0, j1, 'prefetch_' + k)
+    elif 'nginx_log_size' in s1 and nginx_log:
+        ls = [x for x in nginx_lines(nginx_log, s0['nginx_log_size'], s1['nginx_log_size'])
+              if x['job'] == job]
+        hits = sum(1 for x in ls if x['cache'] == 'HIT')
+        r['hits'], r['misses'] = hits, len(ls) - hits
+        r['hit_ratio'] = hits / len(ls) if ls else 0.0
+    else:
+        r['hits'], r['misses'], r['hit_ratio'] = 0, r['items'], 0.0
+        r['upstream_mb_system'] = r['read_mb']
+
+
+def rows_for(label, jobs, nginx_log):
+    """Rows of one system: per job and epoch, and with several jobs an
+    "all" row per epoch (the jobs' epochs are aligned by the loaders'
+    barrier, so the first job's snapshots bracket every job's epoch)."""
     rows = []
-    snaps = run['snapshots']
-    for i, ep in enumerate(run['epochs']):
-        s0, s1 = snaps[i], snaps[i + 1]
-        p0, p1 = s0.get('proxy', {}), s1.get('proxy', {})
-        pm0, pm1 = p0.get('by_method', {}), p1.get('by_method', {})
-        r = {
-            'system': label,
-            'epoch': ep['epoch'],
-            'epoch_s': ep['time_s'],
-            'data_wait_s': ep['wait_s'],
-            'wait_pct': 100.0 * ep['wait_s'] / ep['time_s'] if ep['time_s'] else 0,
-            'items': ep['items'],
-            'items_per_s': ep['items'] / ep['time_s'] if ep['time_s'] else 0,
-            'read_mb': ep['bytes'] / 1e6,
-            'read_mb_per_s': ep['bytes'] / 1e6 / ep['time_s'] if ep['time_s'] else 0,
-            'upstream_mb_proxy': (p1.get('resp_body_bytes', 0) -
-                                  p0.get('resp_body_bytes', 0)) / 1e6,
-            'proxy_requests': p1.get('requests', 0) - p0.get('requests', 0),
-            'proxy_gets': pm1.get('GET', 0) - pm0.get('GET', 0),
-            'proxy_heads': pm1.get('HEAD', 0) - pm0.get('HEAD', 0),
-            'revalidations': '',
-            'evictions': '',
-            'get_p50_ms': ep['lat_p50_ms'],
-            'get_p90_ms': ep['lat_p90_ms'],
-            'get_p99_ms': ep['lat_p99_ms'],
-            'errors': ep['errors'],
-            'retries': ep['retries'],
-            'order_sha256': ep['order_sha256'],
-            'held_peak_mb': (ep['occupancy_peak'] / 1e6
-                             if ep.get('occupancy_peak') is not None else ''),
-            'held_mean_mb': (ep['occupancy_mean'] / 1e6
-                             if ep.get('occupancy_mean') is not None else ''),
-        }
-        if 'bc' in s1:
-            c0, c1 = counters(s0), counters(s1)
-            d = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
-            looked = d['cache_hits'] + d['cache_misses'] + d['cache_partial_hits']
-            r['hits'] = d['cache_hits']
-            r['misses'] = d['cache_misses'] + d['cache_partial_hits']
-            r['hit_ratio'] = d['cache_hits'] / looked if looked else 0.0
-            r['upstream_mb_system'] = d['upstream_bytes_in'] / 1e6
-            r['revalidations'] = d['cache_revalidations']
-            r['evictions'] = d['cache_evictions']
-            r['_bc_held'] = c1.get('cache_bytes_held', 0)
-            r['_bc_limit'] = c1.get('cache_bytes_limit', 0)
-            r['_bc_partial'] = d['cache_partial_hits']
-            r['_bc_up_requests'] = d['upstream_requests']
-            r['_bc_up_errors'] = d['upstream_errors']
-        elif 'nginx_log_size' in s1 and nginx_log:
-            ls = nginx_lines(nginx_log, s0['nginx_log_size'], s1['nginx_log_size'])
-            hits = sum(1 for x in ls if x['cache'] == 'HIT')
-            r['hits'] = hits
-            r['misses'] = len(ls) - hits
-            r['hit_ratio'] = hits / len(ls) if ls else 0.0
-            r['upstream_mb_system'] = sum(x['up_bytes'] for x in ls) / 1e6
-            r['_nginx_lines'] = len(ls)
-            r['_nginx_status'] = {}
-            for x in ls:
-                k = '%s %s' % (x['status'], x['cache'])
-                r['_nginx_status'][k] = r['_nginx_status'].get(k, 0) + 1
-        else:
-            r['hits'] = 0
-            r['misses'] = ep['items']
-            r['hit_ratio'] = 0.0
-            r['upstream_mb_system'] = ep['bytes'] / 1e6
-        rows.append(r)
+    multi = len(jobs) > 1
+    for jn, run in enumerate(jobs, 1):
+        snaps = run['snapshots']
+        for i, ep in enumerate(run['epochs']):
+            r = base_row(label, 'j%d' % jn, ep)
+            if multi:
+                add_job_counters(r, snaps[i], snaps[i + 1], nginx_log,
+                                 run.get('job') or '', label)
+            else:
+                add_system_counters(r, snaps[i], snaps[i + 1], nginx_log, label,
+                                    ep['items'], ep['bytes'])
+            rows.append(r)
+    if multi:
+        first = jobs[0]
+        for i in range(len(first['epochs'])):
+            per = [r for r in rows if r['epoch'] == i + 1]
+            eps = [run['epochs'][i] for run in jobs if i < len(run['epochs'])]
+            t = max(e['time_s'] for e in eps)
+            items = sum(e['items'] for e in eps)
+            nbytes = sum(e['bytes'] for e in eps)
+            a = base_row(label, 'all', dict(first['epochs'][i], time_s=t))
+            a.update({
+                'data_wait_s': sum(e['wait_s'] for e in eps),
+                'compute_s': sum(e.get('compute_s', 0.0) for e in eps),
+                'items': items,
+                'items_per_s': items / t if t else 0,
+                'read_mb': nbytes / 1e6,
+                'read_mb_per_s': nbytes / 1e6 / t if t else 0,
+                'errors': sum(e['errors'] for e in eps),
+                'retries': sum(e['retries'] for e in eps),
+                'order_sha256': '',
+            })
+            a['wait_pct'] = 100.0 * a['data_wait_s'] / (t * len(eps)) if t else 0
+            add_system_counters(a, first['snapshots'][i], first['snapshots'][i + 1],
+                                nginx_log, label, items, nbytes)
+            if all(r['hit_ratio'] != '' for r in per):
+                h = sum(r['hits'] for r in per)
+                m = sum(r['misses'] for r in per)
+                a['hits'], a['misses'] = h, m
+                a['hit_ratio'] = h / (h + m) if h + m else 0.0
+            rows.append(a)
     return rows
 
 
@@ -160,16 +259,41 @@ def fmt_held(r, cap):
         100.0 * r['held_peak_mb'] * 1e6 / cap, 100.0 * r['held_mean_mb'] * 1e6 / cap)
 
 
+def num(v, f):
+    return '-' if v == '' or v is None else f % v
+
+
 def fmt_row(r, cap):
-    return ('| %s | %d | %.1f | %.1f | %.0f%% | %.0f | %.2f | %.1f | %.1f | %d (%d GET, %d HEAD) '
+    if r['proxy_requests'] == '':
+        reqs = '-'
+    else:
+        reqs = '%d (%d GET, %d HEAD)' % (r['proxy_requests'], r['proxy_gets'],
+                                        r['proxy_heads'])
+    if r['prefetch_used'] == '' and r['prefetch_wasted'] == '':
+        pf = '-'
+    else:
+        pf = '%s / %s' % (num(r['prefetch_used'], '%d'), num(r['prefetch_wasted'], '%d'))
+    return ('| %s | %s | %d | %.1f | %.1f | %.0f%% | %.0f | %s | %s | %s | %s | %s '
             '| %s | %s | %.1f / %.1f | %d |' % (
-                r['system'], r['epoch'], r['epoch_s'], r['data_wait_s'], r['wait_pct'],
-                r['items_per_s'], r['hit_ratio'], r['upstream_mb_system'],
-                r['upstream_mb_proxy'], r['proxy_requests'], r['proxy_gets'],
-                r['proxy_heads'],
-                r['revalidations'] if r['revalidations'] != '' else '-',
-                fmt_held(r, cap),
+                r['system'], r['job'], r['epoch'], r['epoch_s'], r['data_wait_s'],
+                r['wait_pct'], r['items_per_s'], num(r['hit_ratio'], '%.2f'),
+                num(r['upstream_mb_system'], '%.1f'), num(r['upstream_mb_proxy'], '%.1f'),
+                reqs, pf, num(r['revalidations'], '%d'), fmt_held(r, cap),
                 r['get_p50_ms'], r['get_p99_ms'], r['errors']))
+
+
+def interleave(orders_per_job):
+    """Per epoch, the jobs' orders merged one read of each job in turn."""
+    out = []
+    for e in range(min(len(o) for o in orders_per_job)):
+        seqs = [o[e] for o in orders_per_job]
+        m = []
+        for k in range(max(len(x) for x in seqs)):
+            for x in seqs:
+                if k < len(x):
+                    m.append(x[k])
+        out.append(m)
+    return out
 
 
 def models(orders, sizes, cap):
@@ -201,7 +325,9 @@ def models(orders, sizes, cap):
     return out
 
 
-COLORS = {'direct': 'tab:blue', 'nginx': 'tab:orange', 'bucketcache': 'tab:green'}
+COLORS = {'direct': 'tab:blue', 'nginx': 'tab:orange', 'bucketcache': 'tab:green',
+          'bucketcache-lru': 'tab:green', 'bucketcache-pin': 'tab:olive',
+          'bucketcache-auto': 'tab:purple', 'bucketcache-plans': 'tab:red'}
 
 
 def plot(rows, systems, path, title):
@@ -219,7 +345,7 @@ def plot(rows, systems, path, title):
         xs = [e - 0.4 + w * (j + 0.5) for e in epochs]
         t = [rs[e]['epoch_s'] if e in rs else 0 for e in epochs]
         wt = [rs[e]['data_wait_s'] if e in rs else 0 for e in epochs]
-        up = [rs[e]['upstream_mb_proxy'] if e in rs else 0 for e in epochs]
+        up = [rs[e]['upstream_mb_proxy'] or 0 if e in rs else 0 for e in epochs]
         b = ax1.bar(xs, t, w, label=s, color=COLORS.get(s))
         ax1.bar(xs, wt, w * 0.35, color='black', alpha=0.35,
                 label='data wait' if j == 0 else None)
@@ -228,11 +354,11 @@ def plot(rows, systems, path, title):
         ax2.bar(xs, up, w, label=s, color=b.patches[0].get_facecolor())
     top = max([r['epoch_s'] for r in rows] + [1.0])
     ax1.set_ylim(0, top * 1.3)
-    topu = max([r['upstream_mb_proxy'] for r in rows] + [1.0])
+    topu = max([r['upstream_mb_proxy'] or 0 for r in rows] + [1.0])
     ax2.set_ylim(0, topu * 1.3)
     ax1.set_xticks(epochs)
     ax1.set_xlabel('epoch')
-    ax1.set_ylabel('epoch time (s); dark: time waiting for data')
+    ax1.set_ylabel('epoch time (s); dark: data wait (sum over jobs)')
     ax1.set_title('epoch time')
     ax1.legend(fontsize=8, ncol=2, loc='upper right')
     ax2.set_xticks(epochs)
@@ -246,9 +372,94 @@ def plot(rows, systems, path, title):
     return 'plot: %s' % path
 
 
+def combined(rows, s):
+    """The rows that stand for the whole system: "all", or the one job."""
+    rs = [r for r in rows if r['system'] == s]
+    alls = [r for r in rs if r['job'] == 'all']
+    return alls if alls else rs
+
+
+def targets(rows, systems, na, njobs, epochs):
+    """Issue 11's targets: lines 'PASS|MISS|n/a: ...'."""
+    out = []
+    warm = [e for e in range(2, 4) if e <= epochs]
+    span = ('epochs %d-%d' % (warm[0], warm[-1]) if len(warm) > 1 else
+            'epoch %d only' % warm[0]) if warm else None
+
+    def hit(s):
+        rs = [r for r in combined(rows, s) if r['epoch'] in warm]
+        h = sum(r['hits'] for r in rs)
+        n = sum(r['hits'] + r['misses'] for r in rs)
+        return h / n if n else None
+
+    def absent(s):
+        if s in na:
+            return 'n/a: %s not run (%s)' % (s, na[s])
+        if s not in systems:
+            return 'n/a: %s not in BENCH_SYSTEMS' % s
+        if not warm:
+            return 'n/a: needs 2 epochs or more'
+        return None
+
+    name = 'hit ratio %s, bucketcache-auto (no hints, %d job(s)) >= 0.48' % (span, njobs)
+    why = absent('bucketcache-auto')
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        h = hit('bucketcache-auto')
+        out.append('TARGET %s: %s (%.3f)' % (name, 'PASS' if h >= 0.48 else 'MISS', h))
+    name = 'hit ratio %s, bucketcache-plans (two jobs posting plans) >= 0.62' % span
+    why = absent('bucketcache-plans')
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        h = hit('bucketcache-plans')
+        extra = '' if njobs >= 2 else '; with %d job only, not the two the target names' % njobs
+        out.append('TARGET %s: %s (%.3f%s)' % (name, 'PASS' if h >= 0.62 else 'MISS', h, extra))
+    name = 'data wait %s, bucketcache-plans >= 90%% below direct' % span
+    why = absent('bucketcache-plans') or absent('direct')
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        wp = sum(r['data_wait_s'] for r in combined(rows, 'bucketcache-plans') if r['epoch'] in warm)
+        wd = sum(r['data_wait_s'] for r in combined(rows, 'direct') if r['epoch'] in warm)
+        wp_all = sum(r['data_wait_s'] for r in combined(rows, 'bucketcache-plans'))
+        wd_all = sum(r['data_wait_s'] for r in combined(rows, 'direct'))
+        cut = 1 - wp / wd if wd else 0.0
+        out.append('TARGET %s: %s (%.1f s vs %.1f s: %.1f%% below; all epochs %.1f s vs %.1f s: '
+                   '%.1f%% below)' % (name, 'PASS' if wd and cut >= 0.90 else 'MISS', wp, wd,
+                                      100 * cut, wp_all, wd_all,
+                                      100 * (1 - wp_all / wd_all) if wd_all else 0))
+    name = 'prefetch wasted <= 5% of prefetched'
+    any_pf = False
+    for s in systems:
+        rs = combined(rows, s)
+        if not rs or rs[0]['prefetch_issued'] == '':
+            continue
+        issued = sum(r['prefetch_issued'] for r in rs)
+        wasted = sum(r['prefetch_wasted'] for r in rs)
+        used = sum(r['prefetch_used'] for r in rs)
+        mb = sum(r['prefetch_mb'] for r in rs)
+        if not issued:
+            continue
+        any_pf = True
+        out.append('TARGET %s, %s: %s (%d of %d prefetched chunks wasted, %.1f%%; %d used; '
+                   '%.1f MB prefetched; chunks: objects are smaller than a chunk, so the '
+                   'ratio is the bytes ratio up to object sizes)' % (
+                       name, s, 'PASS' if wasted <= 0.05 * issued else 'MISS', wasted, issued,
+                       100.0 * wasted / issued, used, mb))
+    if not any_pf:
+        why = absent('bucketcache-plans')
+        out.append('TARGET %s: %s' % (name, why or 'n/a: no system prefetched'))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description='training benchmark report')
-    ap.add_argument('--run', action='append', default=[], help='LABEL=FILE')
+    ap.add_argument('--run', action='append', default=[],
+                    help='LABEL=FILE, once per job (same LABEL for a system\'s jobs)')
+    ap.add_argument('--na', action='append', default=[],
+                    help='LABEL=REASON: a system that could not run')
     ap.add_argument('--nginx-log')
     ap.add_argument('--header', required=True)
     ap.add_argument('--md', required=True)
@@ -257,42 +468,57 @@ def main():
     ap.add_argument('--title', default='bucketcache training benchmark')
     ap.add_argument('--manifest')
     ap.add_argument('--cap', type=int, default=0)
+    ap.add_argument('--jobs', type=int, default=1)
     a = ap.parse_args()
 
-    systems, rows, runs = [], [], {}
+    systems, rows, runs, na = [], [], OrderedDict(), OrderedDict()
     for spec in a.run:
         label, _, path = spec.partition('=')
         with open(path) as f:
-            runs[label] = json.load(f)
-        systems.append(label)
+            runs.setdefault(label, []).append(json.load(f))
+        if label not in systems:
+            systems.append(label)
+    for spec in a.na:
+        label, _, why = spec.partition('=')
+        na[label] = why
+    for label in systems:
         rows += rows_for(label, runs[label], a.nginx_log if label == 'nginx' else None)
 
     # checks
     problems = []
     by_epoch = {}
     for r in rows:
-        run = runs[r['system']]
+        if r['job'] == 'all':
+            continue
+        run = runs[r['system']][int(r['job'][1:]) - 1]
         n = run['objects']
         if r['items'] != n:
-            problems.append('%s epoch %d: read %d items, not %d' % (
-                r['system'], r['epoch'], r['items'], n))
+            problems.append('%s %s epoch %d: read %d items, not %d' % (
+                r['system'], r['job'], r['epoch'], r['items'], n))
         if abs(r['read_mb'] * 1e6 - run['dataset_bytes']) > 0.5:
-            problems.append('%s epoch %d: read %.0f bytes, the data set has %d' % (
-                r['system'], r['epoch'], r['read_mb'] * 1e6, run['dataset_bytes']))
+            problems.append('%s %s epoch %d: read %.0f bytes, the data set has %d' % (
+                r['system'], r['job'], r['epoch'], r['read_mb'] * 1e6, run['dataset_bytes']))
         if r['errors']:
-            problems.append('%s epoch %d: %d items failed (size/crc/exception)' % (
-                r['system'], r['epoch'], r['errors']))
-        by_epoch.setdefault(r['epoch'], set()).add(r['order_sha256'])
-        up_s, up_p = r['upstream_mb_system'], r['upstream_mb_proxy']
-        if max(up_s, up_p) > 1 and abs(up_s - up_p) > 0.05 * max(up_s, up_p):
-            problems.append('%s epoch %d: the system counts %.1f MB from upstream, '
-                            'the delay proxy %.1f MB' % (r['system'], r['epoch'], up_s, up_p))
-        if r.get('_bc_up_errors'):
-            problems.append('%s epoch %d: %d upstream errors' % (
-                r['system'], r['epoch'], r['_bc_up_errors']))
+            problems.append('%s %s epoch %d: %d items failed (size/crc/exception)' % (
+                r['system'], r['job'], r['epoch'], r['errors']))
+        by_epoch.setdefault((r['job'], r['epoch']), set()).add(r['order_sha256'])
+        if r.get('_note'):
+            problems.append('%s %s epoch %d: %s' % (r['system'], r['job'], r['epoch'], r['_note']))
+    for s in systems:
+        for r in combined(rows, s):
+            up_s, up_p = r['upstream_mb_system'], r['upstream_mb_proxy']
+            if up_s == '' or up_p == '':
+                continue
+            if max(up_s, up_p) > 1 and abs(up_s - up_p) > 0.05 * max(up_s, up_p):
+                problems.append('%s epoch %d: the system counts %.1f MB from upstream, '
+                                'the delay proxy %.1f MB' % (r['system'], r['epoch'], up_s, up_p))
+            if r.get('_bc_up_errors'):
+                problems.append('%s epoch %d: %d upstream errors' % (
+                    r['system'], r['epoch'], r['_bc_up_errors']))
     same_order = all(len(v) == 1 for v in by_epoch.values())
     if not same_order:
-        problems.append('the index order differs between systems in some epoch')
+        problems.append('the index order of a job differs between systems in some epoch')
+    epochs = max([r['epoch'] for r in rows] + [0])
 
     out = []
     with open(a.header) as f:
@@ -301,12 +527,17 @@ def main():
         out.append('```')
     out.append('')
     header_lines = len(out)
-    out.append('| system | epoch | epoch s | data wait s | wait % | items/s | hit ratio '
+    out.append('| system | job | epoch | epoch s | data wait s | wait % | items/s | hit ratio '
                '| upstream MB (system) | upstream MB (proxy) | upstream requests (proxy) '
-               '| revalidations | cache held peak / mean MB (% of cap) | GET p50 / p99 ms | errors |')
-    out.append('|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
-    for r in rows:
-        out.append(fmt_row(r, a.cap))
+               '| prefetch used / wasted | revalidations | cache held peak / mean MB (% of cap) '
+               '| GET p50 / p99 ms | errors |')
+    out.append('|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for s in systems:
+        for r in sorted((r for r in rows if r['system'] == s),
+                        key=lambda r: (r['epoch'], r['job'] == 'all', r['job'])):
+            out.append(fmt_row(r, a.cap))
+    for s, why in na.items():
+        out.append('| %s | - | - | n/a: %s |||||||||||||' % (s, why.replace('|', '/')))
     out.append('')
     # cache models over the recorded orders (the same for every system)
     if a.manifest and a.cap and runs:
@@ -314,86 +545,110 @@ def main():
         with open(a.manifest) as f:
             for line in f:
                 sizes.append(int(line.split('\t')[1]))
-        first = runs[systems[0]]
-        if first.get('orders') and len(sizes) >= first['objects']:
-            m = models(first['orders'], sizes, a.cap)
-            out.append('| epoch | LRU model hit ratio (cap %.1f MB) | fill-once model hit ratio | %s |' % (
-                a.cap / 1e6, ' | '.join('%s hit ratio' % s for s in systems)))
+        jobs = runs[systems[0]]
+        if all(j.get('orders') for j in jobs) and len(sizes) >= jobs[0]['objects']:
+            m = models(interleave([j['orders'] for j in jobs]), sizes, a.cap)
+            out.append('| epoch | LRU model hit ratio (cap %.1f MB%s) | fill-once model hit ratio '
+                       '| %s |' % (a.cap / 1e6, ', %d jobs interleaved' % len(jobs)
+                                   if len(jobs) > 1 else '',
+                                   ' | '.join('%s hit ratio' % s for s in systems)))
             out.append('|---:|---:|---:|%s' % ('---:|' * len(systems)))
             for e, (lh, fh) in enumerate(m, 1):
                 hr = []
                 for s in systems:
-                    x = [r['hit_ratio'] for r in rows if r['system'] == s and r['epoch'] == e]
-                    hr.append('%.2f' % x[0] if x else '-')
+                    x = [r['hit_ratio'] for r in combined(rows, s) if r['epoch'] == e]
+                    hr.append(num(x[0], '%.2f') if x else '-')
                 out.append('| %d | %.2f | %.2f | %s |' % (e, lh, fh, ' | '.join(hr)))
             out.append('')
     # per system totals and the ratio to direct, epochs 2.. (the warm ones)
-    out.append('| system | total s | epochs 2+ s | vs direct (epochs 2+) | total upstream MB (proxy) '
-               '| hit ratio epochs 2+ |')
-    out.append('|:---|---:|---:|---:|---:|---:|')
+    out.append('| system | total s | epochs 2+ s | vs direct (epochs 2+) | data wait s '
+               '(all jobs, epochs 2+) | total upstream MB (proxy) | hit ratio epochs 2+ '
+               '| prefetch used / wasted (total) |')
+    out.append('|:---|---:|---:|---:|---:|---:|---:|---:|')
     direct_warm = None
+    if 'direct' in systems:
+        direct_warm = sum(r['epoch_s'] for r in combined(rows, 'direct') if r['epoch'] >= 2)
     for s in systems:
-        rs = [r for r in rows if r['system'] == s]
-        warm = [r for r in rs if r['epoch'] >= 2]
-        tw = sum(r['epoch_s'] for r in warm)
-        if s == 'direct':
-            direct_warm = tw
-    for s in systems:
-        rs = [r for r in rows if r['system'] == s]
+        rs = combined(rows, s)
         warm = [r for r in rs if r['epoch'] >= 2]
         tw = sum(r['epoch_s'] for r in warm)
         hw = sum(r['hits'] for r in warm)
         lw = sum(r['hits'] + r['misses'] for r in warm)
-        out.append('| %s | %.1f | %.1f | %s | %.1f | %s |' % (
+        pf = '-'
+        if rs and rs[0]['prefetch_used'] != '':
+            pf = '%d / %d' % (sum(r['prefetch_used'] for r in rs),
+                              sum(r['prefetch_wasted'] for r in rs))
+        out.append('| %s | %.1f | %.1f | %s | %.1f | %.1f | %s | %s |' % (
             s, sum(r['epoch_s'] for r in rs), tw,
             '%.2fx' % (tw / direct_warm) if direct_warm and warm else '-',
-            sum(r['upstream_mb_proxy'] for r in rs),
-            '%.2f' % (hw / lw) if lw else '-'))
+            sum(r['data_wait_s'] for r in warm),
+            sum(r['upstream_mb_proxy'] or 0 for r in rs),
+            '%.2f' % (hw / lw) if lw else '-', pf))
+    for s, why in na.items():
+        out.append('| %s | n/a: %s |||||||' % (s, why.replace('|', '/')))
     out.append('')
     out.append('```text')
-    out.append('epoch index order identical across systems: %s (%s)' % (
+    out.extend(targets(rows, systems, na, a.jobs, epochs))
+    out.append('epoch index order identical across systems (per job): %s (%s)' % (
         'yes' if same_order else 'NO',
-        ', '.join('epoch %d %s' % (e, '/'.join(sorted(x[:12] for x in v)))
-                  for e, v in sorted(by_epoch.items()))))
+        ', '.join('%s epoch %d %s' % (j, e, '/'.join(sorted(x[:12] for x in v)))
+                  for (j, e), v in sorted(by_epoch.items()))))
     for r in rows:
         if '_bc_limit' in r:
-            out.append('%s epoch %d: cache_bytes_held %d of cache_bytes_limit %d (%.1f%%), '
-                       'evictions %d, partial hits %d, upstream requests %d, retries %d' % (
-                           r['system'], r['epoch'], r['_bc_held'], r['_bc_limit'],
+            out.append('%s %s epoch %d: cache_bytes_held %d of cache_bytes_limit %d (%.1f%%), '
+                       'evictions %d, partial hits %d, upstream requests %d, retries %d, '
+                       'prefetch issued %d late %d' % (
+                           r['system'], r['job'], r['epoch'], r['_bc_held'], r['_bc_limit'],
                            100.0 * r['_bc_held'] / r['_bc_limit'] if r['_bc_limit'] else 0,
                            r['evictions'], r['_bc_partial'], r['_bc_up_requests'],
-                           r['retries']))
+                           r['retries'], r['prefetch_issued'], r['prefetch_late']))
         if '_nginx_status' in r:
-            out.append('%s epoch %d: %d log lines: %s; retries %d' % (
-                r['system'], r['epoch'], r['_nginx_lines'],
+            out.append('%s %s epoch %d: %d log lines: %s; retries %d' % (
+                r['system'], r['job'], r['epoch'], r['_nginx_lines'],
                 ', '.join('%s x%d' % kv for kv in sorted(r['_nginx_status'].items())),
                 r['retries']))
+        if r.get('job_wait_s') is not None:
+            out.append('%s %s epoch %d: the gateway counts %.1f s of fill waits for the job '
+                       '(wait_us; summed over its concurrent reads)' % (
+                           r['system'], r['job'], r['epoch'], r['job_wait_s']))
+    for s in systems:
+        for jn, run in enumerate(runs[s], 1):
+            if run.get('plan_stats'):
+                out.append('%s j%d: plans %s' % (s, jn, json.dumps(run['plan_stats'],
+                                                                  sort_keys=True)))
+            last = run['snapshots'][-1].get('bc_jobs')
+            if last and jn == 1:
+                out.append('%s: /_bucketcache/v1/jobs at the end: %s' % (
+                    s, json.dumps(last, sort_keys=True)[:1000]))
     for r in rows:
         if a.cap and r['held_peak_mb'] != '' and r['held_peak_mb'] * 1e6 > 1.02 * a.cap:
-            out.append('NOTE: %s epoch %d: the cache held up to %.1f MB, %.0f%% of the %.1f MB cap' % (
-                r['system'], r['epoch'], r['held_peak_mb'], 100.0 * r['held_peak_mb'] * 1e6 / a.cap,
-                a.cap / 1e6))
+            out.append('NOTE: %s %s epoch %d: the cache held up to %.1f MB, %.0f%% of the '
+                       '%.1f MB cap' % (r['system'], r['job'], r['epoch'], r['held_peak_mb'],
+                                        100.0 * r['held_peak_mb'] * 1e6 / a.cap, a.cap / 1e6))
     out.append('mean GET ms per tenth of the epoch (batches in order; shows drift, '
                'e.g. once a cache is full and evicting):')
     for s_ in systems:
-        for ep in runs[s_]['epochs']:
-            prof = ep.get('batch_profile') or []
-            if not prof:
-                continue
-            k = len(prof)
-            tenths = []
-            for j in range(10):
-                part = prof[j * k // 10:(j + 1) * k // 10]
-                tenths.append('%.0f' % (sum(x[1] for x in part) / len(part)) if part else '-')
-            out.append('  %-12s epoch %d: %s' % (s_, ep['epoch'], ' '.join(tenths)))
+        for jn, run in enumerate(runs[s_], 1):
+            for ep in run['epochs']:
+                prof = ep.get('batch_profile') or []
+                if not prof:
+                    continue
+                k = len(prof)
+                tenths = []
+                for j in range(10):
+                    part = prof[j * k // 10:(j + 1) * k // 10]
+                    tenths.append('%.0f' % (sum(x[1] for x in part) / len(part))
+                                  if part else '-')
+                out.append('  %-20s j%d epoch %d: %s' % (s_, jn, ep['epoch'], ' '.join(tenths)))
     for p in problems:
         out.append('CHECK FAILED: %s' % p)
-    if not problems:
-        out.append('checks: every epoch of every system read all %d objects (sizes and '
-                   'crc32 as generated), no errors; system and proxy upstream bytes agree '
-                   'within 5%%' % next(iter(runs.values()))['objects'])
-    if a.png:
-        out.append(plot(rows, systems, a.png, a.title))
+    if not problems and runs:
+        out.append('checks: every epoch of every job of every system read all %d objects '
+                   '(sizes and crc32 as generated), no errors; system and proxy upstream bytes '
+                   'agree within 5%%' % next(iter(runs.values()))[0]['objects'])
+    if a.png and rows:
+        out.append(plot([r for s in systems for r in combined(rows, s)], systems, a.png,
+                        a.title))
     out.append('```')
     text = '\n'.join(out) + '\n'
     with open(a.md, 'w') as f:
@@ -403,13 +658,12 @@ def main():
         w.writeheader()
         for r in rows:
             rr = dict(r)
-            for k in ('epoch_s', 'data_wait_s', 'wait_pct', 'items_per_s', 'read_mb',
-                      'read_mb_per_s', 'upstream_mb_system', 'upstream_mb_proxy',
-                      'held_peak_mb', 'held_mean_mb',
-                      'get_p50_ms', 'get_p90_ms', 'get_p99_ms'):
-                if rr[k] != '':
-                    rr[k] = '%.3f' % rr[k]
-            rr['hit_ratio'] = '%.4f' % rr['hit_ratio']
+            for k in ('epoch_s', 'data_wait_s', 'compute_s', 'wait_pct', 'items_per_s',
+                      'read_mb', 'read_mb_per_s', 'upstream_mb_system', 'upstream_mb_proxy',
+                      'prefetch_mb', 'held_peak_mb', 'held_mean_mb',
+                      'get_p50_ms', 'get_p90_ms', 'get_p99_ms', 'hit_ratio'):
+                if rr.get(k, '') != '':
+                    rr[k] = '%.4f' % rr[k] if k == 'hit_ratio' else '%.3f' % rr[k]
             w.writerow(rr)
     # stdout: the tables and checks (the caller printed the header)
     sys.stdout.write('\n'.join(out[header_lines:]) + '\n')
