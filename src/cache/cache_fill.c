@@ -522,7 +522,9 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
 	if (o->listed) {
 		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, f->prefetch);
 
-		bc_tier_chain_put(c->tiers, ch, &ctx);   /* may not admit */
+		/* may not admit: a prefetch it refuses is dropped unread */
+		if (bc_tier_chain_put(c->tiers, ch, &ctx) != 0 && f->prefetch)
+			BC_STATS_INC(prefetch_rejected);
 	}
 	bc_waiters_end(&f->waiters,
 	    f->recheck ? BC_WAIT_RECHECK : BC_WAIT_CHUNK,
