@@ -7,6 +7,7 @@
  * exponentially smoothed over BC_PREFETCH_TICK_MS ticks.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ struct bc_prefetch_s {
 	pthread_mutex_t    mu;
 	job_t              jobs[BC_PREFETCH_MAX_JOBS];
 	size_t             njobs;
+	_Atomic size_t     live;   /* njobs, read without mu */
 	bc_loop_timer_t   *timer;
 };
 
@@ -76,6 +78,7 @@ job_find(bc_prefetch_t *p, const char *id, bool make, uint64_t now)
 		return NULL;
 	if (p->njobs < BC_PREFETCH_MAX_JOBS) {
 		j = &p->jobs[p->njobs++];
+		atomic_store(&p->live, p->njobs);
 	} else {
 		j = &p->jobs[oldest];
 		job_fini(j);
@@ -84,6 +87,7 @@ job_find(bc_prefetch_t *p, const char *id, bool make, uint64_t now)
 	if (j->id == NULL) {
 		*j = p->jobs[--p->njobs];
 		memset(&p->jobs[p->njobs], 0, sizeof(job_t));
+		atomic_store(&p->live, p->njobs);
 		return NULL;
 	}
 	j->last_ns = j->rate_at_ns = now;
@@ -169,9 +173,12 @@ void
 bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
     const char *key, uint64_t bytes)
 {
-	uint64_t now = bc_mono_ns();
+	uint64_t now;
 	job_t *j;
 
+	if (atomic_load(&p->live) == 0)   /* no job wants anything */
+		return;
+	now = bc_mono_ns();
 	pthread_mutex_lock(&p->mu);
 	j = job_find(p, job, false, now);
 	if (j != NULL) {

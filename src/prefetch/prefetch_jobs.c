@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,9 @@ struct bc_jobs_s {
 	size_t          max_bytes;
 	size_t          bytes;
 	bc_policy_oracle_t oracle;   /* over this registry (bc_jobs_oracle) */
+	/* count, readable without mu: a gateway with no planned job pays
+	 * no lock per request (record, get, next uses) */
+	_Atomic size_t  live;
 };
 
 static uint64_t oracle_next_use(void *arg, uint64_t key, uint64_t now);
@@ -132,6 +136,7 @@ do_unlink(bc_jobs_t *jobs, bc_job_t *job)
 	*pp = job->hnext;
 	jobs->all[job->idx] = jobs->all[--jobs->count];
 	jobs->all[job->idx]->idx = job->idx;
+	atomic_store(&jobs->live, jobs->count);
 	jobs->bytes -= job->bytes;
 	job->live = false;
 	if (job->refs == 0)
@@ -263,6 +268,7 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 		jobs->table[s] = job;
 		job->idx = jobs->count;
 		jobs->all[jobs->count++] = job;
+		atomic_store(&jobs->live, jobs->count);
 	} else if (rebucket) {
 		while (job->n > 0)
 			do_drop_plan(job, job->n - 1);
@@ -366,6 +372,8 @@ bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
 {
 	bc_job_t *job;
 
+	if (atomic_load(&jobs->live) == 0)
+		return false;
 	pthread_mutex_lock(&jobs->mu);
 	job = do_find(jobs, id);
 	if (job != NULL) {
@@ -411,6 +419,8 @@ bc_jobs_next_use_hash(bc_jobs_t *jobs, uint64_t h)
 {
 	uint64_t best = BC_JOBS_NEVER;
 
+	if (atomic_load(&jobs->live) == 0)
+		return best;
 	pthread_mutex_lock(&jobs->mu);
 	for (size_t j = 0; j < jobs->count; j++) {
 		const bc_job_t *job = jobs->all[j];
@@ -447,12 +457,8 @@ static bool
 oracle_known(void *arg)
 {
 	bc_jobs_t *jobs = arg;
-	bool any;
 
-	pthread_mutex_lock(&jobs->mu);
-	any = jobs->count > 0;
-	pthread_mutex_unlock(&jobs->mu);
-	return any;
+	return atomic_load(&jobs->live) > 0;
 }
 
 const bc_policy_oracle_t *
@@ -466,6 +472,8 @@ bc_jobs_get(bc_jobs_t *jobs, const char *id)
 {
 	bc_job_t *job;
 
+	if (atomic_load(&jobs->live) == 0)
+		return NULL;
 	pthread_mutex_lock(&jobs->mu);
 	job = do_find(jobs, id);
 	if (job != NULL)
