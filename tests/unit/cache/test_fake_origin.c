@@ -463,6 +463,10 @@ LTest(fake_origin, release_waits_out_a_callback_and_silences_the_rest)
 	    "callback ran");
 	cr_assert(fake_origin_wait_quiet(fo, GUARD_MS));
 	cr_assert_eq(b.calls, b.calls_at_release, "a callback after release");
+	/* the loop thread drops its own reference just after its last
+	 * callback returned: give it that moment */
+	for (int i = 0; i < GUARD_MS && fake_origin_exchanges(fo) != 0; i++)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 	cr_assert_eq(fake_origin_exchanges(fo), 0);
 	pthread_cond_destroy(&b.cv);
 	pthread_mutex_destroy(&b.mu);
