@@ -194,22 +194,22 @@ int
 bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
     const uint32_t *epoch, bc_plan_t *plan, uint32_t *epoch_out)
 {
-	/* the planned policy names chunks by hash: index the plan by them
-	 * (without it, the plan still serves cursors and the prefetcher) */
-	int indexed = bc_plan_index_hashes(plan, bucket);
-	size_t pbytes = bc_plan_memory(plan), need = pbytes;
+	size_t pbytes, need;
 	bc_job_t *job;
 	uint32_t e;
 	unsigned at;
 	bool replace = false, rebucket;
 	int rv = 0;
 
-	(void)indexed;
 	if (!bc_s3_hint_job_ok(id, strlen(id)) || bucket[0] == '\0' ||
 	    !bc_s3_bucket_name_ok(bucket)) {
 		bc_plan_unref(plan);
 		return BC_EINVAL;
 	}
+	/* the planned policy names chunks by hash: index the plan by them
+	 * (out of memory, the plan still serves cursors and the prefetcher) */
+	(void)bc_plan_index_hashes(plan, bucket);
+	pbytes = need = bc_plan_memory(plan);
 	if (pbytes > jobs->max_bytes) {
 		bc_plan_unref(plan);
 		return BC_ENOSPC;
