@@ -62,18 +62,21 @@ bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
 
 /*
  * c->mu held: what the chunk a fill of kind brings will cost, reserved
- * under the memory bound (bc_tier_mem_reserve: evicts idle chunks). A
- * first fill does not know the object's size yet: it reserves a whole
- * chunk, and fill_headers() trues the charge up. Returns 0 with *charge
- * (0 for fills that bring no chunk), or BC_ENOSPC when the chunks in use
- * leave no room.
+ * under the memory bound (bc_tier_mem_reserve: evicts idle chunks; for a
+ * prefetch, bc_tier_mem_reserve_prefetch: only when the policy keeps the
+ * chunk, never evicting an unread prefetch). A first fill does not know
+ * the object's size yet: it reserves a whole chunk, and fill_headers()
+ * trues the charge up. Returns 0 with *charge (0 for fills that bring no
+ * chunk), or BC_ENOSPC when the chunks in use leave no room (a prefetch:
+ * or it is declined, counted prefetch_declined).
  */
 static int
 fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
-    uint32_t index, size_t *charge)
+    uint32_t index, bc_origin_class_t cls, size_t *charge)
 {
 	size_t id = strlen(o->bucket) + strlen(o->key) + 3;
-	uint64_t len;
+	uint64_t len, cost;
+	int rv;
 
 	*charge = 0;
 	if (kind == BC_FILL_FIRST) {
@@ -87,10 +90,20 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 	}
 	if (len == 0)
 		return 0;
-	if (bc_tier_mem_reserve(c->mem, bc_chunk_charge_for((size_t)len,
-	    id)) < 0)
+	cost = bc_chunk_charge_for((size_t)len, id);
+	if (cls == BC_ORIGIN_PREFETCH) {
+		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, true);
+
+		rv = bc_tier_mem_reserve_prefetch(c->mem, cost,
+		    bc_policy_key_hash(o->bucket, o->key, index), &ctx);
+		if (rv < 0)
+			BC_STATS_INC(prefetch_declined);
+	} else {
+		rv = bc_tier_mem_reserve(c->mem, cost);
+	}
+	if (rv < 0)
 		return BC_ENOSPC;
-	*charge = bc_chunk_charge_for((size_t)len, id);
+	*charge = cost;
 	return 0;
 }
 
@@ -218,7 +231,7 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	f->index = index;
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
-	rv = fill_reserve(c, o, kind, index, &f->charge);
+	rv = fill_reserve(c, o, kind, index, cls, &f->charge);
 	if (rv < 0) {
 		free(f);
 		return rv;

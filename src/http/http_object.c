@@ -131,22 +131,29 @@ wait_end(objreq_t *q)
 /* The keys the prefetcher should bring for q's job, which just read
  * r's key: the -next hint's, else the job's plan window (as many keys as
  * its prefetch window). */
+/* Keys of a plan handed to the prefetcher per GET, at most: those due
+ * now (behind the cursor) and the window ahead. */
+#define FEED_MAX_KEYS 1024
+
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 {
 	bc_prefetch_t *pf = r->srv->prefetch;
-	size_t w, n;
+	bc_job_key_t *keys;
+	const char **names;
+	char bucket[256];
+	size_t w, n, due;   /* due: the keys behind the cursor */
 	bc_job_t *j;
 
 	if (pf == NULL)
 		return;
 	if (h->n_next > 0) {
 		bc_prefetch_want(pf, q->job, r->s3.bucket,
-		    (const char *const *)h->next, h->n_next,
+		    (const char *const *)h->next, h->n_next, 0,
 		    r->upstream_unsigned);
 		return;
 	}
-	if (r->srv->jobs == NULL)
+	if (r->srv->jobs == NULL || !bc_prefetch_want_due(pf, q->job))
 		return;
 	j = bc_jobs_get(r->srv->jobs, q->job);
 	if (j == NULL)
@@ -154,19 +161,21 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 	w = bc_prefetch_window(pf, q->job);
 	if (w < BC_PREFETCH_MIN_WINDOW)
 		w = BC_PREFETCH_MIN_WINDOW;
-	{
-		bc_job_key_t keys[w];
-		const char *names[w];
-		char bucket[256];
-
-		n = bc_jobs_window(j, w, keys, bucket);
+	keys = malloc(FEED_MAX_KEYS * sizeof(*keys));
+	names = malloc(FEED_MAX_KEYS * sizeof(*names));
+	if (keys != NULL && names != NULL) {
+		n = bc_jobs_window(j, w, FEED_MAX_KEYS, keys, bucket, &due);
 		for (size_t i = 0; i < n; i++)
 			names[i] = keys[i].key;
+		/* the plan's window is sized above: all of it is due */
+		(void)due;
 		if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
-			bc_prefetch_want(pf, q->job, bucket, names, n,
+			bc_prefetch_want(pf, q->job, bucket, names, n, n,
 			    r->upstream_unsigned);
 		bc_jobs_window_release(keys, n);
 	}
+	free(keys);
+	free(names);
 	bc_job_unref(j);
 }
 

@@ -13,6 +13,8 @@
 
 #include "prefetch/prefetch.h"
 #include "stats/stats.h"
+#include "util/util_error.h"
+#include "util/util_hash.h"
 #include "util/util_time.h"
 
 #define NS_PER_S    1000000000ull
@@ -25,7 +27,9 @@ typedef struct job_s {
 	char     **keys;       /* the list, owned */
 	size_t     nkeys;
 	size_t     issued;     /* keys[0..issued) were handed to the cache */
+	size_t     due;        /* keys[0..due) are due now (want's due) */
 	uint64_t   last_ns;    /* last want/read */
+	uint64_t   want_ns;    /* last want */
 	uint64_t   rate_at_ns; /* when bytes_since started counting */
 	uint64_t   bytes_since;
 	double     rate;       /* bytes/s, smoothed */
@@ -48,7 +52,7 @@ job_clear_keys(job_t *j)
 		free(j->keys[i]);
 	free(j->keys);
 	j->keys = NULL;
-	j->nkeys = j->issued = 0;
+	j->nkeys = j->issued = j->due = 0;
 }
 
 static void
@@ -128,11 +132,82 @@ job_window(const bc_prefetch_t *p, const job_t *j)
 	return (size_t)keys;
 }
 
-void
-bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
-    const char *const *keys, size_t n, bool anon)
+/*
+ * p->mu held: moves to the head of keys (n, soonest first) those that
+ * j's list handed to the cache already (its issued head), keeping the
+ * order within both parts, and returns how many they are: a new list is
+ * not issued again. Out of memory: nothing moves, 0.
+ */
+static size_t
+carry_issued(const job_t *j, char **keys, size_t n)
+{
+	size_t size = 16, mask, k = 0, m = 0;
+	uint32_t *set;
+	char **rest;
+
+	if (j->issued == 0 || n == 0)
+		return 0;
+	while (size < 2 * j->issued)
+		size *= 2;
+	mask = size - 1;
+	set = malloc(size * sizeof(*set));
+	rest = malloc(n * sizeof(*rest));
+	if (set == NULL || rest == NULL) {
+		free(set);
+		free(rest);
+		return 0;
+	}
+	memset(set, 0xff, size * sizeof(*set));
+	for (size_t i = 0; i < j->issued; i++) {
+		const char *key = j->keys[i];
+		size_t h = bc_hash(BC_HASH_INIT, key, strlen(key)) & mask;
+
+		while (set[h] != UINT32_MAX)
+			h = (h + 1) & mask;
+		set[h] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t h = bc_hash(BC_HASH_INIT, keys[i], strlen(keys[i])) &
+		    mask;
+		bool was = false;
+
+		for (; set[h] != UINT32_MAX; h = (h + 1) & mask)
+			if (strcmp(j->keys[set[h]], keys[i]) == 0) {
+				was = true;
+				break;
+			}
+		if (was)
+			keys[k++] = keys[i];
+		else
+			rest[m++] = keys[i];
+	}
+	memcpy(keys + k, rest, m * sizeof(*rest));
+	free(set);
+	free(rest);
+	return k;
+}
+
+bool
+bc_prefetch_want_due(bc_prefetch_t *p, const char *job)
 {
 	uint64_t now = bc_mono_ns();
+	bool due = true;
+	job_t *j;
+
+	pthread_mutex_lock(&p->mu);
+	j = job_find(p, job, false, now);
+	if (j != NULL && now - j->want_ns < BC_PREFETCH_TICK_MS * 1000000ull)
+		due = false;
+	pthread_mutex_unlock(&p->mu);
+	return due;
+}
+
+void
+bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
+    const char *const *keys, size_t n, size_t due, bool anon)
+{
+	uint64_t now = bc_mono_ns();
+	size_t issued;
 	char **copy;
 	job_t *j;
 
@@ -161,11 +236,14 @@ bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
 		free(copy);
 		return;
 	}
+	issued = carry_issued(j, copy, n);
 	job_clear_keys(j);
 	j->keys = copy;
 	j->nkeys = n;
+	j->issued = issued;
+	j->due = due < n ? due : n;
 	j->anon = anon;
-	j->last_ns = now;
+	j->last_ns = j->want_ns = now;
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -199,6 +277,7 @@ bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
 				memmove(j->keys, j->keys + i + 1,
 				    (j->nkeys - i - 1) * sizeof(*j->keys));
 				j->nkeys -= i + 1;
+				j->due = j->due > i ? j->due - i - 1 : 0;
 				j->issued = j->issued > i ? j->issued - i - 1 :
 				    0;
 				break;
@@ -233,6 +312,22 @@ budget_left(const bc_prefetch_t *p)
 	    bc_stats_get(BC_STAT_prefetch_unread_bytes) < p->o.budget_bytes;
 }
 
+/* Takes key back into job ji's unissued keys when it is still the last
+ * one issued (a read or a new list may have moved on meanwhile). */
+static void
+job_unissue(bc_prefetch_t *p, size_t ji, const char *key)
+{
+	job_t *j;
+
+	pthread_mutex_lock(&p->mu);
+	if (ji < p->njobs) {
+		j = &p->jobs[ji];
+		if (j->issued > 0 && strcmp(j->keys[j->issued - 1], key) == 0)
+			j->issued--;
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
 unsigned
 bc_prefetch_tick(bc_prefetch_t *p)
 {
@@ -243,6 +338,7 @@ bc_prefetch_tick(bc_prefetch_t *p)
 		char *bucket = NULL, *key = NULL;
 		bool anon = false;
 		job_t *j;
+		int rv;
 
 		/* the next key of job ji within its window, copied out */
 		pthread_mutex_lock(&p->mu);
@@ -252,7 +348,8 @@ bc_prefetch_tick(bc_prefetch_t *p)
 		}
 		j = &p->jobs[ji];
 		job_rate_fold(j, now);
-		if (j->issued < j->nkeys && j->issued < job_window(p, j)) {
+		if (j->issued < j->nkeys &&
+		    j->issued < j->due + job_window(p, j)) {
 			bucket = strdup(j->bucket);
 			key = strdup(j->keys[j->issued]);
 			anon = j->anon;
@@ -261,10 +358,18 @@ bc_prefetch_tick(bc_prefetch_t *p)
 			ji++;   /* this job's window is full: the next job */
 		}
 		pthread_mutex_unlock(&p->mu);
-		if (key != NULL && bucket != NULL &&
-		    bc_cache_prefetch_key(p->o.cache, bucket, key, 0,
-		    UINT32_MAX, anon) > 0)
-			started++;
+		if (key != NULL && bucket != NULL) {
+			rv = bc_cache_prefetch_key(p->o.cache, bucket, key, 0,
+			    UINT32_MAX, anon);
+			if (rv > 0)
+				started++;
+			if (rv == BC_ENOSPC) {
+				/* declined or no room now: the key is asked
+				 * again next tick, after it nothing this tick */
+				job_unissue(p, ji, key);
+				ji++;
+			}
+		}
 		free(bucket);
 		free(key);
 	}

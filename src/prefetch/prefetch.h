@@ -17,9 +17,13 @@
  *     prefetch never competes with a busy demand path (it yields),
  *   - prefetched bytes no client has read yet (prefetch_unread_bytes)
  *     < the byte budget (--prefetch-memory).
- * The window is what the job reads while a fetch takes place, twice:
- * rate × origin latency × 2, in keys of the job's mean object size, at
- * least BC_PREFETCH_MIN_WINDOW keys and at most its list.
+ * A key the cache declines (BC_ENOSPC: the memory policy would not keep
+ * it, or only unread prefetches could make room; cache.h) ends the job's
+ * turn and is asked again the next tick.
+ * The window is the keys due now (bc_prefetch_want) and what the job
+ * reads while a fetch takes place, twice: rate × origin latency × 2, in
+ * keys of the job's mean object size, at least BC_PREFETCH_MIN_WINDOW
+ * keys; at most its list.
  *
  * Jobs: at most BC_PREFETCH_MAX_JOBS (the least recently active one is
  * dropped for a new one); a list holds at most BC_PREFETCH_MAX_KEYS.
@@ -58,11 +62,18 @@ bc_prefetch_t *bc_prefetch_new(const bc_prefetch_opts_t *o);
  * a no-op. */
 void bc_prefetch_free(bc_prefetch_t *p);
 
-/* Job job reads keys[0..n) of bucket next, in this order; unsigned
- * fetches when anon. Replaces its list; keys past BC_PREFETCH_MAX_KEYS
- * are dropped. Strings are copied. */
+/* Job job reads keys[0..n) of bucket next, in this order, the first due
+ * of them now (a plan's keys behind its cursor: several workers read
+ * them at once), so its window counts from keys[due]; unsigned fetches
+ * when anon. Replaces its list (keys the old list had issued are not
+ * issued again); keys past BC_PREFETCH_MAX_KEYS are dropped. Strings are
+ * copied. */
 void bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
-    const char *const *keys, size_t n, bool anon);
+    const char *const *keys, size_t n, size_t due, bool anon);
+/* Whether a new list for job is worth making now: false within
+ * BC_PREFETCH_TICK_MS of its last bc_prefetch_want (its list is used
+ * once a tick), true for a job without a list. */
+bool bc_prefetch_want_due(bc_prefetch_t *p, const char *job);
 /* Job job was served bytes of bucket/key. */
 void bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
     const char *key, uint64_t bytes);

@@ -30,7 +30,18 @@ struct bc_job_s {
 	bc_plan_t  *plan[BC_JOBS_EPOCHS];
 	uint32_t    epoch[BC_JOBS_EPOCHS];
 	unsigned    n;
+	/* Progress in plan[0]: cursor is one past the furthest position
+	 * read; low the first position not read; done a bit per position
+	 * read (NULL before the first read, or out of memory: then low
+	 * follows cursor). A loader with several workers reads several
+	 * stretches of the plan at once, so positions between low and
+	 * cursor may still be due. */
 	uint32_t    cursor;
+	uint32_t    low;
+	uint64_t   *done;
+	/* cursor - low, its recent peak (decaying by 1/1024 a read): how far
+	 * apart the workers read, kept across epochs */
+	uint32_t    span;
 	uint64_t    reads, out_of_order, out_of_plan;
 	uint64_t    last_ns;
 	size_t      bytes;
@@ -98,6 +109,103 @@ do_find(bc_jobs_t *jobs, const char *id)
 	return j;
 }
 
+/* forgets the progress in plan[0] (a new current plan) */
+static void
+do_progress_reset(bc_job_t *job)
+{
+	free(job->done);
+	job->done = NULL;
+	job->cursor = job->low = 0;
+}
+
+/* whether position p of plan[0] was read */
+static bool
+is_done(const bc_job_t *job, uint32_t p)
+{
+	if (job->done == NULL)
+		return p < job->low;
+	return (job->done[p / 64] >> (p % 64)) & 1u;
+}
+
+/* position p of plan[0] was read: marks it, moves cursor and low */
+static void
+do_mark_read(bc_job_t *job, uint32_t p)
+{
+	uint32_t len = bc_plan_len(job->plan[0]);
+
+	if (job->done == NULL && job->low < len) {
+		job->done = calloc(((size_t)len + 63) / 64, sizeof(uint64_t));
+		for (uint32_t q = 0; job->done != NULL && q < job->low; q++)
+			job->done[q / 64] |= 1ull << (q % 64);
+	}
+	if (job->done != NULL)
+		job->done[p / 64] |= 1ull << (p % 64);
+	if (p >= job->cursor)
+		job->cursor = p + 1;
+	if (job->done == NULL) {
+		job->low = job->cursor;
+		return;
+	}
+	/* stragglers further behind than a read may skip are given up */
+	if (job->cursor > BC_JOBS_LOOKAHEAD &&
+	    job->low < job->cursor - BC_JOBS_LOOKAHEAD)
+		job->low = job->cursor - BC_JOBS_LOOKAHEAD;
+	while (job->low < len && is_done(job, job->low))
+		job->low++;
+	job->span -= job->span >> 10;
+	if (job->span < job->cursor - job->low)
+		job->span = job->cursor - job->low;
+}
+
+/* The first position of plan[0] at or after low, below limit, that holds
+ * key (by name when key, else by hash h) and was not read, or
+ * BC_PLAN_NONE. */
+static uint32_t
+find_unread(const bc_job_t *job, const char *key, size_t len, uint64_t h,
+    uint64_t limit)
+{
+	uint32_t p = job->low;
+
+	for (;;) {
+		p = key != NULL ? bc_plan_find(job->plan[0], key, len, p) :
+		    bc_plan_find_hash(job->plan[0], h, p);
+		if (p == BC_PLAN_NONE || p >= limit)
+			return BC_PLAN_NONE;
+		if (!is_done(job, p))
+			return p;
+		p++;
+	}
+}
+
+/*
+ * How many reads of its stretch come before position p of plan[0] (not
+ * read): p less the first unread position after the last read one below
+ * it (not below low); for p >= cursor, p - cursor. Workers read
+ * stretches at once, each from its own next position: that is when p is
+ * due, roughly, in reads of one worker.
+ */
+static uint32_t
+stretch_distance(const bc_job_t *job, uint32_t p)
+{
+	uint32_t w;
+	uint64_t m;
+	uint32_t q;
+
+	if (p >= job->cursor)
+		return p - job->cursor;
+	if (job->done == NULL || p <= job->low)
+		return p - job->low;
+	w = p / 64;
+	m = job->done[w] & ((1ull << (p % 64)) - 1);
+	while (m == 0) {
+		if ((uint64_t)w * 64 <= job->low)
+			return p - job->low;
+		m = job->done[--w];
+	}
+	q = w * 64 + 63 - (uint32_t)__builtin_clzll(m);
+	return q < job->low ? p - job->low : p - q - 1;
+}
+
 /* drops the plan at index i of the job's plans */
 static void
 do_drop_plan(bc_job_t *job, unsigned i)
@@ -115,7 +223,7 @@ do_drop_plan(bc_job_t *job, unsigned i)
 	    (job->n - i - 1) * sizeof(*job->epoch));
 	job->n--;
 	if (i == 0)
-		job->cursor = 0;
+		do_progress_reset(job);
 }
 
 static void
@@ -123,6 +231,7 @@ job_free(bc_job_t *job)
 {
 	for (unsigned i = 0; i < job->n; i++)
 		bc_plan_unref(job->plan[i]);
+	free(job->done);
 	free(job);
 }
 
@@ -186,7 +295,7 @@ do_make_room(bc_jobs_t *jobs, const bc_job_t *keep, bool new_job,
 static void
 do_roll(bc_job_t *job)
 {
-	while (job->n > 1 && job->cursor >= bc_plan_len(job->plan[0]))
+	while (job->n > 1 && job->low >= bc_plan_len(job->plan[0]))
 		do_drop_plan(job, 0);
 }
 
@@ -334,22 +443,23 @@ do_record(bc_job_t *job, const char *bucket, const char *key,
 				do_drop_plan(job, 0);
 	}
 	cur_len = bc_plan_len(job->plan[0]);
-	p = bc_plan_find(job->plan[0], key, len, job->cursor);
-	if (p != BC_PLAN_NONE && p - job->cursor < BC_JOBS_LOOKAHEAD) {
-		job->cursor = p + 1;
+	p = find_unread(job, key, len, 0,
+	    (uint64_t)job->cursor + BC_JOBS_LOOKAHEAD);
+	if (p != BC_PLAN_NONE) {
+		do_mark_read(job, p);
 		do_roll(job);
 		return;
 	}
-	/* behind the cursor in this epoch, or early in the next: whichever
-	 * is nearer to the cursor */
+	/* read before in this epoch (a retry), or early in the next while
+	 * keys of this one stay unread: whichever is nearer */
 	b = bc_plan_find(job->plan[0], key, len, 0);
-	if (job->n > 1 && cur_len - job->cursor < BC_JOBS_LOOKAHEAD) {
+	if (job->n > 1 && cur_len - job->low < BC_JOBS_LOOKAHEAD) {
 		q = bc_plan_find(job->plan[1], key, len, 0);
-		if (q != BC_PLAN_NONE && (uint64_t)(cur_len - job->cursor) + q <
+		if (q != BC_PLAN_NONE && (uint64_t)(cur_len - job->low) + q <
 		    BC_JOBS_LOOKAHEAD && (b >= job->cursor ||
-		    (uint64_t)(cur_len - job->cursor) + q < job->cursor - b)) {
+		    (uint64_t)(cur_len - job->low) + q < job->cursor - b)) {
 			do_drop_plan(job, 0);
-			job->cursor = q + 1;
+			do_mark_read(job, q);
 			do_roll(job);
 			return;
 		}
@@ -384,6 +494,32 @@ bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
 	return job != NULL;
 }
 
+/* The job's next use of key (by name when key, else by hash h), in
+ * reads: the stretch distance in its current plan, else the distance
+ * into a later plan after the rest of the current one (from the cursor,
+ * as the window counts); BC_JOBS_NEVER when no plan holds it. */
+static uint64_t
+do_next_use(const bc_job_t *job, const char *key, size_t len, uint64_t h)
+{
+	uint64_t base;
+	uint32_t p;
+
+	if (job->n == 0)
+		return BC_JOBS_NEVER;
+	p = find_unread(job, key, len, h, UINT64_MAX);
+	if (p != BC_PLAN_NONE)
+		return stretch_distance(job, p);
+	base = bc_plan_len(job->plan[0]) - job->cursor;
+	for (unsigned i = 1; i < job->n; i++) {
+		p = key != NULL ? bc_plan_find(job->plan[i], key, len, 0) :
+		    bc_plan_find_hash(job->plan[i], h, 0);
+		if (p != BC_PLAN_NONE)
+			return base + p;
+		base += bc_plan_len(job->plan[i]);
+	}
+	return BC_JOBS_NEVER;
+}
+
 uint64_t
 bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket, const char *key)
 {
@@ -393,22 +529,13 @@ bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket, const char *key)
 	pthread_mutex_lock(&jobs->mu);
 	for (size_t j = 0; j < jobs->count; j++) {
 		const bc_job_t *job = jobs->all[j];
-		uint64_t base = 0;
+		uint64_t d;
 
 		if (strcmp(job->bucket, bucket) != 0)
 			continue;
-		for (unsigned i = 0; i < job->n && base < best; i++) {
-			uint32_t from = i == 0 ? job->cursor : 0;
-			uint32_t p = bc_plan_find(job->plan[i], key, len, from);
-
-			if (p != BC_PLAN_NONE) {
-				if (base + (p - from) < best)
-					best = base + (p - from);
-				break;
-			}
-			if (bc_plan_len(job->plan[i]) > from)
-				base += bc_plan_len(job->plan[i]) - from;
-		}
+		d = do_next_use(job, key, len, 0);
+		if (d < best)
+			best = d;
 	}
 	pthread_mutex_unlock(&jobs->mu);
 	return best;
@@ -423,28 +550,17 @@ bc_jobs_next_use_hash(bc_jobs_t *jobs, uint64_t h)
 		return best;
 	pthread_mutex_lock(&jobs->mu);
 	for (size_t j = 0; j < jobs->count; j++) {
-		const bc_job_t *job = jobs->all[j];
-		uint64_t base = 0;
+		uint64_t d = do_next_use(jobs->all[j], NULL, 0, h);
 
-		for (unsigned i = 0; i < job->n && base < best; i++) {
-			uint32_t from = i == 0 ? job->cursor : 0;
-			uint32_t p = bc_plan_find_hash(job->plan[i], h, from);
-
-			if (p != BC_PLAN_NONE) {
-				if (base + (p - from) < best)
-					best = base + (p - from);
-				break;
-			}
-			if (bc_plan_len(job->plan[i]) > from)
-				base += bc_plan_len(job->plan[i]) - from;
-		}
+		if (d < best)
+			best = d;
 	}
 	pthread_mutex_unlock(&jobs->mu);
 	return best;
 }
 
-/* The oracle's next use: the distance in plan positions from the nearest
- * cursor, as that many BC_JOBS_KEY_NS past now. */
+/* The oracle's next use: the nearest job's next use in reads
+ * (do_next_use), as that many BC_JOBS_KEY_NS past now. */
 static uint64_t
 oracle_next_use(void *arg, uint64_t key, uint64_t now)
 {
@@ -512,28 +628,81 @@ bc_job_live(bc_job_t *job)
 	return live;
 }
 
-size_t
-bc_jobs_window(bc_job_t *job, size_t n, bc_job_key_t *out, char *bucket)
+/* One key a window may hand over, before the ordering. */
+typedef struct cand_s {
+	uint64_t dist;    /* reads before it is due (stretch_distance) */
+	uint32_t pos;
+	unsigned plan;
+} cand_t;
+
+static int
+cand_cmp(const void *a, const void *b)
 {
-	size_t k = 0;
+	const cand_t *x = a, *y = b;
+
+	if (x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	if (x->plan != y->plan)
+		return x->plan < y->plan ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+size_t
+bc_jobs_window(bc_job_t *job, size_t ahead, size_t max, bc_job_key_t *out,
+    char *bucket, size_t *behind)
+{
+	size_t k = 0, due = 0, nc = 0, cap;
+	uint64_t base = 0;
+	cand_t *c = NULL;
 
 	pthread_mutex_lock(&job->jobs->mu);
 	if (bucket != NULL)
 		strcpy(bucket, job->bucket);
-	for (unsigned i = 0; job->live && i < job->n && k < n; i++) {
-		uint32_t len = bc_plan_len(job->plan[i]);
-
-		for (uint32_t p = i == 0 ? job->cursor : 0; p < len && k < n;
-		    p++) {
-			bc_plan_ref(job->plan[i]);
-			out[k].plan = job->plan[i];
-			out[k].key = bc_plan_key(job->plan[i], p, &out[k].len);
-			out[k].epoch = job->epoch[i];
-			out[k].pos = p;
-			k++;
+	if (!job->live || job->n == 0 || max == 0)
+		goto out;
+	/* the workers' stretches jump the cursor by about their span (also
+	 * at an epoch's end, into the next plan) */
+	if (ahead < job->span)
+		ahead = job->span;
+	cap = (size_t)(job->cursor - job->low) + ahead;
+	c = malloc(cap * sizeof(*c));
+	if (c == NULL)
+		goto out;
+	/* the keys due (not read, behind the cursor), then ahead ones */
+	for (uint32_t p = job->low, run = job->low; p < job->cursor; p++) {
+		if (is_done(job, p)) {
+			run = p + 1;
+			continue;
 		}
+		c[nc++] = (cand_t){ p - run, p, 0 };
 	}
+	cap = nc + ahead;
+	for (unsigned i = 0; i < job->n && nc < cap; i++) {
+		uint32_t len = bc_plan_len(job->plan[i]);
+		uint32_t from = i == 0 ? job->cursor : 0;
+
+		for (uint32_t p = from; p < len && nc < cap; p++)
+			c[nc++] = (cand_t){ base + (p - from), p, i };
+		base += len > from ? len - from : 0;
+	}
+	/* soonest first: each stretch's next key, then the ones after */
+	qsort(c, nc, sizeof(*c), cand_cmp);
+	for (size_t i = 0; i < nc && k < max; i++) {
+		bc_plan_t *pl = job->plan[c[i].plan];
+
+		bc_plan_ref(pl);
+		out[k].plan = pl;
+		out[k].key = bc_plan_key(pl, c[i].pos, &out[k].len);
+		out[k].epoch = job->epoch[c[i].plan];
+		out[k].pos = c[i].pos;
+		due += c[i].plan == 0 && c[i].pos < job->cursor;
+		k++;
+	}
+out:
 	pthread_mutex_unlock(&job->jobs->mu);
+	free(c);
+	if (behind != NULL)
+		*behind = due;
 	return k;
 }
 
@@ -557,6 +726,7 @@ do_info(const bc_job_t *job, bc_job_info_t *info)
 		info->plan_len = bc_plan_len(job->plan[0]);
 	}
 	info->cursor = job->cursor;
+	info->low = job->low;
 	info->n_epochs = job->n;
 	memcpy(info->epochs, job->epoch, job->n * sizeof(*job->epoch));
 	info->reads = job->reads;

@@ -10,17 +10,21 @@
  * evict planned jobs).
  *
  * A job holds up to BC_JOBS_EPOCHS plans, by epoch; the lowest is the
- * current one. The cursor is the position in the current plan the job
- * has read up to. A GET of a key at position p of the current plan, with
- * cursor <= p < cursor + BC_JOBS_LOOKAHEAD, moves the cursor to p + 1; a
- * key behind the cursor (a retry) or further ahead leaves it (counted
- * out_of_order); a key early in the next epoch's plan starts that epoch
- * when it is nearer the cursor that way ((plan length - cursor) + its
- * position there < BC_JOBS_LOOKAHEAD) than as a straggler behind the
+ * current one. Progress in it is the positions read (a bit each), the
+ * cursor (one past the furthest read) and low (the first not read): a
+ * loader with several workers reads several stretches of the plan at
+ * once, so the positions in [low, cursor) not read are due now. A GET of
+ * key k reads the first position p >= low holding k that was not read,
+ * when p < cursor + BC_JOBS_LOOKAHEAD (further ahead, or read already,
+ * it counts out_of_order; positions more than BC_JOBS_LOOKAHEAD behind
+ * the cursor are given up). A key early in the next epoch's plan starts
+ * that epoch when it is nearer that way ((plan length - low) + its
+ * position there < BC_JOBS_LOOKAHEAD) than as a re-read behind the
  * cursor (cursor - its position here), so the last keys of an epoch may
- * go unread (drop_last); a key in no plan counts out_of_plan. Reaching the end of the current
- * plan moves to the next one held, if any. A hinted epoch
- * (x-bucketcache-epoch) above the current one starts it when it is held.
+ * go unread (drop_last); a key in no plan counts out_of_plan. When every
+ * position of the current plan was read, the next plan held becomes
+ * current. A hinted epoch (x-bucketcache-epoch) above the current one
+ * starts it when it is held.
  *
  * Threads: every call takes the registry's one mutex for a short
  * critical section (no allocation but in put_plan and json, no I/O, no
@@ -63,7 +67,8 @@ typedef struct bc_job_info_s {
 	char     id[129];
 	char     bucket[256];
 	uint32_t epoch;          /* current */
-	uint32_t cursor;
+	uint32_t cursor;         /* one past the furthest position read */
+	uint32_t low;            /* the first position not read */
 	uint32_t plan_len;       /* keys in the current plan */
 	uint32_t epochs[BC_JOBS_EPOCHS];   /* held, ascending */
 	unsigned n_epochs;
@@ -103,10 +108,13 @@ bool bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
     const char *key, const uint32_t *epoch);
 
 /*
- * The smallest distance, in keys, from any job's cursor to its next
- * read of bucket/key: in its current plan (0 = the next key it reads),
- * else in the following plans, counted past the end of the ones before.
- * BC_JOBS_NEVER when no job plans to read it.
+ * The soonest any job reads bucket/key next, in reads: in its current
+ * plan, a position not read is as far as it lies into its stretch (the
+ * positions not read after the last read one before it: 0 = the next key
+ * some worker reads; at or past the cursor, its distance from the
+ * cursor); in a following plan, its position there past the rest of the
+ * plans before (from the cursor). BC_JOBS_NEVER when no job plans to
+ * read it.
  */
 uint64_t bc_jobs_next_use(bc_jobs_t *jobs, const char *bucket,
     const char *key);
@@ -128,13 +136,20 @@ void bc_job_unref(bc_job_t *job);
 bool bc_job_live(bc_job_t *job);
 
 /*
- * Up to n keys the job reads next, after its cursor, running on into the
- * following plans: writes out[0..k) and returns k (0 for an ended job).
- * bucket (when not NULL, at least 256 bytes) receives the job's bucket.
- * Each out[i].plan is a reference: bc_jobs_window_release(out, k).
+ * The keys the job reads next, soonest first (by the distance of
+ * bc_jobs_next_use; ties in plan order): those of the current plan
+ * due now (not read, between low and the cursor; their count goes to
+ * *behind when not NULL), then up to ahead keys after the cursor (at
+ * least the recent peak of cursor - low: workers reading stretches at
+ * once move the cursor by about that much when one starts its next
+ * stretch, and start the next epoch as far apart), running on into the
+ * following plans; max keys in all. Writes out[0..k) and
+ * returns k (0 for an ended job). bucket (when not NULL, at least 256
+ * bytes) receives the job's bucket. Each out[i].plan is a reference:
+ * bc_jobs_window_release(out, k).
  */
-size_t bc_jobs_window(bc_job_t *job, size_t n, bc_job_key_t *out,
-    char *bucket);
+size_t bc_jobs_window(bc_job_t *job, size_t ahead, size_t max,
+    bc_job_key_t *out, char *bucket, size_t *behind);
 void bc_jobs_window_release(bc_job_key_t *keys, size_t n);
 
 /* A snapshot of job id into *info: 0 or BC_ENOENT. */

@@ -42,6 +42,7 @@ BC_STAT(prefetch_bytes,      COUNTER, "Bytes prefetches brought into the cache."
 BC_STAT(prefetch_used,       COUNTER, "Prefetched chunks a client then read.")
 BC_STAT(prefetch_wasted,     COUNTER, "Prefetched chunks dropped (evicted or invalidated) before any client read them.")
 BC_STAT(prefetch_rejected,   COUNTER, "Prefetched chunks the memory tier's policy did not admit (dropped at once, so also wasted).")
+BC_STAT(prefetch_declined,   COUNTER, "Prefetches not started: the memory tier's policy would not keep the chunk, or only unread prefetched chunks could make room.")
 BC_STAT(prefetch_late,       COUNTER, "Client reads that found their chunk's prefetch still in flight (and waited on it).")
 BC_STAT(prefetch_unread_bytes, GAUGE, "Bytes of prefetched chunks no client has read yet (the prefetch byte budget counts them).")
 BC_STAT(cache_revalidations, COUNTER, "Metadata revalidations sent upstream after meta-ttl.")

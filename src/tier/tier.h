@@ -272,6 +272,17 @@ typedef struct bc_tier_mem_stats_s {
  * external_bytes when it no longer holds them.
  */
 int  bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes);
+/*
+ * The same for a chunk a prefetch is about to bring, named key
+ * (bc_policy_key_hash) for the policy, asked with ctx: refused (BC_E2BIG,
+ * nothing evicted) when the policy would not admit the chunk now, or when
+ * room could be made only by evicting prefetched chunks no client read
+ * yet (DESIGN.md "Prefetch": a prefetch never evicts a chunk needed
+ * sooner, nor another prefetch's unread chunk). Demand fills
+ * (bc_tier_mem_reserve) may evict those.
+ */
+int  bc_tier_mem_reserve_prefetch(bc_tier_t *t, uint64_t bytes, uint64_t key,
+    const bc_policy_ctx_t *ctx);
 
 /* Fills *out with one consistent snapshot (taken under t's lock). */
 void bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out);

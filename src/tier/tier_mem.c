@@ -363,11 +363,29 @@ busy_skip(void *arg, const bc_policy_node_t *n)
 	return busy(chunk_of(n));
 }
 
+/* A chunk a prefetch brought that no client read yet: a prefetch's
+ * reservation does not evict it (its bytes are the prefetch budget's,
+ * and evicting it would waste a prefetch for another). */
+static bool
+unread_prefetch(const bc_chunk_t *c)
+{
+	return atomic_load_explicit(&((bc_chunk_t *)c)->prefetched,
+	    memory_order_relaxed) != 0;
+}
+
+static bool
+busy_or_unread_skip(void *arg, const bc_policy_node_t *n)
+{
+	(void)arg;
+	return busy(chunk_of(n)) || unread_prefetch(chunk_of(n));
+}
+
 /* The dry run: sums what evicting would free, in the policy's order,
  * and stops the walk (returns false) once that reaches need. */
 struct dry {
 	const bc_chunk_t *old;     /* being replaced: accounted apart */
 	uint64_t          need, sum;
+	bool              keep_unread;   /* skip unread prefetched chunks */
 };
 
 static bool
@@ -376,17 +394,18 @@ dry_skip(void *arg, const bc_policy_node_t *n)
 	struct dry *d = arg;
 	const bc_chunk_t *c = chunk_of(n);
 
-	if (c == d->old || busy(c))
+	if (c == d->old || busy(c) || (d->keep_unread && unread_prefetch(c)))
 		return true;
 	d->sum += bc_chunk_charge(c);
 	return d->sum < d->need;
 }
 
 /* Lock held: true when evicting chunks no one else holds (old, being
- * replaced, aside) can bring usage + add within room. */
+ * replaced, aside; unread prefetched chunks too when keep_unread) can
+ * bring usage + add within room. */
 static bool
 room_possible(mem_t *t, uint64_t add, uint64_t room,
-    const bc_chunk_t *old)
+    const bc_chunk_t *old, bool keep_unread)
 {
 	uint64_t have = sat_add(atomic_load(&t->acct->bytes), ext_bytes(t));
 	struct dry d;
@@ -396,21 +415,24 @@ room_possible(mem_t *t, uint64_t add, uint64_t room,
 	d.old = old;
 	d.need = sat_add(have, add) - room;
 	d.sum = 0;
+	d.keep_unread = keep_unread;
 	return t->pol_ops->choose_victim(t->pol, dry_skip, &d) != NULL;
 }
 
-/* Lock held: evicts, in the policy's order, until usage + add fits the
- * capacity. Returns 0, or BC_E2BIG when the policy contradicted the dry
- * run (room_possible) that must precede. */
+/* Lock held: evicts, in the policy's order (never an unread prefetched
+ * chunk when keep_unread), until usage + add fits the capacity. Returns
+ * 0, or BC_E2BIG when the policy contradicted the dry run (room_possible)
+ * that must precede. */
 static int
-evict_to_fit(mem_t *t, uint64_t add, bc_list_t *deferred)
+evict_to_fit(mem_t *t, uint64_t add, bool keep_unread, bc_list_t *deferred)
 {
 	bc_policy_node_t *v;
 	size_t i;
 
 	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext_bytes(t)),
 	    add) > t->capacity) {
-		v = t->pol_ops->choose_victim(t->pol, busy_skip, NULL);
+		v = t->pol_ops->choose_victim(t->pol, keep_unread ?
+		    busy_or_unread_skip : busy_skip, NULL);
 		if (v == NULL)
 			return BC_E2BIG;
 		i = find_chunk(t, chunk_of(v));
@@ -457,7 +479,7 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	room = t->capacity;
 	if (old != NULL && atomic_load(&old->refs) == 1)
 		room = sat_add(room, bc_chunk_charge(old));
-	if (!room_possible(t, add, room, old)) {
+	if (!room_possible(t, add, room, old, false)) {
 		rv = BC_E2BIG;
 		goto reject;
 	}
@@ -469,7 +491,7 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 		drop(t, i, &deferred);
 		COUNT(t, deletes, 1);
 	}
-	rv = evict_to_fit(t, add, &deferred);
+	rv = evict_to_fit(t, add, false, &deferred);
 	if (rv < 0)
 		goto reject;
 	table_insert(t->slots, t->mask, c);
@@ -493,22 +515,54 @@ out:
 	return rv;
 }
 
+/* Lock held: the reservations' common part (see tier.h). */
+static int
+do_reserve(mem_t *t, uint64_t bytes, bool keep_unread, bc_list_t *deferred)
+{
+	int rv;
+
+	if (bytes > t->capacity || !room_possible(t, bytes, t->capacity,
+	    NULL, keep_unread))
+		return BC_E2BIG;
+	rv = evict_to_fit(t, bytes, keep_unread, deferred);
+	if (rv == 0)
+		atomic_fetch_add(t->external, bytes);
+	return rv;
+}
+
 int
 bc_tier_mem_reserve(bc_tier_t *bt, uint64_t bytes)
 {
 	mem_t      *t = mem_of(bt);
 	bc_list_t   deferred;
-	int         rv = BC_E2BIG;
+	int         rv;
 
 	assert(t->external != NULL);
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
-	if (bytes <= t->capacity && room_possible(t, bytes, t->capacity,
-	    NULL)) {
-		rv = evict_to_fit(t, bytes, &deferred);
-		if (rv == 0)
-			atomic_fetch_add(t->external, bytes);
-	}
+	rv = do_reserve(t, bytes, false, &deferred);
+	pthread_mutex_unlock(&t->lock);
+	free_deferred(&deferred);
+	return rv;
+}
+
+int
+bc_tier_mem_reserve_prefetch(bc_tier_t *bt, uint64_t bytes, uint64_t key,
+    const bc_policy_ctx_t *ctx)
+{
+	mem_t            *t = mem_of(bt);
+	bc_policy_node_t  n;
+	bc_list_t         deferred;
+	int               rv = BC_E2BIG;
+
+	assert(t->external != NULL);
+	memset(&n, 0, sizeof(n));
+	n.size = bytes;
+	n.key = key;
+	bc_list_init(&deferred);
+	pthread_mutex_lock(&t->lock);
+	if (t->pol_ops->admit(t->pol, &n, ctx))
+		rv = do_reserve(t, bytes, true, &deferred);
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
 	return rv;
@@ -613,7 +667,7 @@ mem_set_capacity(bc_tier_t *bt, uint64_t bytes)
 	t->capacity = bytes;
 	if (t->pol_ops->set_capacity != NULL)
 		t->pol_ops->set_capacity(t->pol, bytes);
-	rv = evict_to_fit(t, 0, &deferred);
+	rv = evict_to_fit(t, 0, false, &deferred);
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
 	return rv;

@@ -103,7 +103,7 @@ LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
 
 	start();
 	p = prefetcher(2, 1 << 30, false);
-	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, false);
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, 0, false);
 	cr_assert_eq(bc_prefetch_window(p, "job1"), BC_PREFETCH_MIN_WINDOW,
 	    "no rate known yet: the smallest window");
 	fake_origin_gate(fo, true);
@@ -142,7 +142,7 @@ LTest(prefetch, the_byte_budget_stops_it)
 
 	start();
 	p = prefetcher(8, 2 * OBJ, false);
-	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, false);
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, 0, false);
 	cr_assert_eq(bc_prefetch_tick(p), 4, "nothing unread yet");
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
 	bc_prefetch_read(p, "job1", "ds", keys[0], OBJ);
@@ -162,7 +162,7 @@ LTest(prefetch, want_replaces_and_rate_widens_the_window)
 	p = prefetcher(8, 1 << 30, false);
 	/* ~1 MB read in ~25 ms: tens of MB/s; at the 20 ms latency assumed
 	 * before any fill, the window is far above the minimum */
-	bc_prefetch_want(p, "job1", "ds", keys, 2, false);
+	bc_prefetch_want(p, "job1", "ds", keys, 2, 0, false);
 	for (int i = 0; i < 50; i++) {
 		bc_prefetch_read(p, "job1", "ds", "other", 20000);
 		if (i % 10 == 9)
@@ -172,7 +172,7 @@ LTest(prefetch, want_replaces_and_rate_widens_the_window)
 	    "window %zu", bc_prefetch_window(p, "job1"));
 	cr_assert_eq(bc_prefetch_window(p, "nobody"), 0);
 	/* a want replaces the list */
-	bc_prefetch_want(p, "job1", "ds", keys + 6, 2, false);
+	bc_prefetch_want(p, "job1", "ds", keys + 6, 2, 0, false);
 	cr_assert_eq(bc_prefetch_tick(p), 2);
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
 	cr_assert_eq(fake_origin_nlog(fo), 2);
@@ -188,10 +188,40 @@ LTest(prefetch, the_timer_runs_it)
 
 	start();
 	p = prefetcher(8, 1 << 30, true);
-	bc_prefetch_want(p, "job1", "ds", keys, 3, false);
+	bc_prefetch_want(p, "job1", "ds", keys, 3, 0, false);
 	for (int i = 0; i < 500 && fake_origin_nlog(fo) < 3; i++)
 		usleep(10000);
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
 	cr_assert_eq(fake_origin_nlog(fo), 3);
+	stop(p);
+}
+
+/* Keys due now (behind a plan's cursor) are issued before the window
+ * ahead counts; a new list does not issue again what the old list's
+ * issued head had (a held fill would be joined and counted again); a new
+ * list is due once a tick. */
+LTest(prefetch, due_keys_and_new_lists)
+{
+	bc_prefetch_t *p;
+
+	start();
+	p = prefetcher(16, 1 << 30, false);
+	cr_assert(bc_prefetch_want_due(p, "job1"), "no list yet");
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, 3, false);
+	cr_assert_not(bc_prefetch_want_due(p, "job1"), "within a tick");
+	fake_origin_gate(fo, true);
+	cr_assert_eq(bc_prefetch_tick(p), 3 + BC_PREFETCH_MIN_WINDOW);
+	cr_assert(fake_origin_wait_held(fo, 3 + BC_PREFETCH_MIN_WINDOW, 5000));
+	/* the same keys again, one less due: nothing is issued twice */
+	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, 2, false);
+	cr_assert_eq(bc_prefetch_tick(p), 0);
+	/* a list that moved on by two, with the same due: two more */
+	bc_prefetch_want(p, "job1", "ds", keys + 2, NKEYS - 2, 3, false);
+	cr_assert_eq(bc_prefetch_tick(p), 2);
+	fake_origin_gate(fo, false);
+	cr_assert(fake_origin_wait_quiet(fo, 5000));
+	cr_assert_eq(fake_origin_nlog(fo), 3 + BC_PREFETCH_MIN_WINDOW + 2);
+	usleep(BC_PREFETCH_TICK_MS * 1000 + 1000);
+	cr_assert(bc_prefetch_want_due(p, "job1"), "a tick later");
 	stop(p);
 }

@@ -98,11 +98,19 @@ LTest(jobs, cursor_in_order_and_tolerant)
 	/* a worker ahead: the cursor jumps past it */
 	cr_assert(bc_jobs_record(jobs, "j", "b", "k5", NULL));
 	cr_assert_eq(info(jobs, "j").cursor, 6);
-	/* the ones it skipped arrive late: behind, tolerated */
+	cr_assert_eq(info(jobs, "j").low, 2);
+	/* the ones it skipped arrive later (other workers): read, due */
 	cr_assert(bc_jobs_record(jobs, "j", "b", "k3", NULL));
 	in = info(jobs, "j");
 	cr_assert_eq(in.cursor, 6);
-	cr_assert_eq(in.out_of_order, 1);
+	cr_assert_eq(in.low, 2);
+	cr_assert_eq(in.out_of_order, 0);
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k2", NULL));
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k4", NULL));
+	cr_assert_eq(info(jobs, "j").low, 6);
+	/* read again (a retry): behind, tolerated */
+	cr_assert(bc_jobs_record(jobs, "j", "b", "k3", NULL));
+	cr_assert_eq(info(jobs, "j").out_of_order, 1);
 	/* too far ahead: not followed */
 	cr_assert(bc_jobs_record(jobs, "j", "b", "k9000", NULL));
 	cr_assert_eq(info(jobs, "j").cursor, 6);
@@ -113,7 +121,7 @@ LTest(jobs, cursor_in_order_and_tolerant)
 	in = info(jobs, "j");
 	cr_assert_eq(in.cursor, 6);
 	cr_assert_eq(in.out_of_plan, 2);
-	cr_assert_eq(in.reads, 7);
+	cr_assert_eq(in.reads, 10);
 	/* unknown job: nothing recorded */
 	cr_assert(!bc_jobs_record(jobs, "nobody", "b", "k6", NULL));
 	cr_assert_eq(bc_jobs_count(jobs), 1);
@@ -159,18 +167,71 @@ LTest(jobs, next_epoch_started_early)
 	in = info(jobs, "j");
 	cr_assert_eq(in.epoch, 0);
 	cr_assert_eq(in.cursor, 4);
-	/* "c" straggles: 2 behind, against 1 + 4 into the next epoch */
+	cr_assert_eq(in.low, 2);
+	/* "c" straggles (another worker): read, due */
 	bc_jobs_record(jobs, "j", "b", "c", NULL);
 	in = info(jobs, "j");
 	cr_assert_eq(in.epoch, 0);
 	cr_assert_eq(in.cursor, 4);
-	cr_assert_eq(in.out_of_order, 1);
-	/* "b": 3 behind, against 1 + 0 into the next epoch, which starts */
-	bc_jobs_record(jobs, "j", "b", "b", NULL);
+	cr_assert_eq(in.low, 4);
+	cr_assert_eq(in.out_of_order, 0);
+	/* "a" read again: 4 behind, against 1 + 2 into the next epoch:
+	 * the next epoch starts */
+	bc_jobs_record(jobs, "j", "b", "a", NULL);
 	in = info(jobs, "j");
 	cr_assert_eq(in.epoch, 1);
-	cr_assert_eq(in.cursor, 1);
-	cr_assert_eq(in.out_of_order, 1);
+	cr_assert_eq(in.cursor, 3);
+	cr_assert_eq(in.low, 0);
+	cr_assert_eq(in.out_of_order, 0);
+	bc_jobs_free(jobs);
+}
+
+/* Several workers read stretches of the plan at once: the positions
+ * between low and the cursor not read are due; the window hands them
+ * over first, and next uses count from low. */
+LTest(jobs, workers_in_parallel)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	bc_job_key_t w[64];
+	size_t k, behind = 99;
+	bc_job_t *job;
+
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_seq("k", 100), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "k0", NULL);
+	bc_jobs_record(jobs, "j", "b", "k10", NULL);
+	bc_jobs_record(jobs, "j", "b", "k20", NULL);
+	bc_jobs_record(jobs, "j", "b", "k1", NULL);
+	cr_assert_eq(info(jobs, "j").cursor, 21);
+	cr_assert_eq(info(jobs, "j").low, 2);
+	job = bc_jobs_get(jobs, "j");
+	k = bc_jobs_window(job, 2, 64, w, NULL, &behind);
+	cr_assert_eq(behind, 17, "2..9 and 11..19");
+	cr_assert_eq(k, 17 + 20,
+	    "ahead: at least the span's recent peak, 21 - 1 (before k1)");
+	/* soonest first: each stretch's next key (2, 11, 21), then the
+	 * ones after them; the longest runs last */
+	cr_assert_str_eq(w[0].key, "k2");
+	cr_assert_str_eq(w[1].key, "k11");
+	cr_assert_str_eq(w[2].key, "k21");
+	cr_assert_str_eq(w[3].key, "k3");
+	cr_assert_str_eq(w[36].key, "k40");
+	cr_assert_eq(behind, 17);
+	bc_jobs_window_release(w, k);
+	k = bc_jobs_window(job, 30, 64, w, NULL, &behind);
+	cr_assert_eq(k, 17 + 30, "ahead: more when asked");
+	bc_jobs_window_release(w, k);
+	/* max keeps the soonest: k2 k11 k21 k3 k12 */
+	k = bc_jobs_window(job, 2, 5, w, NULL, &behind);
+	cr_assert_eq(k, 5);
+	cr_assert_eq(behind, 4);
+	cr_assert_str_eq(w[4].key, "k12");
+	bc_jobs_window_release(w, k);
+	bc_job_unref(job);
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "k5"), 3, "in 2..9");
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "k15"), 4, "in 11..19");
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "k25"), 4, "past 21");
+	cr_assert_eq(bc_jobs_next_use(jobs, "b", "k10"), BC_JOBS_NEVER);
 	bc_jobs_free(jobs);
 }
 
@@ -268,7 +329,7 @@ LTest(jobs, window_runs_into_next_epoch)
 	cr_assert_null(bc_jobs_get(jobs, "nobody"));
 	job = bc_jobs_get(jobs, "j");
 	cr_assert_not_null(job);
-	k = bc_jobs_window(job, 3, w, bucket);
+	k = bc_jobs_window(job, 3, 8, w, bucket, NULL);
 	cr_assert_eq(k, 3);
 	cr_assert_str_eq(bucket, "bk");
 	cr_assert_str_eq(w[0].key, "b");
@@ -281,7 +342,7 @@ LTest(jobs, window_runs_into_next_epoch)
 	cr_assert(!bc_job_live(job));
 	cr_assert_str_eq(w[1].key, "c");
 	bc_jobs_window_release(w, k);
-	cr_assert_eq(bc_jobs_window(job, 8, w, NULL), 0);
+	cr_assert_eq(bc_jobs_window(job, 8, 8, w, NULL, NULL), 0);
 	bc_job_unref(job);
 	bc_jobs_free(jobs);
 }
@@ -399,7 +460,7 @@ reader(void *arg)
 
 	for (unsigned i = 0; i < w->n / 4; i++) {
 		bc_job_t *job = bc_jobs_get(w->jobs, "j1");
-		size_t k = bc_jobs_window(job, 16, win, NULL);
+		size_t k = bc_jobs_window(job, 16, 16, win, NULL, NULL);
 
 		for (size_t j = 1; j < k; j++)
 			cr_assert_eq(win[j].pos, win[j - 1].pos + 1);

@@ -722,6 +722,51 @@ LTest(tier, reserve_for_fills)
 	T->close(t);
 }
 
+/* A prefetch's reservation never evicts a prefetched chunk no client
+ * read yet (a demand fill's may), and is declined, evicting nothing,
+ * when the policy would not keep the chunk. */
+LTest(tier, reserve_for_prefetches)
+{
+	_Atomic uint64_t ext = 0;
+	bc_tier_t       *t = opn(8 * MiB, &ext, &bc_policy_lru);
+	bc_policy_ctx_t  pctx = { 2, NULL, "b", true };
+	bc_chunk_t      *a = mkc("b", "A", "\"e\"", 0, 3 * MiB);
+	uint64_t         kx = bc_policy_key_hash("b", "X", 0);
+
+	bc_chunk_mark_prefetched(a);
+	cr_assert_eq(T->put(t, a, &pctx), 0);
+	bc_chunk_unref(a);
+	cr_assert_eq(put_new(t, "b", "B", "\"e\"", 0, 3 * MiB), 0);
+	/* A is the LRU victim, but unread: B goes */
+	cr_assert_eq(bc_tier_mem_reserve_prefetch(t, 3 * MiB, kx, &pctx), 0);
+	cr_assert_eq(atomic_load(&ext), 3 * MiB);
+	cr_assert_not(has(t, "b", "B", "\"e\"", 0));
+	cr_assert(has(t, "b", "A", "\"e\"", 0));
+	/* only A could make room: declined, nothing evicted */
+	cr_assert_eq(bc_tier_mem_reserve_prefetch(t, 3 * MiB, kx, &pctx),
+	    BC_E2BIG);
+	cr_assert_eq(atomic_load(&ext), 3 * MiB);
+	cr_assert(has(t, "b", "A", "\"e\"", 0));
+	/* a demand fill may evict it */
+	cr_assert_eq(bc_tier_mem_reserve(t, 3 * MiB), 0);
+	cr_assert_not(has(t, "b", "A", "\"e\"", 0));
+	T->close(t);
+
+	/* pin keeps what it holds once full: a prefetch is declined */
+	atomic_store(&ext, 0);
+	t = opn(8 * MiB, &ext, &bc_policy_pin);
+	cr_assert_eq(put_new(t, "b", "A", "\"e\"", 0, 3 * MiB), 0);
+	cr_assert_eq(put_new(t, "b", "B", "\"e\"", 0, 3 * MiB), 0);
+	cr_assert_eq(bc_tier_mem_reserve_prefetch(t, 1 * MiB, kx, &pctx), 0,
+	    "room without evicting: admitted");
+	cr_assert_eq(bc_tier_mem_reserve_prefetch(t, 3 * MiB, kx, &pctx),
+	    BC_E2BIG);
+	cr_assert(has(t, "b", "A", "\"e\"", 0));
+	cr_assert(has(t, "b", "B", "\"e\"", 0));
+	cr_assert_eq(atomic_load(&ext), 1 * MiB);
+	T->close(t);
+}
+
 /* ---- tier: references outliving the tier's ------------------------- */
 
 LTest(tier, deleted_while_held)
