@@ -72,7 +72,7 @@ typedef struct objreq_s {
 	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 	/* the job it is for (hint, access key or "anonymous") and what it
-	 * cost: per-job stats and the prefetcher's rate, at done */
+	 * cost: per-job stats (the prefetcher's rate too), at done */
 	char             job[BC_S3_HINT_JOB_MAX + 1];
 	hit_t            hit;
 	bool             answered;
@@ -703,7 +703,8 @@ obj_body(bc_http_req_t *r, const char *data, size_t *len)
 	return BC_S3E_NONE;
 }
 
-/* q's read in its job's stats, and its bytes in the job's rate. */
+/* q's read in its job's stats (its rate and mean object size size the
+ * job's prefetch window), and out of the prefetcher's list. */
 static void
 job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 {
@@ -719,7 +720,7 @@ job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 	bc_stats_job_add(q->job, d);
 	if (r->srv->prefetch != NULL)
 		bc_prefetch_read(r->srv->prefetch, q->job, r->s3.bucket,
-		    r->s3.key, d[BC_JSTAT_bytes]);
+		    r->s3.key);
 }
 
 static void

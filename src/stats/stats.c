@@ -178,6 +178,37 @@ typedef struct job_slot_s {
 static job_slot_t       jobs[BC_STATS_MAX_JOBS];
 static unsigned         njobs;
 static pthread_mutex_t  jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t (*_Atomic job_clock)(void) = bc_mono_ns;
+
+void
+bc_stats_set_clock(uint64_t (*now_ns)(void))
+{
+	atomic_store(&job_clock, now_ns != NULL ? now_ns : bc_mono_ns);
+}
+
+static uint64_t
+job_now(void)
+{
+	return atomic_load(&job_clock)();
+}
+
+/* jobs_mu held: folds the bytes j was sent since the last fold into its
+ * rate, once JOB_RATE_TICK_NS passed (an idle interval folds as 0). */
+static void
+job_fold(job_slot_t *j, uint64_t now)
+{
+	uint64_t dt;
+	double inst, w;
+
+	if (now < j->rate_at_ns || now - j->rate_at_ns < JOB_RATE_TICK_NS)
+		return;
+	dt = now - j->rate_at_ns;
+	inst = (double)j->bytes_since * 1e9 / (double)dt;
+	w = (double)dt / (double)(dt + JOB_RATE_TAU_NS);
+	j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
+	j->bytes_since = 0;
+	j->rate_at_ns = now;
+}
 
 /* jobs_mu held: job's slot, made when make (evicting the least recently
  * active). NULL when absent. */
@@ -200,14 +231,14 @@ job_slot(const char *job, bool make, uint64_t now)
 	j = njobs < BC_STATS_MAX_JOBS ? &jobs[njobs++] : &jobs[oldest];
 	memset(j, 0, sizeof(*j));
 	memcpy(j->name, name, sizeof(name));
-	j->rate_at_ns = now;
+	j->rate_at_ns = j->last_ns = now;
 	return j;
 }
 
 void
 bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
 {
-	uint64_t now = bc_mono_ns(), dt;
+	uint64_t now = job_now();
 	job_slot_t *j;
 
 	pthread_mutex_lock(&jobs_mu);
@@ -216,15 +247,7 @@ bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
 		j->v[k] += d[k];
 	j->last_ns = now;
 	j->bytes_since += d[BC_JSTAT_bytes];
-	dt = now - j->rate_at_ns;
-	if (dt >= JOB_RATE_TICK_NS) {
-		double inst = (double)j->bytes_since * 1e9 / (double)dt;
-		double w = (double)dt / (double)(dt + JOB_RATE_TAU_NS);
-
-		j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
-		j->bytes_since = 0;
-		j->rate_at_ns = now;
-	}
+	job_fold(j, now);
 	pthread_mutex_unlock(&jobs_mu);
 }
 
@@ -232,11 +255,13 @@ bool
 bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate)
 {
+	uint64_t now = job_now();
 	job_slot_t *j;
 
 	pthread_mutex_lock(&jobs_mu);
 	j = job_slot(job, false, 0);
 	if (j != NULL) {
+		job_fold(j, now);
 		memcpy(out, j->v, sizeof(j->v));
 		*rate = j->rate;
 	}
@@ -587,6 +612,7 @@ json_buckets(struct out *o)
 static void
 json_jobs(struct out *o)
 {
+	uint64_t now = job_now();
 	bool first = true;
 
 	pthread_mutex_lock(&jobs_mu);
@@ -594,6 +620,7 @@ json_jobs(struct out *o)
 	for (unsigned i = 0; i < njobs; i++) {
 		job_slot_t *j = &jobs[i];
 
+		job_fold(j, now);
 		put(o, "%s\n    ", first ? "" : ",");
 		first = false;
 		put_json_str(o, j->name);
@@ -749,9 +776,12 @@ prom_buckets(struct out *o)
 static void
 prom_jobs(struct out *o)
 {
+	uint64_t now = job_now();
 	char name[128];
 
 	pthread_mutex_lock(&jobs_mu);
+	for (unsigned i = 0; i < njobs; i++)
+		job_fold(&jobs[i], now);
 	for (unsigned k = 0; k <= BC_JSTAT__COUNT; k++) {
 		bool rate = k == BC_JSTAT__COUNT;
 

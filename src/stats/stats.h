@@ -81,15 +81,25 @@ typedef enum bc_jstat_e {
 #define BC_STATS_MAX_JOBS 64
 #define BC_STATS_JOB_MAX  63   /* bytes of a job name kept */
 
-/* Adds d (one delta per BC_JSTAT) to job's counters and folds its bytes
- * into the job's consumption rate (bytes/s, smoothed over ~2 s). The
- * least recently active of BC_STATS_MAX_JOBS jobs makes room for a new
- * one. A name longer than BC_STATS_JOB_MAX bytes is cut; NULL is
- * "anonymous". Takes a lock (short). */
+/*
+ * A job's consumption rate is the bytes its reads were sent per second,
+ * smoothed over ~2 s: the bytes added since the last fold are folded in
+ * at most every 100 ms, by an add or a read (get, the renderers), so an
+ * idle job's rate decays. The rate and the mean object size
+ * (bytes / requests) are what the prefetcher sizes a job's window by.
+ */
+/* Adds d (one delta per BC_JSTAT) to job's counters and its bytes to its
+ * rate. The least recently active of BC_STATS_MAX_JOBS jobs makes room
+ * for a new one. A name longer than BC_STATS_JOB_MAX bytes is cut; NULL
+ * is "anonymous". Takes a lock (short). */
 void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
-/* job's counters and rate into out/rate: false when not tracked. */
+/* job's counters and rate (as of now) into out/rate: false when not
+ * tracked. */
 bool bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate);
+/* The clock per-job rates are measured with, monotonic nanoseconds (tests
+ * drive time with it); NULL: bc_mono_ns. */
+void bc_stats_set_clock(uint64_t (*now_ns)(void));
 
 /* Sets gauge name to v (for gauges mirrored from another module). */
 #define BC_STATS_SET(name, v)                                            \

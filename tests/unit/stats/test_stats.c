@@ -6,6 +6,7 @@
  * Criterion runs each test in its own process, so the globals start at 0.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -640,6 +641,58 @@ LTest(stats, hostile_bucket_names_get_no_slot)
 	bc_buf_fini(&b);
 }
 
+/* The per-job stats' clock, driven by the tests. */
+#define MS 1000000ull
+static _Atomic uint64_t test_now = 1000 * MS;
+
+static uint64_t
+test_clock(void)
+{
+	return atomic_load(&test_now);
+}
+
+/* A job's rate: bytes per second over intervals of at least 100 ms,
+ * smoothed with a 2 s time constant, folded by adds and reads alike, so
+ * an idle job's rate decays; reads within 100 ms of a fold change
+ * nothing. */
+LTest(stats, job_rate_runs_on_the_clock)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, v[BC_JSTAT__COUNT];
+	double rate = -1, r1;
+
+	bc_stats_reset();
+	bc_stats_set_clock(test_clock);
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = 10000;
+	bc_stats_job_add("j", d);                 /* t0: the slot starts */
+	atomic_fetch_add(&test_now, 50 * MS);
+	bc_stats_job_add("j", d);                 /* under 100 ms: no fold */
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_eq(rate, 0, "nothing folded yet: %f", rate);
+	atomic_fetch_add(&test_now, 50 * MS);
+	bc_stats_job_add("j", d);                 /* 30,000 B in 100 ms */
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_float_eq(rate, 300000.0, 1e-6, "first fold: %f", rate);
+	/* 200 ms more at 100,000 B/s: smoothed, w = 0.2 / 2.2 */
+	atomic_fetch_add(&test_now, 200 * MS);
+	d[BC_JSTAT_bytes] = 20000;
+	bc_stats_job_add("j", d);
+	cr_assert(bc_stats_job_get("j", v, &r1));
+	cr_assert_float_eq(r1, 300000.0 + 0.2 / 2.2 * (100000.0 - 300000.0),
+	    1e-6, "%f", r1);
+	cr_assert_eq(v[BC_JSTAT_bytes], 50000);
+	cr_assert_eq(v[BC_JSTAT_requests], 4);
+	/* idle 2 s: a read folds the empty interval, w = 2 / 4 */
+	atomic_fetch_add(&test_now, 2000 * MS);
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_float_eq(rate, r1 / 2, 1e-6, "idle: %f", rate);
+	/* a clock that went back folds nothing */
+	atomic_fetch_sub(&test_now, 1000 * MS);
+	cr_assert(bc_stats_job_get("j", v, &r1));
+	cr_assert_eq(r1, rate);
+	bc_stats_set_clock(NULL);
+}
+
 /* Per-job counters: summed per job, the most recent BC_STATS_MAX_JOBS
  * kept (the least recently active goes), a rate once time passed; in
  * JSON under "jobs" and in Prometheus with a job label. */
@@ -654,15 +707,15 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	d[BC_JSTAT_requests] = 1;
 	d[BC_JSTAT_bytes] = 1000;
 	d[BC_JSTAT_cache_hits] = 1;
+	bc_stats_set_clock(test_clock);
 	bc_stats_job_add("train-1", d);
 	bc_stats_job_add("train-1", d);
-	usleep(150 * 1000);
+	atomic_fetch_add(&test_now, 150 * MS);
 	bc_stats_job_add("train-1", d);
 	cr_assert(bc_stats_job_get("train-1", v, &rate));
 	cr_assert_eq(v[BC_JSTAT_requests], 3);
 	cr_assert_eq(v[BC_JSTAT_bytes], 3000);
-	cr_assert_gt(rate, 1000.0, "rate %f", rate);
-	cr_assert_lt(rate, 100000.0, "rate %f", rate);
+	cr_assert_float_eq(rate, 3000 / 0.150, 1e-6, "rate %f", rate);
 	cr_assert(!bc_stats_job_get("nobody", v, &rate));
 	bc_stats_job_add(NULL, d);
 	cr_assert(bc_stats_job_get("anonymous", v, &rate));
@@ -690,4 +743,5 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	cr_assert(!bc_stats_job_get("train-1", v, &rate));
 	cr_assert(bc_stats_job_get("job-63", v, &rate));
 	bc_buf_fini(&b);
+	bc_stats_set_clock(NULL);
 }
