@@ -45,6 +45,11 @@
  * response, so it stays under malloc's mmap threshold (64 KiB, main.c);
  * a 256 KiB block cost an mmap, page faults and a munmap per cold GET. */
 #define READER_BLOCK   (48 * 1024)
+/* Keys of a plan handed to the prefetcher per GET, at most: each GET
+ * copies its job's window out of the plan and into the prefetcher's list,
+ * on the MHD worker's stack (~10 KiB here). A wider computed window is
+ * cut to it. */
+#define PLAN_WANT_MAX  256
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 
@@ -130,11 +135,14 @@ wait_end(objreq_t *q)
 
 /* The keys the prefetcher should bring for q's job, which just read
  * r's key: the -next hint's, else the job's plan window (as many keys as
- * its prefetch window). */
+ * its prefetch window, at most PLAN_WANT_MAX). */
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 {
 	bc_prefetch_t *pf = r->srv->prefetch;
+	bc_job_key_t keys[PLAN_WANT_MAX];
+	const char *names[PLAN_WANT_MAX];
+	char bucket[256];
 	size_t w, n;
 	bc_job_t *j;
 
@@ -154,19 +162,15 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 	w = bc_prefetch_window(pf, q->job);
 	if (w < BC_PREFETCH_MIN_WINDOW)
 		w = BC_PREFETCH_MIN_WINDOW;
-	{
-		bc_job_key_t keys[w];
-		const char *names[w];
-		char bucket[256];
-
-		n = bc_jobs_window(j, w, keys, bucket);
-		for (size_t i = 0; i < n; i++)
-			names[i] = keys[i].key;
-		if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
-			bc_prefetch_want(pf, q->job, bucket, names, n,
-			    r->upstream_unsigned);
-		bc_jobs_window_release(keys, n);
-	}
+	if (w > PLAN_WANT_MAX)
+		w = PLAN_WANT_MAX;
+	n = bc_jobs_window(j, w, keys, bucket);
+	for (size_t i = 0; i < n; i++)
+		names[i] = keys[i].key;
+	if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
+		bc_prefetch_want(pf, q->job, bucket, names, n,
+		    r->upstream_unsigned);
+	bc_jobs_window_release(keys, n);
 	bc_job_unref(j);
 }
 
