@@ -79,6 +79,7 @@ typedef struct objreq_s {
 	/* the job it is for (hint, access key or "anonymous") and what it
 	 * cost: per-job stats (the prefetcher's rate too), at done */
 	char             job[BC_S3_HINT_JOB_MAX + 1];
+	bc_stats_job_id_t job_id;    /* its stats, once read-ahead needs it */
 	hit_t            hit;
 	bool             answered;
 	uint64_t         wait_t0;    /* monotonic: a wait began; 0: none */
@@ -405,8 +406,10 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 			q->cur_fetched = false;
 		}
+		if (i < q->c1 && q->job_id == BC_STATS_JOB_NONE)
+			q->job_id = bc_stats_job_id(q->job);
 		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
-		    q->w.anon);
+		    q->w.anon, q->job_id);
 	}
 	in_chunk = off - bc_chunk_start(i, cs);
 	n = bc_chunk_avail(q->cur);

@@ -219,6 +219,7 @@ bc_prefetch_tick(bc_prefetch_t *p)
 
 	for (size_t ji = 0; budget_left(p);) {
 		char *bucket = NULL, *key = NULL;
+		bc_stats_job_id_t sj = BC_STATS_JOB_NONE;
 		bool anon = false;
 		job_t *j;
 
@@ -233,6 +234,7 @@ bc_prefetch_tick(bc_prefetch_t *p)
 			bucket = strdup(j->bucket);
 			key = strdup(j->keys[j->issued]);
 			anon = j->anon;
+			sj = bc_stats_job_id(j->id);
 			j->issued++;
 		} else {
 			ji++;   /* this job's window is full: the next job */
@@ -240,7 +242,7 @@ bc_prefetch_tick(bc_prefetch_t *p)
 		pthread_mutex_unlock(&p->mu);
 		if (key != NULL && bucket != NULL &&
 		    bc_cache_prefetch_key(p->o.cache, bucket, key, 0,
-		    UINT32_MAX, anon) > 0)
+		    UINT32_MAX, anon, sj) > 0)
 			started++;
 		free(bucket);
 		free(key);

@@ -15,6 +15,7 @@
 #include "prefetch/prefetch_jobs.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_request.h"
+#include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 #include "util/util_time.h"
@@ -605,10 +606,14 @@ info_json(const bc_job_info_t *in, bc_buf_t *out)
 	if (rv == 0)
 		rv = bc_buf_printf(out, "], \"reads\": %llu, "
 		    "\"out_of_order\": %llu, \"out_of_plan\": %llu, "
-		    "\"plan_bytes\": %zu}",
+		    "\"plan_bytes\": %zu, ",
 		    (unsigned long long)in->reads,
 		    (unsigned long long)in->out_of_order,
 		    (unsigned long long)in->out_of_plan, in->plan_bytes);
+	if (rv == 0)
+		rv = bc_stats_job_json(out, in->id);
+	if (rv == 0)
+		rv = bc_buf_putc(out, '}');
 	return rv < 0 ? BC_ENOMEM : 0;
 }
 

@@ -146,7 +146,10 @@ size_t bc_jobs_count(bc_jobs_t *jobs);
  * Appends JSON: with id NULL {"jobs": [JOB, ...]}, else one JOB object,
  * where JOB is {"id", "bucket", "epoch", "cursor", "plan_keys",
  * "epochs": [...], "reads", "out_of_order", "out_of_plan",
- * "plan_bytes"}. Returns 0, BC_ENOENT (no job id), BC_ENOMEM.
+ * "plan_bytes", then the job's per-job stats (stats.h,
+ * bc_stats_job_json: "requests", ..., "prefetch_issued", "prefetch_used",
+ * "prefetch_wasted", ..., "rate_bytes_per_second")}. Returns 0,
+ * BC_ENOENT (no job id), BC_ENOMEM.
  */
 int bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out);
 

@@ -165,6 +165,7 @@ static const struct {
 
 typedef struct job_slot_s {
 	char     name[BC_STATS_JOB_MAX + 1];
+	uint32_t gen;           /* which job holds the slot (handles) */
 	uint64_t v[BC_JSTAT__COUNT];
 	uint64_t last_ns;       /* last add */
 	uint64_t rate_at_ns;    /* start of bytes_since */
@@ -175,8 +176,17 @@ typedef struct job_slot_s {
 #define JOB_RATE_TICK_NS (100ull * 1000000)    /* folds at most this often */
 #define JOB_RATE_TAU_NS  (2000ull * 1000000)
 
+/* A handle is the slot's generation above JOB_ID_BITS bits of its
+ * index; generations count from 1 (0 is no handle) and never repeat in a
+ * process's life short of 2^26 new jobs. */
+#define JOB_ID_BITS 6
+#define JOB_GEN_MAX ((1u << (32 - JOB_ID_BITS)) - 1)
+_Static_assert(BC_STATS_MAX_JOBS <= (1u << JOB_ID_BITS),
+    "a job slot's index fits a handle");
+
 static job_slot_t       jobs[BC_STATS_MAX_JOBS];
 static unsigned         njobs;
+static uint32_t         job_gen;      /* the last generation given */
 static pthread_mutex_t  jobs_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t (*_Atomic job_clock)(void) = bc_mono_ns;
 
@@ -232,7 +242,35 @@ job_slot(const char *job, bool make, uint64_t now)
 	memset(j, 0, sizeof(*j));
 	memcpy(j->name, name, sizeof(name));
 	j->rate_at_ns = j->last_ns = now;
+	job_gen = job_gen == JOB_GEN_MAX ? 1 : job_gen + 1;
+	j->gen = job_gen;
 	return j;
+}
+
+bc_stats_job_id_t
+bc_stats_job_id(const char *job)
+{
+	bc_stats_job_id_t id;
+	job_slot_t *j;
+
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, true, job_now());
+	id = j->gen << JOB_ID_BITS | (uint32_t)(j - jobs);
+	pthread_mutex_unlock(&jobs_mu);
+	return id;
+}
+
+void
+bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n)
+{
+	unsigned i = id & ((1u << JOB_ID_BITS) - 1);
+
+	if (id == BC_STATS_JOB_NONE || (unsigned)k >= BC_JSTAT__COUNT)
+		return;
+	pthread_mutex_lock(&jobs_mu);
+	if (i < njobs && jobs[i].gen == id >> JOB_ID_BITS)
+		jobs[i].v[k] += n;
+	pthread_mutex_unlock(&jobs_mu);
 }
 
 void
@@ -609,6 +647,29 @@ json_buckets(struct out *o)
 	put(o, "%s},\n", first ? "" : "\n  ");
 }
 
+/* One job's counters and rate as JSON members (no braces). */
+static void
+put_job_members(struct out *o, const uint64_t v[BC_JSTAT__COUNT],
+    double rate)
+{
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		put(o, "%s\"%s\": %llu", k > 0 ? ", " : "", jstats[k].name,
+		    (unsigned long long)v[k]);
+	put(o, ", \"rate_bytes_per_second\": %.0f", rate);
+}
+
+int
+bc_stats_job_json(bc_buf_t *b, const char *job)
+{
+	uint64_t v[BC_JSTAT__COUNT] = { 0 };
+	struct out o = { b, 0 };
+	double rate = 0;
+
+	(void)bc_stats_job_get(job, v, &rate);
+	put_job_members(&o, v, rate);
+	return o.rv;
+}
+
 static void
 json_jobs(struct out *o)
 {
@@ -625,10 +686,8 @@ json_jobs(struct out *o)
 		first = false;
 		put_json_str(o, j->name);
 		put(o, ": {");
-		for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
-			put(o, "%s\"%s\": %llu", k > 0 ? ", " : "",
-			    jstats[k].name, (unsigned long long)j->v[k]);
-		put(o, ", \"rate_bytes_per_second\": %.0f}", j->rate);
+		put_job_members(o, j->v, j->rate);
+		put(o, "}");
 	}
 	put(o, "%s},\n", first ? "" : "\n  ");
 	pthread_mutex_unlock(&jobs_mu);

@@ -97,6 +97,25 @@ void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
  * tracked. */
 bool bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate);
+/*
+ * A handle on a job's counters, to count for it later without its name:
+ * a prefetched chunk remembers the job it was brought for. It names the
+ * job's slot for as long as the job keeps it; once the slot went to
+ * another job (the job was pushed out), adds through it are dropped.
+ */
+typedef uint32_t bc_stats_job_id_t;
+#define BC_STATS_JOB_NONE ((bc_stats_job_id_t)0)
+/* job's handle, its slot made (as by bc_stats_job_add) when it has none.
+ * Takes the lock. */
+bc_stats_job_id_t bc_stats_job_id(const char *job);
+/* Adds n to counter k of the job id names; BC_STATS_JOB_NONE or a
+ * handle whose job is gone: nothing. Takes the lock. */
+void bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n);
+/* Appends job's counters and rate as the members of a JSON object,
+ * without braces: "requests": n, ..., "rate_bytes_per_second": r (zeros
+ * when the job is not tracked). Returns 0, or BC_ENOMEM / BC_E2BIG from
+ * the buffer. */
+int bc_stats_job_json(bc_buf_t *out, const char *job);
 /* The clock per-job rates are measured with, monotonic nanoseconds (tests
  * drive time with it); NULL: bc_mono_ns. */
 void bc_stats_set_clock(uint64_t (*now_ns)(void));

@@ -87,4 +87,9 @@ BC_JSTAT(cache_hits,     "Object reads of the job served wholly from the cache."
 BC_JSTAT(cache_misses,   "Object reads of the job served wholly from the origin.")
 BC_JSTAT(cache_partial_hits, "Object reads of the job served partly from the cache.")
 BC_JSTAT(wait_us,        "Microseconds the job's reads waited for fills (metadata or chunks).")
+BC_JSTAT(prefetch_issued, "Prefetches started for the job (its plan, its -next hints, read-ahead of its reads).")
+BC_JSTAT(prefetch_bytes, "Bytes prefetches for the job brought into the cache.")
+BC_JSTAT(prefetch_used,  "Chunks prefetched for the job that a client then read.")
+BC_JSTAT(prefetch_wasted, "Chunks prefetched for the job dropped (evicted, invalidated, not admitted) before any client read them.")
+BC_JSTAT(prefetch_late,  "Client reads that found a chunk prefetched for the job still in flight (and waited on it).")
 #endif

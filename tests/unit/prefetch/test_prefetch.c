@@ -97,6 +97,17 @@ logged_key(unsigned i, fake_req_t *r)
 	return r->key;
 }
 
+/* counter k of job's per-job stats */
+static uint64_t
+job_stat(const char *job, bc_jstat_t k)
+{
+	uint64_t v[BC_JSTAT__COUNT];
+	double rate;
+
+	cr_assert(bc_stats_job_get(job, v, &rate), "%s has stats", job);
+	return v[k];
+}
+
 TestSuite(prefetch, .timeout = 60);
 
 LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
@@ -125,6 +136,9 @@ LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
 	}
 	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_issued), 4);
 	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_unread_bytes), 4 * OBJ);
+	cr_assert_eq(job_stat("job1", BC_JSTAT_prefetch_issued), 4,
+	    "counted for the job that wanted them");
+	cr_assert_eq(job_stat("job1", BC_JSTAT_prefetch_bytes), 4 * OBJ);
 
 	/* the job reads two keys: the window moves on by two */
 	bc_prefetch_read(p, "job1", "ds", keys[0]);

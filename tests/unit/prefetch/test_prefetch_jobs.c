@@ -11,6 +11,7 @@
 #include "../bc_test.h"
 
 #include "prefetch/prefetch_jobs.h"
+#include "stats/stats.h"
 #include "util/util_buf.h"
 #include "util/util_error.h"
 
@@ -356,11 +357,19 @@ LTest(jobs, json)
 	bc_buf_reset(&b);
 	bc_jobs_put_plan(jobs, "j1", "bk", NULL, plan_seq("k", 4), NULL);
 	bc_jobs_record(jobs, "j1", "bk", "k1", NULL);
+	bc_stats_job_id_add(bc_stats_job_id("j1"), BC_JSTAT_prefetch_used, 3);
 	cr_assert_eq(bc_jobs_json(jobs, "j1", &b), 0);
 	cr_assert_not_null(strstr(b.data, "\"id\": \"j1\", \"bucket\": \"bk\", "
 	    "\"epoch\": 0, \"cursor\": 2, \"plan_keys\": 4, \"epochs\": [0], "
 	    "\"reads\": 1, \"out_of_order\": 0, \"out_of_plan\": 0"), "%s",
 	    b.data);
+	/* then its per-job stats */
+	cr_assert_not_null(strstr(b.data, "\"prefetch_used\": 3, "), "%s",
+	    b.data);
+	cr_assert_not_null(strstr(b.data, "\"prefetch_wasted\": 0, "), "%s",
+	    b.data);
+	cr_assert_not_null(strstr(b.data, "\"rate_bytes_per_second\": 0}\n"),
+	    "%s", b.data);
 	cr_assert_eq(bc_jobs_json(jobs, "nope", &b), BC_ENOENT);
 	bc_buf_reset(&b);
 	cr_assert_eq(bc_jobs_json(jobs, NULL, &b), 0);

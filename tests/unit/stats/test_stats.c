@@ -693,6 +693,88 @@ LTest(stats, job_rate_runs_on_the_clock)
 	bc_stats_set_clock(NULL);
 }
 
+/* A handle counts for its job without the name while the job keeps its
+ * slot; once pushed out (a new job took the slot), adds through it are
+ * dropped, and the new job's counters stay its own. The prefetch counters
+ * render with the others. */
+LTest(stats, job_handles_count_for_their_job_only)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, v[BC_JSTAT__COUNT];
+	bc_stats_job_id_t a, a2, none = BC_STATS_JOB_NONE;
+	bc_buf_t b = BC_BUF_INIT;
+	char name[32];
+	double rate;
+
+	bc_stats_reset();
+	bc_stats_set_clock(test_clock);
+	a = bc_stats_job_id("job-a");
+	cr_assert_neq(a, BC_STATS_JOB_NONE);
+	a2 = bc_stats_job_id("job-a");
+	cr_assert_eq(a, a2, "one job, one handle");
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_issued, 2);
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 1);
+	bc_stats_job_id_add(none, BC_JSTAT_prefetch_used, 1);
+	bc_stats_job_id_add(a, BC_JSTAT__COUNT, 1);   /* out of range */
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_issued], 2);
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 1);
+	cr_assert_eq(v[BC_JSTAT_requests], 0);
+
+	cr_assert_eq(bc_stats_job_json(&b, "job-a"), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"prefetch_issued\": 2, "
+	    "\"prefetch_bytes\": 0, \"prefetch_used\": 1, "
+	    "\"prefetch_wasted\": 0, \"prefetch_late\": 0"), "%s",
+	    bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_job_json(&b, "nobody"), 0);
+	cr_assert_eq(strncmp(bc_buf_str(&b), "\"requests\": 0, ", 15), 0,
+	    "an untracked job renders zeros: %s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "j = json.load(sys.stdin)[\"jobs\"][\"job-a\"]\n"
+	    "assert j[\"prefetch_issued\"] == 2, j\n"
+	    "assert j[\"prefetch_used\"] == 1, j\n"
+	    "assert j[\"prefetch_wasted\"] == 0, j\n"), 0, "%s",
+	    bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_prefetch_used_total{job=\"job-a\"}"), 1);
+
+	/* BC_STATS_MAX_JOBS newer jobs push job-a out */
+	d[BC_JSTAT_requests] = 1;
+	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
+		atomic_fetch_add(&test_now, MS);
+		snprintf(name, sizeof(name), "job-%d", i);
+		bc_stats_job_add(name, d);
+	}
+	cr_assert(!bc_stats_job_get("job-a", v, &rate));
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 100);
+	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
+		snprintf(name, sizeof(name), "job-%d", i);
+		cr_assert(bc_stats_job_get(name, v, &rate));
+		cr_assert_eq(v[BC_JSTAT_prefetch_used], 0,
+		    "%s got a gone job's count", name);
+	}
+	/* back again: a new slot, a new handle, counted from 0 */
+	atomic_fetch_add(&test_now, MS);
+	a2 = bc_stats_job_id("job-a");
+	cr_assert_neq(a2, a);
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 100);
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 0);
+	/* a reset forgets every handle */
+	bc_stats_reset();
+	a = bc_stats_job_id("job-a");
+	bc_stats_job_id_add(a2, BC_JSTAT_prefetch_used, 1);
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 0);
+	bc_buf_fini(&b);
+	bc_stats_set_clock(NULL);
+}
+
 /* Per-job counters: summed per job, the most recent BC_STATS_MAX_JOBS
  * kept (the least recently active goes), a rate once time passed; in
  * JSON under "jobs" and in Prometheus with a job label. */
