@@ -24,8 +24,9 @@
  *
  * Threads: every call takes the registry's one mutex for a short
  * critical section (no allocation but in put_plan and json, no I/O, no
- * callback); MHD workers record GETs, the loop reads windows, the policy
- * asks next uses. Plans are immutable and refcounted, so keys a window
+ * callback; a job's epoch, cursor and plan length are mirrored into its
+ * per-job stats as they change, stats.h); MHD workers record GETs, the
+ * loop reads windows, the policy asks next uses. Plans are immutable and refcounted, so keys a window
  * returns stay valid without the lock.
  */
 #ifndef BC_PREFETCH_JOBS_H

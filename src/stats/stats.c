@@ -155,10 +155,11 @@ bc_stats_bucket_get(const char *bucket, bc_bstat_t id)
  * under jobs_mu (one short critical section per object read).
  */
 static const struct {
-	const char *name;
-	const char *help;
+	const char    *name;
+	enum stat_kind kind;
+	const char    *help;
 } jstats[] = {
-#define BC_JSTAT(name, help) { #name, help },
+#define BC_JSTAT(name, kind, help) { #name, kind, help },
 #include "stats/stats_table.h"
 #undef BC_JSTAT
 };
@@ -268,7 +269,8 @@ bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n)
 	if (id == BC_STATS_JOB_NONE || (unsigned)k >= BC_JSTAT__COUNT)
 		return;
 	pthread_mutex_lock(&jobs_mu);
-	if (i < njobs && jobs[i].gen == id >> JOB_ID_BITS)
+	if (i < njobs && jobs[i].gen == id >> JOB_ID_BITS &&
+	    jstats[k].kind == COUNTER)
 		jobs[i].v[k] += n;
 	pthread_mutex_unlock(&jobs_mu);
 }
@@ -282,10 +284,24 @@ bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
 	pthread_mutex_lock(&jobs_mu);
 	j = job_slot(job, true, now);
 	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
-		j->v[k] += d[k];
+		if (jstats[k].kind == COUNTER)
+			j->v[k] += d[k];
 	j->last_ns = now;
 	j->bytes_since += d[BC_JSTAT_bytes];
 	job_fold(j, now);
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void
+bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT])
+{
+	job_slot_t *j;
+
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, true, job_now());
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		if (jstats[k].kind == GAUGE)
+			j->v[k] = v[k];
 	pthread_mutex_unlock(&jobs_mu);
 }
 
@@ -647,15 +663,17 @@ json_buckets(struct out *o)
 	put(o, "%s},\n", first ? "" : "\n  ");
 }
 
-/* One job's counters and rate as JSON members (no braces). */
+/* One job's counters (and gauges, when gauges) and rate as JSON
+ * members (no braces). */
 static void
 put_job_members(struct out *o, const uint64_t v[BC_JSTAT__COUNT],
-    double rate)
+    double rate, bool gauges)
 {
 	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
-		put(o, "%s\"%s\": %llu", k > 0 ? ", " : "", jstats[k].name,
-		    (unsigned long long)v[k]);
-	put(o, ", \"rate_bytes_per_second\": %.0f", rate);
+		if (gauges || jstats[k].kind == COUNTER)
+			put(o, "\"%s\": %llu, ", jstats[k].name,
+			    (unsigned long long)v[k]);
+	put(o, "\"rate_bytes_per_second\": %.0f", rate);
 }
 
 int
@@ -666,7 +684,7 @@ bc_stats_job_json(bc_buf_t *b, const char *job)
 	double rate = 0;
 
 	(void)bc_stats_job_get(job, v, &rate);
-	put_job_members(&o, v, rate);
+	put_job_members(&o, v, rate, false);
 	return o.rv;
 }
 
@@ -686,7 +704,7 @@ json_jobs(struct out *o)
 		first = false;
 		put_json_str(o, j->name);
 		put(o, ": {");
-		put_job_members(o, j->v, j->rate);
+		put_job_members(o, j->v, j->rate, true);
 		put(o, "}");
 	}
 	put(o, "%s},\n", first ? "" : "\n  ");
@@ -843,14 +861,15 @@ prom_jobs(struct out *o)
 		job_fold(&jobs[i], now);
 	for (unsigned k = 0; k <= BC_JSTAT__COUNT; k++) {
 		bool rate = k == BC_JSTAT__COUNT;
+		bool gauge = rate || jstats[k].kind == GAUGE;
 
 		if (rate)
 			snprintf(name, sizeof(name),
 			    "bucketcache_job_rate_bytes_per_second");
 		else
-			snprintf(name, sizeof(name), "bucketcache_job_%s_total",
-			    jstats[k].name);
-		prom_header(o, name, rate ? "gauge" : "counter", rate ?
+			snprintf(name, sizeof(name), "bucketcache_job_%s%s",
+			    jstats[k].name, gauge ? "" : "_total");
+		prom_header(o, name, gauge ? "gauge" : "counter", rate ?
 		    "The job's consumption rate: object bytes sent per second, "
 		    "smoothed over ~2 s." : jstats[k].help);
 		for (unsigned i = 0; i < njobs; i++) {

@@ -70,9 +70,9 @@ typedef enum bc_bstat_e {
 void bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n);
 uint64_t bc_stats_bucket_get(const char *bucket, bc_bstat_t id);
 
-/* Per-job counters (stats_table.h, BC_JSTAT). */
+/* Per-job counters and gauges (stats_table.h, BC_JSTAT). */
 typedef enum bc_jstat_e {
-#define BC_JSTAT(name, help) BC_JSTAT_##name,
+#define BC_JSTAT(name, kind, help) BC_JSTAT_##name,
 #include "stats/stats_table.h"
 #undef BC_JSTAT
 	BC_JSTAT__COUNT
@@ -88,13 +88,18 @@ typedef enum bc_jstat_e {
  * idle job's rate decays. The rate and the mean object size
  * (bytes / requests) are what the prefetcher sizes a job's window by.
  */
-/* Adds d (one delta per BC_JSTAT) to job's counters and its bytes to its
- * rate. The least recently active of BC_STATS_MAX_JOBS jobs makes room
- * for a new one. A name longer than BC_STATS_JOB_MAX bytes is cut; NULL
- * is "anonymous". Takes a lock (short). */
+/* Adds d (one delta per BC_JSTAT; gauges' are ignored) to job's counters
+ * and its bytes to its rate. The least recently active of
+ * BC_STATS_MAX_JOBS jobs makes room for a new one. A name longer than
+ * BC_STATS_JOB_MAX bytes is cut; NULL is "anonymous". Takes a lock
+ * (short). */
 void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
-/* job's counters and rate (as of now) into out/rate: false when not
- * tracked. */
+/* Sets job's gauges (the GAUGE lines: the jobs registry's epoch, cursor
+ * and plan_keys, mirrored) to v's entries; counters' are ignored. Makes
+ * the job's slot as bc_stats_job_add does. */
+void bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT]);
+/* job's counters, gauges and rate (as of now) into out/rate: false when
+ * not tracked. */
 bool bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate);
 /*
@@ -111,10 +116,11 @@ bc_stats_job_id_t bc_stats_job_id(const char *job);
 /* Adds n to counter k of the job id names; BC_STATS_JOB_NONE or a
  * handle whose job is gone: nothing. Takes the lock. */
 void bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n);
-/* Appends job's counters and rate as the members of a JSON object,
- * without braces: "requests": n, ..., "rate_bytes_per_second": r (zeros
- * when the job is not tracked). Returns 0, or BC_ENOMEM / BC_E2BIG from
- * the buffer. */
+/* Appends job's counters (not its gauges: the jobs registry renders
+ * those itself) and rate as the members of a JSON object, without
+ * braces: "requests": n, ..., "rate_bytes_per_second": r (zeros when the
+ * job is not tracked). Returns 0, or BC_ENOMEM / BC_E2BIG from the
+ * buffer. */
 int bc_stats_job_json(bc_buf_t *out, const char *job);
 /* The clock per-job rates are measured with, monotonic nanoseconds (tests
  * drive time with it); NULL: bc_mono_ns. */

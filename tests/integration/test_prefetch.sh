@@ -5,8 +5,8 @@
 # having asked for them; a job that sends x-bucketcache-next gets those
 # keys prefetched; nothing prefetched is wasted; per-job stats count the
 # reads and each job's prefetches (issued, bytes, used, wasted, late, in
-# /stats, /v1/jobs and /metrics), and --prefetch-concurrency 0 turns
-# prefetching off.
+# /stats, /v1/jobs and /metrics) and /stats shows its cursor, and
+# --prefetch-concurrency 0 turns prefetching off.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -81,7 +81,12 @@ jused=$(bc_json "$BC_TMP/st.body" jobs.train.prefetch_used)
 jbytes=$(bc_json "$BC_TMP/st.body" jobs.train.prefetch_bytes)
 bc_assert_ge "$jused" $(( (N - 1) * 9 / 10 )) "the job's prefetch_used counts its plan's reads"
 bc_assert_ge "$jbytes" $(( jused * 20000 )) "and its prefetch_bytes their bytes"
+v="$(bc_json "$BC_TMP/st.body" jobs.train.epoch) $(bc_json "$BC_TMP/st.body" jobs.train.cursor)"
+v="$v $(bc_json "$BC_TMP/st.body" jobs.train.plan_keys)"
+bc_assert_eq "0 $N $N" "$v" "/stats shows the job's epoch, cursor (its plan read through) and plan length"
 bc_expect job 200 - "the job in the jobs API" "$ADMIN/jobs/train"
+v=$(bc_json "$BC_TMP/job.body" cursor)
+bc_assert_eq "$N" "$v" "the same cursor as /v1/jobs"
 v=$(bc_json "$BC_TMP/job.body" prefetch_used)
 bc_assert_eq "$jused" "$v" "/v1/jobs/train shows its prefetch_used"
 v=$(bc_json "$BC_TMP/job.body" prefetch_wasted)
@@ -113,6 +118,8 @@ v="$v $(bc_json "$BC_TMP/st2.body" jobs.hinted.prefetch_wasted)"
 bc_assert_eq "3 3 0" "$v" "the hinted job's prefetches: 3 issued, 3 used, none wasted"
 v=$(bc_json "$BC_TMP/st2.body" jobs.train.prefetch_used)
 bc_assert_eq "$jused" "$v" "and none counted for the other job"
+v=$(bc_json "$BC_TMP/st2.body" jobs.train.plan_keys)
+bc_assert_eq 0 "$v" "an ended job shows no plan in /stats"
 bc_stop_gateway
 
 # ---- --prefetch-concurrency 0: no prefetching -----------------------------
@@ -127,4 +134,4 @@ bc_assert_eq 0 "$issued" "--prefetch-concurrency 0 prefetches nothing"
 h=$(get_as train 01) || bc_fail "read"
 bc_assert_eq miss "$h" "so the next read is a miss"
 bc_stop_gateway
-bc_done 35
+bc_done 38

@@ -266,7 +266,7 @@ check_prometheus(const char *text)
 	    "^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+$";
 	regex_t rs, rc;
 	char *doc, *line, *save = NULL;
-	char typed[64][128];
+	char typed[128][128];
 	size_t ntyped = 0, nsamples = 0;
 
 	cr_assert_eq(regcomp(&rs, sample_re, REG_EXTENDED | REG_NOSUB), 0);
@@ -280,7 +280,7 @@ check_prometheus(const char *text)
 			cr_assert_eq(regexec(&rc, line, 0, NULL, 0), 0,
 			    "bad comment line: %s", line);
 			if (strncmp(line, "# TYPE ", 7) == 0) {
-				cr_assert_lt(ntyped, 64);
+				cr_assert_lt(ntyped, 128);
 				sscanf(line + 7, "%127s", typed[ntyped++]);
 			}
 			continue;
@@ -773,6 +773,60 @@ LTest(stats, job_handles_count_for_their_job_only)
 	cr_assert_eq(v[BC_JSTAT_prefetch_used], 0);
 	bc_buf_fini(&b);
 	bc_stats_set_clock(NULL);
+}
+
+/* Per-job gauges (the plan position the jobs registry mirrors) are set,
+ * never added to; /stats shows them with the counters, Prometheus as
+ * gauges, and bc_stats_job_json (what /v1/jobs appends to the registry's
+ * own fields) leaves them out. */
+LTest(stats, job_gauges_are_set_not_added)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, g[BC_JSTAT__COUNT] = { 0 };
+	uint64_t v[BC_JSTAT__COUNT];
+	bc_buf_t b = BC_BUF_INIT;
+	double rate;
+
+	bc_stats_reset();
+	g[BC_JSTAT_epoch] = 2;
+	g[BC_JSTAT_cursor] = 17;
+	g[BC_JSTAT_plan_keys] = 100;
+	g[BC_JSTAT_requests] = 99;            /* a counter: ignored */
+	bc_stats_job_set("train", g);
+	g[BC_JSTAT_cursor] = 18;
+	bc_stats_job_set("train", g);
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_cursor] = 1000;            /* a gauge: ignored */
+	bc_stats_job_add("train", d);
+	bc_stats_job_id_add(bc_stats_job_id("train"), BC_JSTAT_cursor, 5);
+	cr_assert(bc_stats_job_get("train", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_cursor], 18);
+	cr_assert_eq(v[BC_JSTAT_epoch], 2);
+	cr_assert_eq(v[BC_JSTAT_plan_keys], 100);
+	cr_assert_eq(v[BC_JSTAT_requests], 1);
+
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "j = json.load(sys.stdin)[\"jobs\"][\"train\"]\n"
+	    "assert (j[\"epoch\"], j[\"cursor\"], j[\"plan_keys\"]) == "
+	    "(2, 18, 100), j\n"
+	    "assert j[\"requests\"] == 1, j\n"), 0, "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_job_json(&b, "train"), 0);
+	cr_assert_null(strstr(bc_buf_str(&b), "cursor"), "%s",
+	    bc_buf_str(&b));
+	cr_assert_null(strstr(bc_buf_str(&b), "epoch"), "%s", bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"requests\": 1, "));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_job_cursor gauge\n"));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_cursor{job=\"train\"}"), 18);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_plan_keys{job=\"train\"}"), 100);
+	cr_assert_null(strstr(bc_buf_str(&b), "bucketcache_job_cursor_total"));
+	bc_buf_fini(&b);
 }
 
 /* Per-job counters: summed per job, the most recent BC_STATS_MAX_JOBS
