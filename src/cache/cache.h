@@ -183,9 +183,9 @@ int  bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
  * object has), unsigned when anon, for job (as bc_cache_prefetch). An
  * object whose metadata the cache does not hold gets its first fill
  * (metadata and chunk first) instead; its other chunks follow on a later
- * call. Chunks in memory are skipped,
- * fills already running are joined. Returns how many chunks are being
- * filled for the call (0: all in memory), or a negative code.
+ * call. Chunks in memory are skipped, fills already running are joined.
+ * Returns how many chunks are being filled for the call (0: all in
+ * memory), or a negative code.
  */
 int  bc_cache_prefetch_key(bc_cache_t *c, const char *bucket,
     const char *key, uint32_t first, uint32_t n, bool anon,

@@ -295,11 +295,14 @@ bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
 void
 bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT])
 {
+	bool any = false;
 	job_slot_t *j;
 
-	pthread_mutex_lock(&jobs_mu);
-	j = job_slot(job, true, job_now());
 	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		any = any || (jstats[k].kind == GAUGE && v[k] != 0);
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, any, job_now());
+	for (unsigned k = 0; j != NULL && k < BC_JSTAT__COUNT; k++)
 		if (jstats[k].kind == GAUGE)
 			j->v[k] = v[k];
 	pthread_mutex_unlock(&jobs_mu);

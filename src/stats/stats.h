@@ -96,7 +96,8 @@ typedef enum bc_jstat_e {
 void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
 /* Sets job's gauges (the GAUGE lines: the jobs registry's epoch, cursor
  * and plan_keys, mirrored) to v's entries; counters' are ignored. Makes
- * the job's slot as bc_stats_job_add does. */
+ * the job's slot as bc_stats_job_add does, unless every gauge is 0 (an
+ * untracked job that ended is not tracked for it). */
 void bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT]);
 /* job's counters, gauges and rate (as of now) into out/rate: false when
  * not tracked. */

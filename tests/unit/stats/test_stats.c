@@ -826,6 +826,13 @@ LTest(stats, job_gauges_are_set_not_added)
 	cr_assert_eq(sample(bc_buf_str(&b),
 	    "bucketcache_job_plan_keys{job=\"train\"}"), 100);
 	cr_assert_null(strstr(bc_buf_str(&b), "bucketcache_job_cursor_total"));
+	/* zeros set an untracked job's gauges: no slot for it */
+	memset(g, 0, sizeof(g));
+	bc_stats_job_set("ended", g);
+	cr_assert(!bc_stats_job_get("ended", v, &rate));
+	bc_stats_job_set("train", g);
+	cr_assert(bc_stats_job_get("train", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_cursor], 0, "a tracked one's go to 0");
 	bc_buf_fini(&b);
 }
 
