@@ -24,6 +24,22 @@
 
 /* ---- lookups ----------------------------------------------------------- */
 
+/* c->mu held: f, just started as a prefetch for job, is counted for it. */
+static void
+prefetch_started(bc_fill_t *f, bc_stats_job_id_t job)
+{
+	f->job = job;
+	bc_stats_job_id_add(job, BC_JSTAT_prefetch_issued, 1);
+}
+
+/* c->mu held: a client's read joins f, a prefetch still running. */
+static void
+prefetch_late(const bc_fill_t *f)
+{
+	BC_STATS_INC(prefetch_late);
+	bc_stats_job_id_add(f->job, BC_JSTAT_prefetch_late, 1);
+}
+
 /* c->mu held: whether chunk hint of o's version is in memory (a request
  * for it that is not makes a fill, which validates on its way). */
 static bool
@@ -158,7 +174,7 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 		if (mf->kind == BC_FILL_FIRST && mf->index == hint &&
 		    (mf->anon || !w->anon)) {
 			if (mf->prefetch)
-				BC_STATS_INC(prefetch_late);
+				prefetch_late(mf);
 			mf->prefetch = false;   /* its chunk goes to w */
 			bc_waiter_add(o, &mf->waiters, w, true);
 		} else {
@@ -188,10 +204,11 @@ out:
 }
 
 /* bc_cache_chunk(), with the kind of fill it starts (anon: unsigned) given
- * apart from w, which may be NULL. */
+ * apart from w, which may be NULL (a prefetch for job). */
 static int
 chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
-    bool fetch, bool anon, bc_waiter_t *w, bc_chunk_t **out)
+    bool fetch, bool anon, bc_waiter_t *w, bc_stats_job_id_t job,
+    bc_chunk_t **out)
 {
 	bc_chunk_key_t k = { o->bucket, o->key, etag, i };
 	bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, w == NULL);
@@ -225,8 +242,10 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		    BC_ORIGIN_PREFETCH : BC_ORIGIN_DEMAND, &f);
 		if (rv < 0)
 			goto out;
+		if (w == NULL)
+			prefetch_started(f, job);
 	} else if (w != NULL && f->prefetch) {
-		BC_STATS_INC(prefetch_late);   /* it ran for no one yet */
+		prefetch_late(f);   /* it ran for no one yet */
 	}
 	if (w != NULL)
 		f->prefetch = false;
@@ -260,7 +279,7 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 	/* An unsigned request asks for chunks only after bc_cache_meta()
 	 * let it read this version: it may join any fill of them. */
 	int rv = chunk_get(c, o, etag, i, fetch, w != NULL && w->anon, w,
-	    out);
+	    BC_STATS_JOB_NONE, out);
 
 	if (rv == 0)   /* a client reads it */
 		(void)bc_chunk_take_prefetched(*out);
@@ -269,10 +288,10 @@ bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 
 int
 bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t i, bool anon)
+    uint32_t i, bool anon, bc_stats_job_id_t job)
 {
 	bc_chunk_t *ch = NULL;
-	int rv = chunk_get(c, o, etag, i, true, anon, NULL, &ch);
+	int rv = chunk_get(c, o, etag, i, true, anon, NULL, job, &ch);
 
 	bc_chunk_unref(ch);
 	return rv == BC_EAGAIN ? 0 : rv;
@@ -280,7 +299,7 @@ bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
 
 int
 bc_cache_prefetch_key(bc_cache_t *c, const char *bucket, const char *key,
-    uint32_t first, uint32_t n, bool anon)
+    uint32_t first, uint32_t n, bool anon, bc_stats_job_id_t job)
 {
 	bc_object_t *o = bc_cache_object(c, bucket, key);
 	char etag[sizeof(o->meta.etag)];
@@ -298,6 +317,8 @@ bc_cache_prefetch_key(bc_cache_t *c, const char *bucket, const char *key,
 	if (!o->meta_valid) {
 		rv = bc_fill_do_start(c, o, BC_FILL_FIRST, first, anon,
 		    BC_ORIGIN_PREFETCH, &o->meta_fill);
+		if (rv == 0)
+			prefetch_started(o->meta_fill, job);
 		pthread_mutex_unlock(&c->mu);
 		rv = rv < 0 ? rv : 1;
 		goto out;
@@ -307,7 +328,7 @@ bc_cache_prefetch_key(bc_cache_t *c, const char *bucket, const char *key,
 	pthread_mutex_unlock(&c->mu);
 	for (uint32_t i = first; i < count && i - first < n; i++) {
 		bc_chunk_t *ch = NULL;
-		int r = chunk_get(c, o, etag, i, true, anon, NULL, &ch);
+		int r = chunk_get(c, o, etag, i, true, anon, NULL, job, &ch);
 
 		bc_chunk_unref(ch);
 		if (r == BC_EAGAIN)
@@ -336,12 +357,12 @@ bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls)
 
 void
 bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t from, uint32_t last, bool anon)
+    uint32_t from, uint32_t last, bool anon, bc_stats_job_id_t job)
 {
 	unsigned n = c->o.cfg->readahead;
 
 	for (uint32_t i = from + 1; i <= last && i > from && n > 0; i++, n--)
-		(void)bc_cache_prefetch(c, o, etag, i, anon);
+		(void)bc_cache_prefetch(c, o, etag, i, anon, job);
 }
 
 bc_exchange_t *

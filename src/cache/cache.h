@@ -47,6 +47,7 @@
 #include "cache/cache_chunk.h"
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
+#include "stats/stats.h"
 #include "tier/tier.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
@@ -171,30 +172,34 @@ int  bc_cache_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, bool fetch, bc_waiter_t *w, bc_chunk_t **out);
 
 /* Starts a fetch of chunk i of o's version etag unless it is in memory or
- * being fetched (readahead), unsigned when anon. Returns 0, or a negative
- * code as bc_cache_chunk() (BC_ENOSPC: no room). */
+ * being fetched (readahead), unsigned when anon, for job (stats.h: its
+ * per-job prefetch counters; BC_STATS_JOB_NONE: none). Returns 0, or a
+ * negative code as bc_cache_chunk() (BC_ENOSPC: no room). */
 int  bc_cache_prefetch(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t i, bool anon);
+    uint32_t i, bool anon, bc_stats_job_id_t job);
 /*
  * The prefetcher's entry point by name: fills, with no waiter and of
  * class prefetch, for chunks first..first+n-1 of bucket/key (those the
- * object has), unsigned when anon. An object whose metadata the cache
- * does not hold gets its first fill (metadata and chunk first) instead;
- * its other chunks follow on a later call. Chunks in memory are skipped,
- * fills already running are joined. Returns how many chunks are being
- * filled for the call (0: all in memory), or a negative code.
+ * object has), unsigned when anon, for job (as bc_cache_prefetch). An
+ * object whose metadata the cache does not hold gets its first fill
+ * (metadata and chunk first) instead; its other chunks follow on a later
+ * call. Chunks in memory are skipped, fills already running are joined.
+ * Returns how many chunks are being filled for the call (0: all in
+ * memory), or a negative code.
  */
 int  bc_cache_prefetch_key(bc_cache_t *c, const char *bucket,
-    const char *key, uint32_t first, uint32_t n, bool anon);
+    const char *key, uint32_t first, uint32_t n, bool anon,
+    bc_stats_job_id_t job);
 /* Fills running now that were started as prefetches / for clients. */
 unsigned bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls);
 /* The origin's time per chunk fill, smoothed; 0 before the first. */
 uint64_t bc_cache_fetch_us(bc_cache_t *c);
-/* Read-ahead for a client reading o sequentially at chunk from: starts
- * prefetches of the chunks after it up to last, at most --readahead of
- * them (unsigned when anon). Failures are left to the reads that come. */
+/* Read-ahead for a client of job reading o sequentially at chunk from:
+ * starts prefetches of the chunks after it up to last, at most
+ * --readahead of them (unsigned when anon, for job as bc_cache_prefetch).
+ * Failures are left to the reads that come. */
 void bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t from, uint32_t last, bool anon);
+    uint32_t from, uint32_t last, bool anon, bc_stats_job_id_t job);
 
 /*
  * Bytes first..last of o's version etag straight from the upstream, kept

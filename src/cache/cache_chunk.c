@@ -100,11 +100,15 @@ bc_chunk_ref(bc_chunk_t *c)
 }
 
 void
-bc_chunk_mark_prefetched(bc_chunk_t *c)
+bc_chunk_mark_prefetched(bc_chunk_t *c, bc_stats_job_id_t job)
 {
+	if (atomic_load(&c->prefetched))
+		return;
+	atomic_store(&c->prefetch_job, job);
 	if (atomic_exchange(&c->prefetched, 1) == 0) {
 		BC_STATS_ADD(prefetch_bytes, c->len);
 		BC_STATS_ADD(prefetch_unread_bytes, c->len);
+		bc_stats_job_id_add(job, BC_JSTAT_prefetch_bytes, c->len);
 	}
 }
 
@@ -115,6 +119,8 @@ bc_chunk_take_prefetched(bc_chunk_t *c)
 		return false;
 	BC_STATS_INC(prefetch_used);
 	BC_STATS_SUB(prefetch_unread_bytes, c->len);
+	bc_stats_job_id_add(atomic_load(&c->prefetch_job),
+	    BC_JSTAT_prefetch_used, 1);
 	return true;
 }
 
@@ -133,6 +139,8 @@ bc_chunk_unref(bc_chunk_t *c)
 	if (atomic_load(&c->prefetched)) {
 		BC_STATS_INC(prefetch_wasted);
 		BC_STATS_SUB(prefetch_unread_bytes, c->len);
+		bc_stats_job_id_add(atomic_load(&c->prefetch_job),
+		    BC_JSTAT_prefetch_wasted, 1);
 	}
 	if (c->on_free != NULL)
 		c->on_free(c);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+#include "stats/stats.h"
 
 typedef struct bc_chunk_key_s {
 	const char *bucket;
@@ -57,6 +58,9 @@ struct bc_chunk_s {
 	 * read it (bc_chunk_mark_prefetched / bc_chunk_take_prefetched);
 	 * dropped with it still set, it counts as prefetch_wasted. */
 	atomic_int       prefetched;
+	/* the job that prefetch was for (its per-job prefetch counters):
+	 * stored before prefetched is set, loaded after it is taken */
+	_Atomic bc_stats_job_id_t prefetch_job;
 	bc_chunk_free_fn on_free;     /* NULL, or set once by the owning tier */
 	void            *tier_data;   /* the owning tier's per-chunk state */
 	/* The owning memory tier's policy node (under that tier's lock);
@@ -87,11 +91,13 @@ void        bc_chunk_end(bc_chunk_t *c, bc_chunk_state_t state);
 /* Bytes readable now, and the state (acquire). */
 size_t      bc_chunk_avail(const bc_chunk_t *c);
 bc_chunk_state_t bc_chunk_state(const bc_chunk_t *c);
-/* A prefetch brought c: counted in prefetch_bytes and, until a client
- * reads it, in the prefetch_unread_bytes gauge. */
-void        bc_chunk_mark_prefetched(bc_chunk_t *c);
-/* A client reads c: true (and prefetch_used counted) the first time for
- * a prefetched chunk. */
+/* A prefetch for job (BC_STATS_JOB_NONE: none known) brought c: counted
+ * in prefetch_bytes (in total and the job's) and, until a client reads
+ * it, in the prefetch_unread_bytes gauge. Once per chunk. */
+void        bc_chunk_mark_prefetched(bc_chunk_t *c, bc_stats_job_id_t job);
+/* A client reads c: true (and prefetch_used counted, in total and for
+ * the job it was prefetched for) the first time for a prefetched chunk.
+ * Dropped unread, it counts as prefetch_wasted the same way. */
 bool        bc_chunk_take_prefetched(bc_chunk_t *c);
 void        bc_chunk_ref(bc_chunk_t *c);
 void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */

@@ -195,7 +195,7 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 			bc_tier_chain_promote(c->tiers, ch, &ctx, from);
 		}
 		if (f->prefetch && f->waiters == NULL)
-			bc_chunk_mark_prefetched(ch);
+			bc_chunk_mark_prefetched(ch, f->job);
 		bc_waiters_end(&f->waiters, BC_WAIT_CHUNK, ch, 0, 0, NULL, 0);
 	} else {
 		BC_WARN("%s/%s chunk %u: cannot start its fetch", o->bucket,
@@ -530,7 +530,7 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
 	atomic_store(&c->fetch_us, atomic_load(&c->fetch_us) == 0 ?
 	    ch->fetch_us : (atomic_load(&c->fetch_us) * 7 + ch->fetch_us) / 8);
 	if (f->prefetch)   /* no client waited on it */
-		bc_chunk_mark_prefetched(ch);
+		bc_chunk_mark_prefetched(ch, f->job);
 	bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
 	if (o->listed) {
 		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, f->prefetch);

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
+#include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
 #include "util/util_time.h"
@@ -53,6 +54,7 @@ typedef struct bc_fill_s {
 	bc_fill_kind_t    kind;
 	bool           anon;        /* sent unsigned, for an unsigned request */
 	bool           prefetch;    /* no client has waited on it (yet) */
+	bc_stats_job_id_t job;      /* the job a prefetch is for (stats.h) */
 	uint32_t       index;
 	char           etag[132];   /* the version expected */
 	bc_waiter_t   *waiters;

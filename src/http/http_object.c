@@ -45,6 +45,11 @@
  * response, so it stays under malloc's mmap threshold (64 KiB, main.c);
  * a 256 KiB block cost an mmap, page faults and a munmap per cold GET. */
 #define READER_BLOCK   (48 * 1024)
+/* Keys of a plan handed to the prefetcher per GET, at most (copied out
+ * of the plan on the heap, at most once a prefetch tick per job): the
+ * keys due behind the cursor of a loader with many workers and the window
+ * ahead. */
+#define FEED_MAX_KEYS  1024
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 
@@ -72,8 +77,9 @@ typedef struct objreq_s {
 	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 	/* the job it is for (hint, access key or "anonymous") and what it
-	 * cost: per-job stats and the prefetcher's rate, at done */
+	 * cost: per-job stats (the prefetcher's rate too), at done */
 	char             job[BC_S3_HINT_JOB_MAX + 1];
+	bc_stats_job_id_t job_id;    /* its stats, once read-ahead needs it */
 	hit_t            hit;
 	bool             answered;
 	uint64_t         wait_t0;    /* monotonic: a wait began; 0: none */
@@ -130,11 +136,8 @@ wait_end(objreq_t *q)
 
 /* The keys the prefetcher should bring for q's job, which just read
  * r's key: the -next hint's, else the job's plan window (as many keys as
- * its prefetch window). */
-/* Keys of a plan handed to the prefetcher per GET, at most: those due
- * now (behind the cursor) and the window ahead. */
-#define FEED_MAX_KEYS 1024
-
+ * its prefetch window, and the keys due behind the cursor; at most
+ * FEED_MAX_KEYS). */
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 {
@@ -142,7 +145,7 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 	bc_job_key_t *keys;
 	const char **names;
 	char bucket[256];
-	size_t w, n, due;   /* due: the keys behind the cursor */
+	size_t w, n;
 	bc_job_t *j;
 
 	if (pf == NULL)
@@ -164,11 +167,10 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 	keys = malloc(FEED_MAX_KEYS * sizeof(*keys));
 	names = malloc(FEED_MAX_KEYS * sizeof(*names));
 	if (keys != NULL && names != NULL) {
-		n = bc_jobs_window(j, w, FEED_MAX_KEYS, keys, bucket, &due);
+		n = bc_jobs_window(j, w, FEED_MAX_KEYS, keys, bucket, NULL);
 		for (size_t i = 0; i < n; i++)
 			names[i] = keys[i].key;
-		/* the plan's window is sized above: all of it is due */
-		(void)due;
+		/* the plan's window is sized already: all of it is due */
 		if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
 			bc_prefetch_want(pf, q->job, bucket, names, n, n,
 			    r->upstream_unsigned);
@@ -410,8 +412,10 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 			q->cur_fetched = false;
 		}
+		if (i < q->c1 && q->job_id == BC_STATS_JOB_NONE)
+			q->job_id = bc_stats_job_id(q->job);
 		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
-		    q->w.anon);
+		    q->w.anon, q->job_id);
 	}
 	in_chunk = off - bc_chunk_start(i, cs);
 	n = bc_chunk_avail(q->cur);
@@ -712,7 +716,8 @@ obj_body(bc_http_req_t *r, const char *data, size_t *len)
 	return BC_S3E_NONE;
 }
 
-/* q's read in its job's stats, and its bytes in the job's rate. */
+/* q's read in its job's stats (its rate and mean object size size the
+ * job's prefetch window), and out of the prefetcher's list. */
 static void
 job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 {
@@ -728,7 +733,7 @@ job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 	bc_stats_job_add(q->job, d);
 	if (r->srv->prefetch != NULL)
 		bc_prefetch_read(r->srv->prefetch, q->job, r->s3.bucket,
-		    r->s3.key, d[BC_JSTAT_bytes]);
+		    r->s3.key);
 }
 
 static void

@@ -3,8 +3,9 @@
  *
  * Each job keeps its wanted keys as an array of owned strings (its list)
  * and a count of those already handed to the cache (issued: the list's
- * head, kept until read so a prefetch is not started twice). Rates are
- * exponentially smoothed over BC_PREFETCH_TICK_MS ticks.
+ * head, kept until read so a prefetch is not started twice). A job's
+ * rate and mean object size are its per-job stats' (stats.h), read under
+ * the lock (the stats' lock is taken after it, never before).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,9 +18,6 @@
 #include "util/util_hash.h"
 #include "util/util_time.h"
 
-#define NS_PER_S    1000000000ull
-#define RATE_TAU_NS (2ull * NS_PER_S)   /* rate smoothing time constant */
-
 typedef struct job_s {
 	char      *id;
 	char      *bucket;
@@ -30,10 +28,6 @@ typedef struct job_s {
 	size_t     due;        /* keys[0..due) are due now (want's due) */
 	uint64_t   last_ns;    /* last want/read */
 	uint64_t   want_ns;    /* last want */
-	uint64_t   rate_at_ns; /* when bytes_since started counting */
-	uint64_t   bytes_since;
-	double     rate;       /* bytes/s, smoothed */
-	double     obj_bytes;  /* mean object size, smoothed */
 } job_t;
 
 struct bc_prefetch_s {
@@ -94,24 +88,8 @@ job_find(bc_prefetch_t *p, const char *id, bool make, uint64_t now)
 		atomic_store(&p->live, p->njobs);
 		return NULL;
 	}
-	j->last_ns = j->rate_at_ns = now;
+	j->last_ns = now;
 	return j;
-}
-
-/* p->mu held: folds the bytes read since the last fold into j's rate. */
-static void
-job_rate_fold(job_t *j, uint64_t now)
-{
-	uint64_t dt = now - j->rate_at_ns;
-	double inst, w;
-
-	if (dt < BC_PREFETCH_TICK_MS * 1000000ull)
-		return;
-	inst = (double)j->bytes_since * (double)NS_PER_S / (double)dt;
-	w = (double)dt / (double)(dt + RATE_TAU_NS);
-	j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
-	j->bytes_since = 0;
-	j->rate_at_ns = now;
 }
 
 /* p->mu held: j's window in keys (see prefetch.h). */
@@ -119,12 +97,17 @@ static size_t
 job_window(const bc_prefetch_t *p, const job_t *j)
 {
 	uint64_t lat_us = bc_cache_fetch_us(p->o.cache);
-	double bytes, keys;
+	uint64_t v[BC_JSTAT__COUNT];
+	double rate = 0, bytes, keys = 0;
 
 	if (lat_us == 0)
 		lat_us = p->o.latency_us;
-	bytes = j->rate * (double)lat_us / 1e6 * 2.0;
-	keys = j->obj_bytes > 0 ? bytes / j->obj_bytes : 0;
+	if (bc_stats_job_get(j->id, v, &rate) && v[BC_JSTAT_requests] > 0 &&
+	    v[BC_JSTAT_bytes] > 0) {
+		bytes = rate * (double)lat_us / 1e6 * 2.0;
+		keys = bytes / ((double)v[BC_JSTAT_bytes] /
+		    (double)v[BC_JSTAT_requests]);
+	}
 	if (keys < BC_PREFETCH_MIN_WINDOW)
 		keys = BC_PREFETCH_MIN_WINDOW;
 	if (keys > BC_PREFETCH_MAX_KEYS)
@@ -249,7 +232,7 @@ bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
 
 void
 bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
-    const char *key, uint64_t bytes)
+    const char *key)
 {
 	uint64_t now;
 	job_t *j;
@@ -261,10 +244,6 @@ bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
 	j = job_find(p, job, false, now);
 	if (j != NULL) {
 		j->last_ns = now;
-		j->bytes_since += bytes;
-		job_rate_fold(j, now);
-		j->obj_bytes = j->obj_bytes == 0 ? (double)bytes :
-		    j->obj_bytes + ((double)bytes - j->obj_bytes) / 8;
 		/* the key leaves the list (and those the job skipped
 		 * before it, within the window already issued) */
 		if (j->bucket != NULL && strcmp(j->bucket, bucket) == 0) {
@@ -331,11 +310,11 @@ job_unissue(bc_prefetch_t *p, size_t ji, const char *key)
 unsigned
 bc_prefetch_tick(bc_prefetch_t *p)
 {
-	uint64_t now = bc_mono_ns();
 	unsigned started = 0;
 
 	for (size_t ji = 0; budget_left(p);) {
 		char *bucket = NULL, *key = NULL;
+		bc_stats_job_id_t sj = BC_STATS_JOB_NONE;
 		bool anon = false;
 		job_t *j;
 		int rv;
@@ -347,12 +326,12 @@ bc_prefetch_tick(bc_prefetch_t *p)
 			break;
 		}
 		j = &p->jobs[ji];
-		job_rate_fold(j, now);
 		if (j->issued < j->nkeys &&
 		    j->issued < j->due + job_window(p, j)) {
 			bucket = strdup(j->bucket);
 			key = strdup(j->keys[j->issued]);
 			anon = j->anon;
+			sj = bc_stats_job_id(j->id);
 			j->issued++;
 		} else {
 			ji++;   /* this job's window is full: the next job */
@@ -360,7 +339,7 @@ bc_prefetch_tick(bc_prefetch_t *p)
 		pthread_mutex_unlock(&p->mu);
 		if (key != NULL && bucket != NULL) {
 			rv = bc_cache_prefetch_key(p->o.cache, bucket, key, 0,
-			    UINT32_MAX, anon);
+			    UINT32_MAX, anon, sj);
 			if (rv > 0)
 				started++;
 			if (rv == BC_ENOSPC) {

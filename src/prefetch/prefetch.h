@@ -4,9 +4,11 @@
  *
  * Inputs (any thread): bc_prefetch_want() — a job's next keys of a
  * bucket, in order (an x-bucketcache-next hint, a plan's window); each
- * call replaces the job's list. bc_prefetch_read() — the job read a key
- * (bytes served): it leaves the list, and the job's consumption rate and
- * object size are measured from these calls.
+ * call replaces the job's list. bc_prefetch_read() — the job read a key:
+ * it leaves the list. The job's consumption rate and mean object size
+ * (bytes / requests) are its per-job stats' (stats.h, bc_stats_job_get:
+ * the object handler accounts every read there), the one estimate of
+ * them.
  *
  * Work (the loop thread, a timer every BC_PREFETCH_TICK_MS): for each job,
  * the keys of its list within its window are prefetched in order through
@@ -74,9 +76,9 @@ void bc_prefetch_want(bc_prefetch_t *p, const char *job, const char *bucket,
  * BC_PREFETCH_TICK_MS of its last bc_prefetch_want (its list is used
  * once a tick), true for a job without a list. */
 bool bc_prefetch_want_due(bc_prefetch_t *p, const char *job);
-/* Job job was served bytes of bucket/key. */
+/* Job job was served bucket/key. */
 void bc_prefetch_read(bc_prefetch_t *p, const char *job, const char *bucket,
-    const char *key, uint64_t bytes);
+    const char *key);
 /* Runs one tick now (tests; the timer calls it). Returns the prefetches
  * it started. Any thread but the cache's lock holders. */
 unsigned bc_prefetch_tick(bc_prefetch_t *p);

@@ -4,7 +4,10 @@
  * One mutex guards everything: the id hash, the array of all jobs (for
  * scans), each job's plans, cursor and counters, and job refcounts. A job
  * is freed when it is unlinked (deleted, evicted, registry freed) and no
- * bc_jobs_get reference remains.
+ * bc_jobs_get reference remains. Each change of a job's plan position is
+ * mirrored into its per-job stats' gauges (stats.h) under the lock, so
+ * the mirrors land in the order of the changes (the stats' lock is taken
+ * after this one, never before).
  */
 #include <assert.h>
 #include <pthread.h>
@@ -15,6 +18,7 @@
 #include "prefetch/prefetch_jobs.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_request.h"
+#include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 #include "util/util_time.h"
@@ -226,6 +230,21 @@ do_drop_plan(bc_job_t *job, unsigned i)
 		do_progress_reset(job);
 }
 
+/* the job's epoch, cursor and plan length into its per-job stats (all 0
+ * once it ended) */
+static void
+do_mirror(const bc_job_t *job)
+{
+	uint64_t v[BC_JSTAT__COUNT] = { 0 };
+
+	if (job->live && job->n > 0) {
+		v[BC_JSTAT_epoch] = job->epoch[0];
+		v[BC_JSTAT_cursor] = job->cursor;
+		v[BC_JSTAT_plan_keys] = bc_plan_len(job->plan[0]);
+	}
+	bc_stats_job_set(job->id, v);
+}
+
 static void
 job_free(bc_job_t *job)
 {
@@ -248,6 +267,7 @@ do_unlink(bc_jobs_t *jobs, bc_job_t *job)
 	atomic_store(&jobs->live, jobs->count);
 	jobs->bytes -= job->bytes;
 	job->live = false;
+	do_mirror(job);
 	if (job->refs == 0)
 		job_free(job);
 }
@@ -397,6 +417,7 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 	jobs->bytes += pbytes;
 	job->last_ns = bc_mono_ns();
 	do_roll(job);
+	do_mirror(job);
 	if (epoch_out != NULL)
 		*epoch_out = e;
 out:
@@ -489,6 +510,7 @@ bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
 	if (job != NULL) {
 		job->last_ns = bc_mono_ns();
 		do_record(job, bucket, key, epoch);
+		do_mirror(job);
 	}
 	pthread_mutex_unlock(&jobs->mu);
 	return job != NULL;
@@ -775,10 +797,14 @@ info_json(const bc_job_info_t *in, bc_buf_t *out)
 	if (rv == 0)
 		rv = bc_buf_printf(out, "], \"reads\": %llu, "
 		    "\"out_of_order\": %llu, \"out_of_plan\": %llu, "
-		    "\"plan_bytes\": %zu}",
+		    "\"plan_bytes\": %zu, ",
 		    (unsigned long long)in->reads,
 		    (unsigned long long)in->out_of_order,
 		    (unsigned long long)in->out_of_plan, in->plan_bytes);
+	if (rv == 0)
+		rv = bc_stats_job_json(out, in->id);
+	if (rv == 0)
+		rv = bc_buf_putc(out, '}');
 	return rv < 0 ? BC_ENOMEM : 0;
 }
 

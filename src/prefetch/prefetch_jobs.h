@@ -28,8 +28,9 @@
  *
  * Threads: every call takes the registry's one mutex for a short
  * critical section (no allocation but in put_plan and json, no I/O, no
- * callback); MHD workers record GETs, the loop reads windows, the policy
- * asks next uses. Plans are immutable and refcounted, so keys a window
+ * callback; a job's epoch, cursor and plan length are mirrored into its
+ * per-job stats as they change, stats.h); MHD workers record GETs, the
+ * loop reads windows, the policy asks next uses. Plans are immutable and refcounted, so keys a window
  * returns stay valid without the lock.
  */
 #ifndef BC_PREFETCH_JOBS_H
@@ -161,7 +162,10 @@ size_t bc_jobs_count(bc_jobs_t *jobs);
  * Appends JSON: with id NULL {"jobs": [JOB, ...]}, else one JOB object,
  * where JOB is {"id", "bucket", "epoch", "cursor", "plan_keys",
  * "epochs": [...], "reads", "out_of_order", "out_of_plan",
- * "plan_bytes"}. Returns 0, BC_ENOENT (no job id), BC_ENOMEM.
+ * "plan_bytes", then the job's per-job stats (stats.h,
+ * bc_stats_job_json: "requests", ..., "prefetch_issued", "prefetch_used",
+ * "prefetch_wasted", ..., "rate_bytes_per_second")}. Returns 0,
+ * BC_ENOENT (no job id), BC_ENOMEM.
  */
 int bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out);
 

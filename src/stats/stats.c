@@ -155,16 +155,18 @@ bc_stats_bucket_get(const char *bucket, bc_bstat_t id)
  * under jobs_mu (one short critical section per object read).
  */
 static const struct {
-	const char *name;
-	const char *help;
+	const char    *name;
+	enum stat_kind kind;
+	const char    *help;
 } jstats[] = {
-#define BC_JSTAT(name, help) { #name, help },
+#define BC_JSTAT(name, kind, help) { #name, kind, help },
 #include "stats/stats_table.h"
 #undef BC_JSTAT
 };
 
 typedef struct job_slot_s {
 	char     name[BC_STATS_JOB_MAX + 1];
+	uint32_t gen;           /* which job holds the slot (handles) */
 	uint64_t v[BC_JSTAT__COUNT];
 	uint64_t last_ns;       /* last add */
 	uint64_t rate_at_ns;    /* start of bytes_since */
@@ -175,9 +177,49 @@ typedef struct job_slot_s {
 #define JOB_RATE_TICK_NS (100ull * 1000000)    /* folds at most this often */
 #define JOB_RATE_TAU_NS  (2000ull * 1000000)
 
+/* A handle is the slot's generation above JOB_ID_BITS bits of its
+ * index; generations count from 1 (0 is no handle) and never repeat in a
+ * process's life short of 2^26 new jobs. */
+#define JOB_ID_BITS 6
+#define JOB_GEN_MAX ((1u << (32 - JOB_ID_BITS)) - 1)
+_Static_assert(BC_STATS_MAX_JOBS <= (1u << JOB_ID_BITS),
+    "a job slot's index fits a handle");
+
 static job_slot_t       jobs[BC_STATS_MAX_JOBS];
 static unsigned         njobs;
+static uint32_t         job_gen;      /* the last generation given */
 static pthread_mutex_t  jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t (*_Atomic job_clock)(void) = bc_mono_ns;
+
+void
+bc_stats_set_clock(uint64_t (*now_ns)(void))
+{
+	atomic_store(&job_clock, now_ns != NULL ? now_ns : bc_mono_ns);
+}
+
+static uint64_t
+job_now(void)
+{
+	return atomic_load(&job_clock)();
+}
+
+/* jobs_mu held: folds the bytes j was sent since the last fold into its
+ * rate, once JOB_RATE_TICK_NS passed (an idle interval folds as 0). */
+static void
+job_fold(job_slot_t *j, uint64_t now)
+{
+	uint64_t dt;
+	double inst, w;
+
+	if (now < j->rate_at_ns || now - j->rate_at_ns < JOB_RATE_TICK_NS)
+		return;
+	dt = now - j->rate_at_ns;
+	inst = (double)j->bytes_since * 1e9 / (double)dt;
+	w = (double)dt / (double)(dt + JOB_RATE_TAU_NS);
+	j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
+	j->bytes_since = 0;
+	j->rate_at_ns = now;
+}
 
 /* jobs_mu held: job's slot, made when make (evicting the least recently
  * active). NULL when absent. */
@@ -200,31 +242,69 @@ job_slot(const char *job, bool make, uint64_t now)
 	j = njobs < BC_STATS_MAX_JOBS ? &jobs[njobs++] : &jobs[oldest];
 	memset(j, 0, sizeof(*j));
 	memcpy(j->name, name, sizeof(name));
-	j->rate_at_ns = now;
+	j->rate_at_ns = j->last_ns = now;
+	job_gen = job_gen == JOB_GEN_MAX ? 1 : job_gen + 1;
+	j->gen = job_gen;
 	return j;
+}
+
+bc_stats_job_id_t
+bc_stats_job_id(const char *job)
+{
+	bc_stats_job_id_t id;
+	job_slot_t *j;
+
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, true, job_now());
+	id = j->gen << JOB_ID_BITS | (uint32_t)(j - jobs);
+	pthread_mutex_unlock(&jobs_mu);
+	return id;
+}
+
+void
+bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n)
+{
+	unsigned i = id & ((1u << JOB_ID_BITS) - 1);
+
+	if (id == BC_STATS_JOB_NONE || (unsigned)k >= BC_JSTAT__COUNT)
+		return;
+	pthread_mutex_lock(&jobs_mu);
+	if (i < njobs && jobs[i].gen == id >> JOB_ID_BITS &&
+	    jstats[k].kind == COUNTER)
+		jobs[i].v[k] += n;
+	pthread_mutex_unlock(&jobs_mu);
 }
 
 void
 bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT])
 {
-	uint64_t now = bc_mono_ns(), dt;
+	uint64_t now = job_now();
 	job_slot_t *j;
 
 	pthread_mutex_lock(&jobs_mu);
 	j = job_slot(job, true, now);
 	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
-		j->v[k] += d[k];
+		if (jstats[k].kind == COUNTER)
+			j->v[k] += d[k];
 	j->last_ns = now;
 	j->bytes_since += d[BC_JSTAT_bytes];
-	dt = now - j->rate_at_ns;
-	if (dt >= JOB_RATE_TICK_NS) {
-		double inst = (double)j->bytes_since * 1e9 / (double)dt;
-		double w = (double)dt / (double)(dt + JOB_RATE_TAU_NS);
+	job_fold(j, now);
+	pthread_mutex_unlock(&jobs_mu);
+}
 
-		j->rate = j->rate == 0 ? inst : j->rate + w * (inst - j->rate);
-		j->bytes_since = 0;
-		j->rate_at_ns = now;
-	}
+void
+bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT])
+{
+	bool any = false;
+	job_slot_t *j;
+
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		any = any || (jstats[k].kind == GAUGE && v[k] != 0);
+	pthread_mutex_lock(&jobs_mu);
+	j = job_slot(job, any, job_now());
+	for (unsigned k = 0; j != NULL && k < BC_JSTAT__COUNT; k++)
+		if (jstats[k].kind == GAUGE)
+			j->v[k] = v[k];
 	pthread_mutex_unlock(&jobs_mu);
 }
 
@@ -232,11 +312,13 @@ bool
 bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate)
 {
+	uint64_t now = job_now();
 	job_slot_t *j;
 
 	pthread_mutex_lock(&jobs_mu);
 	j = job_slot(job, false, 0);
 	if (j != NULL) {
+		job_fold(j, now);
 		memcpy(out, j->v, sizeof(j->v));
 		*rate = j->rate;
 	}
@@ -584,9 +666,35 @@ json_buckets(struct out *o)
 	put(o, "%s},\n", first ? "" : "\n  ");
 }
 
+/* One job's counters (and gauges, when gauges) and rate as JSON
+ * members (no braces). */
+static void
+put_job_members(struct out *o, const uint64_t v[BC_JSTAT__COUNT],
+    double rate, bool gauges)
+{
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
+		if (gauges || jstats[k].kind == COUNTER)
+			put(o, "\"%s\": %llu, ", jstats[k].name,
+			    (unsigned long long)v[k]);
+	put(o, "\"rate_bytes_per_second\": %.0f", rate);
+}
+
+int
+bc_stats_job_json(bc_buf_t *b, const char *job)
+{
+	uint64_t v[BC_JSTAT__COUNT] = { 0 };
+	struct out o = { b, 0 };
+	double rate = 0;
+
+	(void)bc_stats_job_get(job, v, &rate);
+	put_job_members(&o, v, rate, false);
+	return o.rv;
+}
+
 static void
 json_jobs(struct out *o)
 {
+	uint64_t now = job_now();
 	bool first = true;
 
 	pthread_mutex_lock(&jobs_mu);
@@ -594,14 +702,13 @@ json_jobs(struct out *o)
 	for (unsigned i = 0; i < njobs; i++) {
 		job_slot_t *j = &jobs[i];
 
+		job_fold(j, now);
 		put(o, "%s\n    ", first ? "" : ",");
 		first = false;
 		put_json_str(o, j->name);
 		put(o, ": {");
-		for (unsigned k = 0; k < BC_JSTAT__COUNT; k++)
-			put(o, "%s\"%s\": %llu", k > 0 ? ", " : "",
-			    jstats[k].name, (unsigned long long)j->v[k]);
-		put(o, ", \"rate_bytes_per_second\": %.0f}", j->rate);
+		put_job_members(o, j->v, j->rate, true);
+		put(o, "}");
 	}
 	put(o, "%s},\n", first ? "" : "\n  ");
 	pthread_mutex_unlock(&jobs_mu);
@@ -749,19 +856,23 @@ prom_buckets(struct out *o)
 static void
 prom_jobs(struct out *o)
 {
+	uint64_t now = job_now();
 	char name[128];
 
 	pthread_mutex_lock(&jobs_mu);
+	for (unsigned i = 0; i < njobs; i++)
+		job_fold(&jobs[i], now);
 	for (unsigned k = 0; k <= BC_JSTAT__COUNT; k++) {
 		bool rate = k == BC_JSTAT__COUNT;
+		bool gauge = rate || jstats[k].kind == GAUGE;
 
 		if (rate)
 			snprintf(name, sizeof(name),
 			    "bucketcache_job_rate_bytes_per_second");
 		else
-			snprintf(name, sizeof(name), "bucketcache_job_%s_total",
-			    jstats[k].name);
-		prom_header(o, name, rate ? "gauge" : "counter", rate ?
+			snprintf(name, sizeof(name), "bucketcache_job_%s%s",
+			    jstats[k].name, gauge ? "" : "_total");
+		prom_header(o, name, gauge ? "gauge" : "counter", rate ?
 		    "The job's consumption rate: object bytes sent per second, "
 		    "smoothed over ~2 s." : jstats[k].help);
 		for (unsigned i = 0; i < njobs; i++) {

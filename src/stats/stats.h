@@ -70,9 +70,9 @@ typedef enum bc_bstat_e {
 void bc_stats_bucket_add(const char *bucket, bc_bstat_t id, uint64_t n);
 uint64_t bc_stats_bucket_get(const char *bucket, bc_bstat_t id);
 
-/* Per-job counters (stats_table.h, BC_JSTAT). */
+/* Per-job counters and gauges (stats_table.h, BC_JSTAT). */
 typedef enum bc_jstat_e {
-#define BC_JSTAT(name, help) BC_JSTAT_##name,
+#define BC_JSTAT(name, kind, help) BC_JSTAT_##name,
 #include "stats/stats_table.h"
 #undef BC_JSTAT
 	BC_JSTAT__COUNT
@@ -81,15 +81,51 @@ typedef enum bc_jstat_e {
 #define BC_STATS_MAX_JOBS 64
 #define BC_STATS_JOB_MAX  63   /* bytes of a job name kept */
 
-/* Adds d (one delta per BC_JSTAT) to job's counters and folds its bytes
- * into the job's consumption rate (bytes/s, smoothed over ~2 s). The
- * least recently active of BC_STATS_MAX_JOBS jobs makes room for a new
- * one. A name longer than BC_STATS_JOB_MAX bytes is cut; NULL is
- * "anonymous". Takes a lock (short). */
+/*
+ * A job's consumption rate is the bytes its reads were sent per second,
+ * smoothed over ~2 s: the bytes added since the last fold are folded in
+ * at most every 100 ms, by an add or a read (get, the renderers), so an
+ * idle job's rate decays. The rate and the mean object size
+ * (bytes / requests) are what the prefetcher sizes a job's window by.
+ */
+/* Adds d (one delta per BC_JSTAT; gauges' are ignored) to job's counters
+ * and its bytes to its rate. The least recently active of
+ * BC_STATS_MAX_JOBS jobs makes room for a new one. A name longer than
+ * BC_STATS_JOB_MAX bytes is cut; NULL is "anonymous". Takes a lock
+ * (short). */
 void bc_stats_job_add(const char *job, const uint64_t d[BC_JSTAT__COUNT]);
-/* job's counters and rate into out/rate: false when not tracked. */
+/* Sets job's gauges (the GAUGE lines: the jobs registry's epoch, cursor
+ * and plan_keys, mirrored) to v's entries; counters' are ignored. Makes
+ * the job's slot as bc_stats_job_add does, unless every gauge is 0 (an
+ * untracked job that ended is not tracked for it). */
+void bc_stats_job_set(const char *job, const uint64_t v[BC_JSTAT__COUNT]);
+/* job's counters, gauges and rate (as of now) into out/rate: false when
+ * not tracked. */
 bool bc_stats_job_get(const char *job, uint64_t out[BC_JSTAT__COUNT],
     double *rate);
+/*
+ * A handle on a job's counters, to count for it later without its name:
+ * a prefetched chunk remembers the job it was brought for. It names the
+ * job's slot for as long as the job keeps it; once the slot went to
+ * another job (the job was pushed out), adds through it are dropped.
+ */
+typedef uint32_t bc_stats_job_id_t;
+#define BC_STATS_JOB_NONE ((bc_stats_job_id_t)0)
+/* job's handle, its slot made (as by bc_stats_job_add) when it has none.
+ * Takes the lock. */
+bc_stats_job_id_t bc_stats_job_id(const char *job);
+/* Adds n to counter k of the job id names; BC_STATS_JOB_NONE or a
+ * handle whose job is gone: nothing. Takes the lock. */
+void bc_stats_job_id_add(bc_stats_job_id_t id, bc_jstat_t k, uint64_t n);
+/* Appends job's counters (not its gauges: the jobs registry renders
+ * those itself) and rate as the members of a JSON object, without
+ * braces: "requests": n, ..., "rate_bytes_per_second": r (zeros when the
+ * job is not tracked). Returns 0, or BC_ENOMEM / BC_E2BIG from the
+ * buffer. */
+int bc_stats_job_json(bc_buf_t *out, const char *job);
+/* The clock per-job rates are measured with, monotonic nanoseconds (tests
+ * drive time with it); NULL: bc_mono_ns. */
+void bc_stats_set_clock(uint64_t (*now_ns)(void));
 
 /* Sets gauge name to v (for gauges mirrored from another module). */
 #define BC_STATS_SET(name, v)                                            \

@@ -73,19 +73,29 @@ BC_BSTAT(cache_invalidations, "Objects of the bucket dropped by writes or the ad
 #endif
 
 /*
- * Per-job counters, one line each: BC_JSTAT(name, "help"), for the
- * BC_STATS_MAX_JOBS jobs most recently active (a job is the
+ * Per-job counters, one line each: BC_JSTAT(name, COUNTER|GAUGE, "help"),
+ * for the BC_STATS_MAX_JOBS jobs most recently active (a job is the
  * x-bucketcache-job hint, else the client's access key, else
- * "anonymous"). JSON: "jobs": {"j": {"requests": n, ...,
- * "rate_bytes_per_second": r}}; Prometheus:
- * bucketcache_job_<name>_total{job="j"} and
+ * "anonymous"). Counters are added to (bc_stats_job_add); gauges are the
+ * jobs registry's plan position, mirrored (bc_stats_job_set). JSON:
+ * "jobs": {"j": {"requests": n, ..., "rate_bytes_per_second": r}};
+ * Prometheus: bucketcache_job_<name>_total{job="j"} for counters,
+ * bucketcache_job_<name>{job="j"} for gauges, and
  * bucketcache_job_rate_bytes_per_second{job="j"}.
  */
 #ifdef BC_JSTAT
-BC_JSTAT(requests,       "Object reads (GET/HEAD through the cache) of the job.")
-BC_JSTAT(bytes,          "Object bytes sent to the job.")
-BC_JSTAT(cache_hits,     "Object reads of the job served wholly from the cache.")
-BC_JSTAT(cache_misses,   "Object reads of the job served wholly from the origin.")
-BC_JSTAT(cache_partial_hits, "Object reads of the job served partly from the cache.")
-BC_JSTAT(wait_us,        "Microseconds the job's reads waited for fills (metadata or chunks).")
+BC_JSTAT(requests,       COUNTER, "Object reads (GET/HEAD through the cache) of the job.")
+BC_JSTAT(bytes,          COUNTER, "Object bytes sent to the job.")
+BC_JSTAT(cache_hits,     COUNTER, "Object reads of the job served wholly from the cache.")
+BC_JSTAT(cache_misses,   COUNTER, "Object reads of the job served wholly from the origin.")
+BC_JSTAT(cache_partial_hits, COUNTER, "Object reads of the job served partly from the cache.")
+BC_JSTAT(wait_us,        COUNTER, "Microseconds the job's reads waited for fills (metadata or chunks).")
+BC_JSTAT(prefetch_issued, COUNTER, "Prefetches started for the job (its plan, its -next hints, read-ahead of its reads).")
+BC_JSTAT(prefetch_bytes, COUNTER, "Bytes prefetches for the job brought into the cache.")
+BC_JSTAT(prefetch_used,  COUNTER, "Chunks prefetched for the job that a client then read.")
+BC_JSTAT(prefetch_wasted, COUNTER, "Chunks prefetched for the job dropped (evicted, invalidated, not admitted) before any client read them.")
+BC_JSTAT(prefetch_late,  COUNTER, "Client reads that found a chunk prefetched for the job still in flight (and waited on it).")
+BC_JSTAT(epoch,          GAUGE,   "The epoch of the job's current plan (see plan_keys).")
+BC_JSTAT(cursor,         GAUGE,   "The job's position in its current plan: keys read in order so far.")
+BC_JSTAT(plan_keys,      GAUGE,   "Keys in the job's current plan (0: no plan, or the job ended).")
 #endif

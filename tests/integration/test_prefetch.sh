@@ -4,7 +4,9 @@
 # read, finds the next keys already in memory (x-bucketcache: hit) without
 # having asked for them; a job that sends x-bucketcache-next gets those
 # keys prefetched; nothing prefetched is wasted; per-job stats count the
-# reads, and --prefetch-concurrency 0 turns prefetching off.
+# reads and each job's prefetches (issued, bytes, used, wasted, late, in
+# /stats, /v1/jobs and /metrics) and /stats shows its cursor, and
+# --prefetch-concurrency 0 turns prefetching off.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +71,29 @@ jreq=$(bc_json "$BC_TMP/st.body" jobs.train.requests)
 jhits=$(bc_json "$BC_TMP/st.body" jobs.train.cache_hits)
 bc_assert_eq "$N" "$jreq" "per-job stats count the job's reads"
 bc_assert_eq "$hits" "$jhits" "and its hits"
+# one job prefetched so far: its prefetch counters are the totals
+for c in prefetch_issued prefetch_bytes prefetch_used prefetch_wasted prefetch_late; do
+	total=$(bc_json "$BC_TMP/st.body" "counters.$c")
+	mine=$(bc_json "$BC_TMP/st.body" "jobs.train.$c")
+	bc_assert_eq "$total" "$mine" "the job's $c is the total's"
+done
+jused=$(bc_json "$BC_TMP/st.body" jobs.train.prefetch_used)
+jbytes=$(bc_json "$BC_TMP/st.body" jobs.train.prefetch_bytes)
+bc_assert_ge "$jused" $(( (N - 1) * 9 / 10 )) "the job's prefetch_used counts its plan's reads"
+bc_assert_ge "$jbytes" $(( jused * 20000 )) "and its prefetch_bytes their bytes"
+v="$(bc_json "$BC_TMP/st.body" jobs.train.epoch) $(bc_json "$BC_TMP/st.body" jobs.train.cursor)"
+v="$v $(bc_json "$BC_TMP/st.body" jobs.train.plan_keys)"
+bc_assert_eq "0 $N $N" "$v" "/stats shows the job's epoch, cursor (its plan read through) and plan length"
+bc_expect job 200 - "the job in the jobs API" "$ADMIN/jobs/train"
+v=$(bc_json "$BC_TMP/job.body" cursor)
+bc_assert_eq "$N" "$v" "the same cursor as /v1/jobs"
+v=$(bc_json "$BC_TMP/job.body" prefetch_used)
+bc_assert_eq "$jused" "$v" "/v1/jobs/train shows its prefetch_used"
+v=$(bc_json "$BC_TMP/job.body" prefetch_wasted)
+bc_assert_eq 0 "$v" "and its prefetch_wasted"
+bc_expect metrics 200 - "metrics" "$BC_GW_URL/_bucketcache/metrics"
+m=$(awk '$1 == "bucketcache_job_prefetch_used_total{job=\"train\"}" { print $2 }' "$BC_TMP/metrics.body")
+bc_assert_eq "$jused" "$m" "Prometheus has it with the job label"
 
 # ---- hints: x-bucketcache-next names the keys to bring ---------------------
 bc_stats_save "$BC_TMP/s1.json"
@@ -86,6 +111,15 @@ done
 sleep 0.2
 h1=$(get_as hinted 01) h2=$(get_as hinted 02) h3=$(get_as hinted 03)
 bc_assert_eq "hit hit hit" "$h1 $h2 $h3" "the hinted next keys were prefetched"
+bc_expect st2 200 - "stats" "$BC_GW_URL/_bucketcache/stats"
+v="$(bc_json "$BC_TMP/st2.body" jobs.hinted.prefetch_issued)"
+v="$v $(bc_json "$BC_TMP/st2.body" jobs.hinted.prefetch_used)"
+v="$v $(bc_json "$BC_TMP/st2.body" jobs.hinted.prefetch_wasted)"
+bc_assert_eq "3 3 0" "$v" "the hinted job's prefetches: 3 issued, 3 used, none wasted"
+v=$(bc_json "$BC_TMP/st2.body" jobs.train.prefetch_used)
+bc_assert_eq "$jused" "$v" "and none counted for the other job"
+v=$(bc_json "$BC_TMP/st2.body" jobs.train.plan_keys)
+bc_assert_eq 0 "$v" "an ended job shows no plan in /stats"
 bc_stop_gateway
 
 # ---- --prefetch-concurrency 0: no prefetching -----------------------------
@@ -100,4 +134,4 @@ bc_assert_eq 0 "$issued" "--prefetch-concurrency 0 prefetches nothing"
 h=$(get_as train 01) || bc_fail "read"
 bc_assert_eq miss "$h" "so the next read is a miss"
 bc_stop_gateway
-bc_done 20
+bc_done 38

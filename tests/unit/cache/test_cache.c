@@ -832,13 +832,26 @@ LTest(cache, fills_from_a_lower_tier)
 	env_stop();
 }
 
+/* Counter k of job's per-job stats (0: not tracked). */
+static uint64_t
+jst(const char *job, bc_jstat_t k)
+{
+	uint64_t v[BC_JSTAT__COUNT] = { 0 };
+	double rate;
+
+	return bc_stats_job_get(job, v, &rate) ? v[k] : 0;
+}
+
 /* The prefetcher's entry point by name: a cold object gets its first
  * fill (metadata and chunk 0), a known one its chunks, all of class
  * prefetch; what a client then reads counts as used, what is dropped
  * unread as wasted, and a client that finds its chunk's prefetch still
- * running counts as late (and that chunk is not a prefetch any more). */
+ * running counts as late (and that chunk is not a prefetch any more) —
+ * in total, and for the job each prefetch was for. */
 LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
 {
+	bc_stats_job_id_t jp = bc_stats_job_id("job-p");
+	bc_stats_job_id_t jq = bc_stats_job_id("job-q");
 	uint64_t issued = st_get(BC_STAT_prefetch_issued);
 	uint64_t used = st_get(BC_STAT_prefetch_used);
 	uint64_t wasted = st_get(BC_STAT_prefetch_wasted);
@@ -852,18 +865,24 @@ LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
 	tw_t t;
 
 	env_start();
-	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 1);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false, jp),
+	    1);
 	cr_assert(org_wait_quiet());
 	cr_assert_eq(org_find("GET", "bytes=0-1023").cls, BC_ORIGIN_PREFETCH);
-	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 2,
-	    "chunk 0 is in memory: chunks 1 and 2 are fetched");
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false, jp),
+	    2, "chunk 0 is in memory: chunks 1 and 2 are fetched");
 	cr_assert(org_wait_quiet());
-	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false), 0);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 0, 3, false, jq),
+	    0);
 	cr_assert_eq(org_count("GET", NULL), 3);
 	cr_assert_eq(st_get(BC_STAT_prefetch_issued) - issued, 3);
 	cr_assert_eq(st_get(BC_STAT_prefetch_bytes) - bytes, sizeof(obj_a));
 	cr_assert_eq(st_get(BC_STAT_prefetch_unread_bytes) - unread,
 	    sizeof(obj_a));
+	cr_assert_eq(jst("job-p", BC_JSTAT_prefetch_issued), 3);
+	cr_assert_eq(jst("job-p", BC_JSTAT_prefetch_bytes), sizeof(obj_a));
+	cr_assert_eq(jst("job-q", BC_JSTAT_prefetch_issued), 0,
+	    "nothing left to fetch for job-q");
 
 	/* a client reads the object's metadata and chunk 1 */
 	o = bc_cache_object(E.c, BUCKET, KEY);
@@ -880,11 +899,15 @@ LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
 	ch = NULL;
 	cr_assert_eq(st_get(BC_STAT_prefetch_used) - used, 1,
 	    "a second read is no second use");
+	cr_assert_eq(jst("job-p", BC_JSTAT_prefetch_used), 1);
 
 	/* dropped unread: chunks 0 and 2 are wasted */
 	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 1);
 	cr_assert_eq(st_get(BC_STAT_prefetch_wasted) - wasted, 2);
 	cr_assert_eq(st_get(BC_STAT_prefetch_unread_bytes), unread);
+	cr_assert_eq(jst("job-p", BC_JSTAT_prefetch_wasted), 2);
+	cr_assert_eq(jst("job-q", BC_JSTAT_prefetch_used) +
+	    jst("job-q", BC_JSTAT_prefetch_wasted), 0);
 	bc_objmeta_fini(&meta);
 	bc_object_unref(E.c, o);
 
@@ -893,11 +916,15 @@ LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
 	o = bc_cache_object(E.c, BUCKET, KEY);
 	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
 	org_gate(true);
-	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 1, 1, false), 1);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 1, 1, false, jq),
+	    1);
 	cr_assert(org_wait_held(1));
 	cr_assert_eq(bc_cache_chunk(E.c, o, meta.etag, 1, true, &t.w, &ch),
 	    BC_EAGAIN);
 	cr_assert_eq(st_get(BC_STAT_prefetch_late) - late, 1);
+	cr_assert_eq(jst("job-q", BC_JSTAT_prefetch_issued), 1);
+	cr_assert_eq(jst("job-q", BC_JSTAT_prefetch_late), 1);
+	cr_assert_eq(jst("job-p", BC_JSTAT_prefetch_late), 0);
 	org_gate(false);
 	cr_assert_eq(tw_wait(&t), BC_WAIT_CHUNK);
 	check_chunk(t.w.chunk, 1, obj_b, sizeof(obj_b), CS);
@@ -927,7 +954,8 @@ LTest(cache, read_ahead_prefetches_the_next_chunks)
 	tw_init(&t);
 	fills = (unsigned)st_get(BC_STAT_cache_fills);
 	E.cfg.readahead = 1;
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	    bc_stats_job_id("reader"));
 	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &b), 0);
 	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
 	bc_chunk_unref(b);
@@ -940,18 +968,25 @@ LTest(cache, read_ahead_prefetches_the_next_chunks)
 	cr_assert_str_eq(org_find("GET", "bytes=1024-2047").if_match,
 	    "\"etag-a\"");
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 1);
+	cr_assert_eq(jst("reader", BC_JSTAT_prefetch_issued), 1);
+	cr_assert_eq(jst("reader", BC_JSTAT_prefetch_used) +
+	    jst("reader", BC_JSTAT_prefetch_late), 1,
+	    "the reader found it fetched, or joined its fetch");
 	/* more allowed: only the chunk not in memory is fetched, and none
 	 * past the last asked for */
 	E.cfg.readahead = 5;
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	    BC_STATS_JOB_NONE);
 	cr_assert_eq(get_chunk(o, meta.etag, 2, &t, &b), 0);
 	check_chunk(b, 2, obj_a, sizeof(obj_a), CS);
 	bc_chunk_unref(b);
 	cr_assert_eq(org_count("GET", "bytes=1024-2047"), 1);
 	cr_assert_eq(org_count("GET", "bytes=2048-3071"), 1);
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2);
-	bc_cache_read_ahead(E.c, o, meta.etag, 2, 2, false);
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false);
+	bc_cache_read_ahead(E.c, o, meta.etag, 2, 2, false,
+	    BC_STATS_JOB_NONE);
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	    BC_STATS_JOB_NONE);
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2, "all in memory");
 	tw_fini(&t);
 	bc_objmeta_fini(&meta);

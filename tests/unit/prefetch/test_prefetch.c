@@ -3,10 +3,13 @@
  * in-process fake origin (tests/unit/cache/fake_origin.h): a job's wanted
  * keys are fetched in order, class prefetch, within the concurrency
  * budget and the window; read keys leave the list and open the window
- * further; the byte budget stops it; the timer runs it on the loop.
+ * further; the window follows the job's per-job stats (rate, mean object
+ * size, on a clock the test drives); the byte budget stops it; the timer
+ * runs it on the loop.
  * Ticks are run by hand (no timer) except in the timer test; the fake
  * origin's gate holds fills so "running" is a state the test controls.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +97,17 @@ logged_key(unsigned i, fake_req_t *r)
 	return r->key;
 }
 
+/* counter k of job's per-job stats */
+static uint64_t
+job_stat(const char *job, bc_jstat_t k)
+{
+	uint64_t v[BC_JSTAT__COUNT];
+	double rate;
+
+	cr_assert(bc_stats_job_get(job, v, &rate), "%s has stats", job);
+	return v[k];
+}
+
 TestSuite(prefetch, .timeout = 60);
 
 LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
@@ -122,10 +136,13 @@ LTest(prefetch, wanted_keys_come_in_order_within_the_budgets)
 	}
 	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_issued), 4);
 	cr_assert_eq(bc_stats_get(BC_STAT_prefetch_unread_bytes), 4 * OBJ);
+	cr_assert_eq(job_stat("job1", BC_JSTAT_prefetch_issued), 4,
+	    "counted for the job that wanted them");
+	cr_assert_eq(job_stat("job1", BC_JSTAT_prefetch_bytes), 4 * OBJ);
 
 	/* the job reads two keys: the window moves on by two */
-	bc_prefetch_read(p, "job1", "ds", keys[0], OBJ);
-	bc_prefetch_read(p, "job1", "ds", keys[1], OBJ);
+	bc_prefetch_read(p, "job1", "ds", keys[0]);
+	bc_prefetch_read(p, "job1", "ds", keys[1]);
 	cr_assert_eq(bc_prefetch_tick(p), 2);
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
 	cr_assert_eq(bc_prefetch_tick(p), 0);
@@ -145,39 +162,91 @@ LTest(prefetch, the_byte_budget_stops_it)
 	bc_prefetch_want(p, "job1", "ds", keys, NKEYS, 0, false);
 	cr_assert_eq(bc_prefetch_tick(p), 4, "nothing unread yet");
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
-	bc_prefetch_read(p, "job1", "ds", keys[0], OBJ);
+	bc_prefetch_read(p, "job1", "ds", keys[0]);
 	cr_assert_eq(bc_prefetch_tick(p), 0, "4 objects unread: over budget");
 	cr_assert_eq(fake_origin_nlog(fo), 4);
 	stop(p);
 }
 
-/* A list is replaced by the next want; a job reading faster gets a wider
- * window (rate × latency × 2 in objects). */
-LTest(prefetch, want_replaces_and_rate_widens_the_window)
+/* The per-job stats' clock (stats.h), driven by the tests. */
+static _Atomic uint64_t fake_now = 1000000000ull;
+
+static uint64_t
+fake_clock(void)
+{
+	return atomic_load(&fake_now);
+}
+
+/* job reads n objects of size bytes, one every step_ns, accounted in its
+ * per-job stats as the object handler does. */
+static void
+job_reads(const char *job, unsigned n, uint64_t size, uint64_t step_ns)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 };
+
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = size;
+	for (unsigned i = 0; i < n; i++) {
+		atomic_fetch_add(&fake_now, step_ns);
+		bc_stats_job_add(job, d);
+	}
+}
+
+/* The window a job's stats give: rate x 20 ms (the latency assumed before
+ * any fill) x 2, in objects of its mean size. */
+static double
+stats_window(const char *job)
+{
+	uint64_t v[BC_JSTAT__COUNT];
+	double rate;
+
+	cr_assert(bc_stats_job_get(job, v, &rate));
+	return rate * 0.020 * 2 / ((double)v[BC_JSTAT_bytes] /
+	    (double)v[BC_JSTAT_requests]);
+}
+
+/* The window comes from the job's per-job stats: its rate and its mean
+ * object size (bytes / requests). 1 MB/s in 1,000-byte objects is 40
+ * keys; the same rate in 4,000-byte objects is 10; a job gone idle 10 s
+ * reads at a sixth of that and its window shrinks. A want replaces the
+ * list. */
+LTest(prefetch, the_window_follows_the_jobs_stats)
 {
 	bc_prefetch_t *p;
 	fake_req_t r;
+	size_t w1, w2, w3;
 
 	start();
+	bc_stats_set_clock(fake_clock);
 	p = prefetcher(8, 1 << 30, false);
-	/* ~1 MB read in ~25 ms: tens of MB/s; at the 20 ms latency assumed
-	 * before any fill, the window is far above the minimum */
 	bc_prefetch_want(p, "job1", "ds", keys, 2, 0, false);
-	for (int i = 0; i < 50; i++) {
-		bc_prefetch_read(p, "job1", "ds", "other", 20000);
-		if (i % 10 == 9)
-			usleep(5000);
-	}
-	cr_assert_gt(bc_prefetch_window(p, "job1"), BC_PREFETCH_MIN_WINDOW,
-	    "window %zu", bc_prefetch_window(p, "job1"));
+	bc_prefetch_want(p, "job2", "ds", keys, 2, 0, false);
+	cr_assert_eq(bc_prefetch_window(p, "job1"), BC_PREFETCH_MIN_WINDOW,
+	    "no stats yet: the smallest window");
+	/* 2 s of reads: 1,000 bytes a millisecond */
+	job_reads("job1", 2000, 1000, 1000000);
+	w1 = bc_prefetch_window(p, "job1");
+	cr_assert(w1 >= 38 && w1 <= 42, "1 MB/s of 1 KB objects: %zu", w1);
+	cr_assert(w1 + 1 >= (size_t)stats_window("job1") &&
+	    w1 <= (size_t)stats_window("job1") + 1, "%zu vs the stats' %f",
+	    w1, stats_window("job1"));
+	/* idle for 10 s: the stats' rate decays, the window with it */
+	atomic_fetch_add(&fake_now, 10000000000ull);
+	w3 = bc_prefetch_window(p, "job1");
+	cr_assert(w3 >= 5 && w3 <= 8, "idle 10 s: %zu", w3);
+	/* 2 s of 4,000 bytes every 4 ms: the same rate, a quarter the keys */
+	job_reads("job2", 500, 4000, 4000000);
+	w2 = bc_prefetch_window(p, "job2");
+	cr_assert(w2 >= 9 && w2 <= 11, "1 MB/s of 4 KB objects: %zu", w2);
 	cr_assert_eq(bc_prefetch_window(p, "nobody"), 0);
 	/* a want replaces the list */
 	bc_prefetch_want(p, "job1", "ds", keys + 6, 2, 0, false);
-	cr_assert_eq(bc_prefetch_tick(p), 2);
+	cr_assert_eq(bc_prefetch_tick(p), 2 + 2, "job1's 2 keys, job2's 2");
 	cr_assert(fake_origin_wait_quiet(fo, 5000));
-	cr_assert_eq(fake_origin_nlog(fo), 2);
+	cr_assert_eq(fake_origin_nlog(fo), 4);
 	cr_assert_str_eq(logged_key(0, &r), keys[6]);
 	cr_assert_str_eq(logged_key(1, &r), keys[7]);
+	bc_stats_set_clock(NULL);
 	stop(p);
 }
 

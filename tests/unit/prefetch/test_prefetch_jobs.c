@@ -11,6 +11,7 @@
 #include "../bc_test.h"
 
 #include "prefetch/prefetch_jobs.h"
+#include "stats/stats.h"
 #include "util/util_buf.h"
 #include "util/util_error.h"
 
@@ -407,6 +408,52 @@ LTest(jobs, eviction_by_count_and_bytes)
 	bc_jobs_free(small);
 }
 
+/* gauge k of job's per-job stats */
+static uint64_t
+gauge(const char *job, bc_jstat_t k)
+{
+	uint64_t v[BC_JSTAT__COUNT];
+	double rate;
+
+	cr_assert(bc_stats_job_get(job, v, &rate), "%s has stats", job);
+	return v[k];
+}
+
+/* A job's epoch, cursor and plan length follow it into its per-job
+ * stats: on a plan, on each read, on an epoch's end, and at 0 once the
+ * job ended. */
+LTest(jobs, position_mirrored_in_stats)
+{
+	bc_jobs_t *jobs = bc_jobs_new(0, 0);
+	uint32_t e = 5;
+
+	bc_stats_reset();
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", &e,
+	    plan_of("a\nb\nc\n"), NULL), 0);
+	cr_assert_eq(gauge("j", BC_JSTAT_epoch), 5);
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 0);
+	cr_assert_eq(gauge("j", BC_JSTAT_plan_keys), 3);
+	cr_assert_eq(bc_jobs_put_plan(jobs, "j", "b", NULL,
+	    plan_of("c\nb\na\nd\n"), NULL), 0);
+	bc_jobs_record(jobs, "j", "b", "a", NULL);
+	bc_jobs_record(jobs, "j", "b", "b", NULL);
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 2);
+	bc_jobs_record(jobs, "j", "b", "a", NULL);   /* behind: no move */
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 2);
+	bc_jobs_record(jobs, "j", "b", "c", NULL);   /* epoch 5 read through */
+	cr_assert_eq(gauge("j", BC_JSTAT_epoch), 6);
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 0);
+	cr_assert_eq(gauge("j", BC_JSTAT_plan_keys), 4);
+	bc_jobs_record(jobs, "j", "b", "c", NULL);
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 1);
+	cr_assert_eq(gauge("j", BC_JSTAT_requests), 0,
+	    "the registry sets gauges only");
+	cr_assert_eq(bc_jobs_delete(jobs, "j"), 0);
+	cr_assert_eq(gauge("j", BC_JSTAT_cursor), 0);
+	cr_assert_eq(gauge("j", BC_JSTAT_plan_keys), 0, "the job ended");
+	bc_jobs_free(jobs);
+}
+
 LTest(jobs, json)
 {
 	bc_jobs_t *jobs = bc_jobs_new(0, 0);
@@ -417,11 +464,19 @@ LTest(jobs, json)
 	bc_buf_reset(&b);
 	bc_jobs_put_plan(jobs, "j1", "bk", NULL, plan_seq("k", 4), NULL);
 	bc_jobs_record(jobs, "j1", "bk", "k1", NULL);
+	bc_stats_job_id_add(bc_stats_job_id("j1"), BC_JSTAT_prefetch_used, 3);
 	cr_assert_eq(bc_jobs_json(jobs, "j1", &b), 0);
 	cr_assert_not_null(strstr(b.data, "\"id\": \"j1\", \"bucket\": \"bk\", "
 	    "\"epoch\": 0, \"cursor\": 2, \"plan_keys\": 4, \"epochs\": [0], "
 	    "\"reads\": 1, \"out_of_order\": 0, \"out_of_plan\": 0"), "%s",
 	    b.data);
+	/* then its per-job stats */
+	cr_assert_not_null(strstr(b.data, "\"prefetch_used\": 3, "), "%s",
+	    b.data);
+	cr_assert_not_null(strstr(b.data, "\"prefetch_wasted\": 0, "), "%s",
+	    b.data);
+	cr_assert_not_null(strstr(b.data, "\"rate_bytes_per_second\": 0}\n"),
+	    "%s", b.data);
 	cr_assert_eq(bc_jobs_json(jobs, "nope", &b), BC_ENOENT);
 	bc_buf_reset(&b);
 	cr_assert_eq(bc_jobs_json(jobs, NULL, &b), 0);

@@ -6,6 +6,7 @@
  * Criterion runs each test in its own process, so the globals start at 0.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -265,7 +266,7 @@ check_prometheus(const char *text)
 	    "^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+$";
 	regex_t rs, rc;
 	char *doc, *line, *save = NULL;
-	char typed[64][128];
+	char typed[128][128];
 	size_t ntyped = 0, nsamples = 0;
 
 	cr_assert_eq(regcomp(&rs, sample_re, REG_EXTENDED | REG_NOSUB), 0);
@@ -279,7 +280,7 @@ check_prometheus(const char *text)
 			cr_assert_eq(regexec(&rc, line, 0, NULL, 0), 0,
 			    "bad comment line: %s", line);
 			if (strncmp(line, "# TYPE ", 7) == 0) {
-				cr_assert_lt(ntyped, 64);
+				cr_assert_lt(ntyped, 128);
 				sscanf(line + 7, "%127s", typed[ntyped++]);
 			}
 			continue;
@@ -640,6 +641,201 @@ LTest(stats, hostile_bucket_names_get_no_slot)
 	bc_buf_fini(&b);
 }
 
+/* The per-job stats' clock, driven by the tests. */
+#define MS 1000000ull
+static _Atomic uint64_t test_now = 1000 * MS;
+
+static uint64_t
+test_clock(void)
+{
+	return atomic_load(&test_now);
+}
+
+/* A job's rate: bytes per second over intervals of at least 100 ms,
+ * smoothed with a 2 s time constant, folded by adds and reads alike, so
+ * an idle job's rate decays; reads within 100 ms of a fold change
+ * nothing. */
+LTest(stats, job_rate_runs_on_the_clock)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, v[BC_JSTAT__COUNT];
+	double rate = -1, r1;
+
+	bc_stats_reset();
+	bc_stats_set_clock(test_clock);
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = 10000;
+	bc_stats_job_add("j", d);                 /* t0: the slot starts */
+	atomic_fetch_add(&test_now, 50 * MS);
+	bc_stats_job_add("j", d);                 /* under 100 ms: no fold */
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_eq(rate, 0, "nothing folded yet: %f", rate);
+	atomic_fetch_add(&test_now, 50 * MS);
+	bc_stats_job_add("j", d);                 /* 30,000 B in 100 ms */
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_float_eq(rate, 300000.0, 1e-6, "first fold: %f", rate);
+	/* 200 ms more at 100,000 B/s: smoothed, w = 0.2 / 2.2 */
+	atomic_fetch_add(&test_now, 200 * MS);
+	d[BC_JSTAT_bytes] = 20000;
+	bc_stats_job_add("j", d);
+	cr_assert(bc_stats_job_get("j", v, &r1));
+	cr_assert_float_eq(r1, 300000.0 + 0.2 / 2.2 * (100000.0 - 300000.0),
+	    1e-6, "%f", r1);
+	cr_assert_eq(v[BC_JSTAT_bytes], 50000);
+	cr_assert_eq(v[BC_JSTAT_requests], 4);
+	/* idle 2 s: a read folds the empty interval, w = 2 / 4 */
+	atomic_fetch_add(&test_now, 2000 * MS);
+	cr_assert(bc_stats_job_get("j", v, &rate));
+	cr_assert_float_eq(rate, r1 / 2, 1e-6, "idle: %f", rate);
+	/* a clock that went back folds nothing */
+	atomic_fetch_sub(&test_now, 1000 * MS);
+	cr_assert(bc_stats_job_get("j", v, &r1));
+	cr_assert_eq(r1, rate);
+	bc_stats_set_clock(NULL);
+}
+
+/* A handle counts for its job without the name while the job keeps its
+ * slot; once pushed out (a new job took the slot), adds through it are
+ * dropped, and the new job's counters stay its own. The prefetch counters
+ * render with the others. */
+LTest(stats, job_handles_count_for_their_job_only)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, v[BC_JSTAT__COUNT];
+	bc_stats_job_id_t a, a2, none = BC_STATS_JOB_NONE;
+	bc_buf_t b = BC_BUF_INIT;
+	char name[32];
+	double rate;
+
+	bc_stats_reset();
+	bc_stats_set_clock(test_clock);
+	a = bc_stats_job_id("job-a");
+	cr_assert_neq(a, BC_STATS_JOB_NONE);
+	a2 = bc_stats_job_id("job-a");
+	cr_assert_eq(a, a2, "one job, one handle");
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_issued, 2);
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 1);
+	bc_stats_job_id_add(none, BC_JSTAT_prefetch_used, 1);
+	bc_stats_job_id_add(a, BC_JSTAT__COUNT, 1);   /* out of range */
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_issued], 2);
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 1);
+	cr_assert_eq(v[BC_JSTAT_requests], 0);
+
+	cr_assert_eq(bc_stats_job_json(&b, "job-a"), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"prefetch_issued\": 2, "
+	    "\"prefetch_bytes\": 0, \"prefetch_used\": 1, "
+	    "\"prefetch_wasted\": 0, \"prefetch_late\": 0"), "%s",
+	    bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_job_json(&b, "nobody"), 0);
+	cr_assert_eq(strncmp(bc_buf_str(&b), "\"requests\": 0, ", 15), 0,
+	    "an untracked job renders zeros: %s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "j = json.load(sys.stdin)[\"jobs\"][\"job-a\"]\n"
+	    "assert j[\"prefetch_issued\"] == 2, j\n"
+	    "assert j[\"prefetch_used\"] == 1, j\n"
+	    "assert j[\"prefetch_wasted\"] == 0, j\n"), 0, "%s",
+	    bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_prefetch_used_total{job=\"job-a\"}"), 1);
+
+	/* BC_STATS_MAX_JOBS newer jobs push job-a out */
+	d[BC_JSTAT_requests] = 1;
+	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
+		atomic_fetch_add(&test_now, MS);
+		snprintf(name, sizeof(name), "job-%d", i);
+		bc_stats_job_add(name, d);
+	}
+	cr_assert(!bc_stats_job_get("job-a", v, &rate));
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 100);
+	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
+		snprintf(name, sizeof(name), "job-%d", i);
+		cr_assert(bc_stats_job_get(name, v, &rate));
+		cr_assert_eq(v[BC_JSTAT_prefetch_used], 0,
+		    "%s got a gone job's count", name);
+	}
+	/* back again: a new slot, a new handle, counted from 0 */
+	atomic_fetch_add(&test_now, MS);
+	a2 = bc_stats_job_id("job-a");
+	cr_assert_neq(a2, a);
+	bc_stats_job_id_add(a, BC_JSTAT_prefetch_used, 100);
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 0);
+	/* a reset forgets every handle */
+	bc_stats_reset();
+	a = bc_stats_job_id("job-a");
+	bc_stats_job_id_add(a2, BC_JSTAT_prefetch_used, 1);
+	cr_assert(bc_stats_job_get("job-a", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_prefetch_used], 0);
+	bc_buf_fini(&b);
+	bc_stats_set_clock(NULL);
+}
+
+/* Per-job gauges (the plan position the jobs registry mirrors) are set,
+ * never added to; /stats shows them with the counters, Prometheus as
+ * gauges, and bc_stats_job_json (what /v1/jobs appends to the registry's
+ * own fields) leaves them out. */
+LTest(stats, job_gauges_are_set_not_added)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 }, g[BC_JSTAT__COUNT] = { 0 };
+	uint64_t v[BC_JSTAT__COUNT];
+	bc_buf_t b = BC_BUF_INIT;
+	double rate;
+
+	bc_stats_reset();
+	g[BC_JSTAT_epoch] = 2;
+	g[BC_JSTAT_cursor] = 17;
+	g[BC_JSTAT_plan_keys] = 100;
+	g[BC_JSTAT_requests] = 99;            /* a counter: ignored */
+	bc_stats_job_set("train", g);
+	g[BC_JSTAT_cursor] = 18;
+	bc_stats_job_set("train", g);
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_cursor] = 1000;            /* a gauge: ignored */
+	bc_stats_job_add("train", d);
+	bc_stats_job_id_add(bc_stats_job_id("train"), BC_JSTAT_cursor, 5);
+	cr_assert(bc_stats_job_get("train", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_cursor], 18);
+	cr_assert_eq(v[BC_JSTAT_epoch], 2);
+	cr_assert_eq(v[BC_JSTAT_plan_keys], 100);
+	cr_assert_eq(v[BC_JSTAT_requests], 1);
+
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "j = json.load(sys.stdin)[\"jobs\"][\"train\"]\n"
+	    "assert (j[\"epoch\"], j[\"cursor\"], j[\"plan_keys\"]) == "
+	    "(2, 18, 100), j\n"
+	    "assert j[\"requests\"] == 1, j\n"), 0, "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_job_json(&b, "train"), 0);
+	cr_assert_null(strstr(bc_buf_str(&b), "cursor"), "%s",
+	    bc_buf_str(&b));
+	cr_assert_null(strstr(bc_buf_str(&b), "epoch"), "%s", bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"requests\": 1, "));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_job_cursor gauge\n"));
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_cursor{job=\"train\"}"), 18);
+	cr_assert_eq(sample(bc_buf_str(&b),
+	    "bucketcache_job_plan_keys{job=\"train\"}"), 100);
+	cr_assert_null(strstr(bc_buf_str(&b), "bucketcache_job_cursor_total"));
+	/* zeros set an untracked job's gauges: no slot for it */
+	memset(g, 0, sizeof(g));
+	bc_stats_job_set("ended", g);
+	cr_assert(!bc_stats_job_get("ended", v, &rate));
+	bc_stats_job_set("train", g);
+	cr_assert(bc_stats_job_get("train", v, &rate));
+	cr_assert_eq(v[BC_JSTAT_cursor], 0, "a tracked one's go to 0");
+	bc_buf_fini(&b);
+}
+
 /* Per-job counters: summed per job, the most recent BC_STATS_MAX_JOBS
  * kept (the least recently active goes), a rate once time passed; in
  * JSON under "jobs" and in Prometheus with a job label. */
@@ -654,15 +850,15 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	d[BC_JSTAT_requests] = 1;
 	d[BC_JSTAT_bytes] = 1000;
 	d[BC_JSTAT_cache_hits] = 1;
+	bc_stats_set_clock(test_clock);
 	bc_stats_job_add("train-1", d);
 	bc_stats_job_add("train-1", d);
-	usleep(150 * 1000);
+	atomic_fetch_add(&test_now, 150 * MS);
 	bc_stats_job_add("train-1", d);
 	cr_assert(bc_stats_job_get("train-1", v, &rate));
 	cr_assert_eq(v[BC_JSTAT_requests], 3);
 	cr_assert_eq(v[BC_JSTAT_bytes], 3000);
-	cr_assert_gt(rate, 1000.0, "rate %f", rate);
-	cr_assert_lt(rate, 100000.0, "rate %f", rate);
+	cr_assert_float_eq(rate, 3000 / 0.150, 1e-6, "rate %f", rate);
 	cr_assert(!bc_stats_job_get("nobody", v, &rate));
 	bc_stats_job_add(NULL, d);
 	cr_assert(bc_stats_job_get("anonymous", v, &rate));
@@ -690,4 +886,5 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	cr_assert(!bc_stats_job_get("train-1", v, &rate));
 	cr_assert(bc_stats_job_get("job-63", v, &rate));
 	bc_buf_fini(&b);
+	bc_stats_set_clock(NULL);
 }

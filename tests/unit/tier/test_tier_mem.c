@@ -733,7 +733,7 @@ LTest(tier, reserve_for_prefetches)
 	bc_chunk_t      *a = mkc("b", "A", "\"e\"", 0, 3 * MiB);
 	uint64_t         kx = bc_policy_key_hash("b", "X", 0);
 
-	bc_chunk_mark_prefetched(a);
+	bc_chunk_mark_prefetched(a, BC_STATS_JOB_NONE);
 	cr_assert_eq(T->put(t, a, &pctx), 0);
 	bc_chunk_unref(a);
 	cr_assert_eq(put_new(t, "b", "B", "\"e\"", 0, 3 * MiB), 0);

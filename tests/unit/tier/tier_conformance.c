@@ -1,8 +1,9 @@
 /*
  * tier_conformance.c — the tier conformance suite (tier_conformance.h):
- * what any tier (memory and the test-only asynchronous tier now; disk and
- * Redis later) must do, through its ops and the tier base only. Linked
- * with one file per tier that defines bc_conformance.
+ * what any tier (memory, once per policy, and the test-only asynchronous
+ * tier now; disk and Redis later) must do, through its ops and the tier
+ * base only, whatever policy orders it. Linked with one file per tier
+ * that defines bc_conformance.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -124,7 +125,7 @@ open_tier(uint64_t capacity, const bc_policy_ops_t *pol)
 		cr_assert_eq(bc_loop_start(loop), 0);
 		loop_thread = loop_barrier();
 	}
-	return C->open(capacity, pol, loop);
+	return C->open(capacity, pol != NULL ? pol : C->policy, loop);
 }
 
 static void
@@ -359,24 +360,50 @@ LTest(conformance, del_object_and_prefix)
 
 /* ---- the capacity bound --------------------------------------------- */
 
+/* Whether chunk ("k", i) is in t, for i < n, into held; returns how many. */
+static unsigned
+census(bc_tier_t *t, uint32_t n, bool *held)
+{
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		held[i] = has(t, "bkt", "k", "\"e\"", i);
+		count += held[i];
+	}
+	return count;
+}
+
+/* 64 chunks of 64 KiB do not fit 1 MiB: usage never passes the bound,
+ * and whether room is made (eviction) or the newcomer refused (BC_E2BIG)
+ * is the policy's choice; a chunk kept is there at once, a chunk refused
+ * is not, and every kept chunk that went was evicted. */
 LTest(conformance, capacity_bound)
 {
 	uint64_t    cap = 1 * MiB;
 	bc_tier_t  *t = open_tier(cap, NULL);
+	bool        held[64], after[64];
+	unsigned    kept = 0, present;
 
 	cr_assert_eq(C->ops->capacity(t), cap);
 	for (uint32_t i = 0; i < 64; i++) {
-		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0,
-		    "put %u", i);
+		int rv = put_new(t, "k", i, 64 * KiB, &demand);
+
+		cr_assert(rv == 0 || rv == BC_E2BIG, "put %u: %d", i, rv);
+		cr_assert(rv == 0 || i > 0, "an empty tier takes what fits");
 		cr_assert_leq(C->ops->usage(t), cap, "after put %u", i);
-		cr_assert(has(t, "bkt", "k", "\"e\"", i), "the newest, %u", i);
+		cr_assert_eq(has(t, "bkt", "k", "\"e\"", i), rv == 0,
+		    "put %u answered %d", i, rv);
+		kept += rv == 0;
 	}
-	cr_assert_gt(C->ops->evictions(t), 0);
-	cr_assert_not(has(t, "bkt", "k", "\"e\"", 0));
+	present = census(t, 64, held);
+	cr_assert_lt(present, 64, "64 chunks of 64 KiB in 1 MiB");
+	cr_assert_eq(C->ops->evictions(t), kept - present,
+	    "%u kept, %u there: the others were evicted", kept, present);
 	/* bigger than the whole tier: refused, nothing changed */
 	cr_assert_eq(put_new(t, "huge", 0, cap + 1, &demand), BC_E2BIG);
 	cr_assert_not(has(t, "bkt", "huge", "\"e\"", 0));
-	cr_assert(has(t, "bkt", "k", "\"e\"", 63));
+	cr_assert_eq(census(t, 64, after), present);
+	cr_assert(memcmp(held, after, sizeof(held)) == 0);
 	close_tier(t);
 }
 
@@ -716,6 +743,7 @@ LTest(conformance, stats_count_what_happened)
 {
 	bc_tier_t  *t = open_tier(1 * MiB, NULL);
 	bc_chunk_t *c;
+	unsigned    refused = 0;
 
 	cr_assert_eq(put_new(t, "a", 0, 1000, &demand), 0);
 	cr_assert_eq(put_new(t, "a", 1, 3000, &demand), 0);
@@ -735,9 +763,17 @@ LTest(conformance, stats_count_what_happened)
 	cr_assert_eq(STAT(t, deletes), 1);
 	cr_assert_eq(C->ops->del_object(t, "bkt", "a", NULL), 1);
 	cr_assert_eq(STAT(t, deletes), 2);
-	for (uint32_t i = 0; i < 24; i++)
-		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
-	cr_assert_gt(STAT(t, evictions), 0);
+	/* 24 chunks of 64 KiB do not fit 1 MiB: evicted or refused, as the
+	 * policy chooses, and counted either way */
+	for (uint32_t i = 0; i < 24; i++) {
+		int rv = put_new(t, "k", i, 64 * KiB, &demand);
+
+		cr_assert(rv == 0 || rv == BC_E2BIG, "put %u: %d", i, rv);
+		refused += rv != 0;
+	}
+	cr_assert_gt(STAT(t, evictions) + refused, 0);
+	cr_assert_eq(STAT(t, rejects), 1 + refused);
+	cr_assert_eq(STAT(t, writes), 2 + 24 - refused);
 	cr_assert_eq(STAT(t, evictions), C->ops->evictions(t));
 	cr_assert_eq(STAT(t, write_failures), 0);
 	cr_assert_eq(STAT(t, errors), 0);
@@ -747,25 +783,40 @@ LTest(conformance, stats_count_what_happened)
 
 /* ---- set_capacity ------------------------------------------------------- */
 
+/* Shrinking evicts, in the policy's order (which chunks stay is its
+ * choice), down to the new bound and no further; puts keep to it, by
+ * eviction or refusal; growing evicts nothing and lets more in. */
 LTest(conformance, set_capacity_evicts_down_to_the_bound)
 {
 	bc_tier_t *t = open_tier(1 * MiB, NULL);
+	bool       held[12];
 	uint64_t   ev;
 
 	for (uint32_t i = 0; i < 12; i++)
-		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0,
+		    "put %u: every policy takes what fits", i);
 	cr_assert_eq(C->ops->evictions(t), 0, "12 chunks of 64 KiB fit");
 	cr_assert_gt(C->ops->usage(t), 12 * 64 * KiB);
 	cr_assert_eq(C->ops->set_capacity(t, 256 * KiB), 0);
 	cr_assert_eq(C->ops->capacity(t), 256 * KiB);
 	cr_assert_leq(C->ops->usage(t), 256 * KiB);
-	cr_assert_geq(C->ops->evictions(t), 9, "room for 3 at most");
-	/* lru: the newest stayed, the oldest went */
-	cr_assert(has(t, "bkt", "k", "\"e\"", 11));
-	cr_assert_not(has(t, "bkt", "k", "\"e\"", 0));
+	cr_assert_eq(C->ops->evictions(t), 9, "3 fit in 256 KiB, 4 do not");
+	cr_assert_eq(census(t, 12, held), 3);
+	for (uint32_t i = 0; i < 12; i++) {
+		bc_chunk_t *c;
+
+		if (!held[i])
+			continue;
+		c = conformance_get(t, "bkt", "k", "\"e\"", i, &demand);
+		cr_assert_not_null(c);
+		cr_assert(intact(c, "k", i, 64 * KiB), "chunk %u changed", i);
+		bc_chunk_unref(c);
+	}
 	/* the new bound holds for puts */
 	for (uint32_t i = 12; i < 20; i++) {
-		cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+		int rv = put_new(t, "k", i, 64 * KiB, &demand);
+
+		cr_assert(rv == 0 || rv == BC_E2BIG, "put %u: %d", i, rv);
 		cr_assert_leq(C->ops->usage(t), 256 * KiB);
 	}
 	cr_assert_eq(put_new(t, "big", 0, 300 * KiB, &demand), BC_E2BIG);
@@ -778,6 +829,31 @@ LTest(conformance, set_capacity_evicts_down_to_the_bound)
 	cr_assert_eq(put_new(t, "big", 0, 300 * KiB, &demand), 0);
 	cr_assert_leq(C->ops->usage(t), 2 * MiB);
 	close_tier(t);
+}
+
+/* Shrinking evicts in the policy's order: lru keeps the newest three,
+ * the suite's mru the oldest. */
+LTest(conformance, set_capacity_follows_the_policy)
+{
+	static const struct {
+		const bc_policy_ops_t *pol;
+		uint32_t               first;   /* of the 3 that stay */
+	} cases[] = { { &bc_policy_lru, 9 }, { &mru, 0 } };
+	bool held[12];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		bc_tier_t *t = open_tier(1 * MiB, cases[c].pol);
+
+		for (uint32_t i = 0; i < 12; i++)
+			cr_assert_eq(put_new(t, "k", i, 64 * KiB, &demand), 0);
+		cr_assert_eq(C->ops->set_capacity(t, 256 * KiB), 0);
+		cr_assert_eq(census(t, 12, held), 3, "%s", cases[c].pol->name);
+		for (uint32_t i = 0; i < 12; i++)
+			cr_assert_eq(held[i], i >= cases[c].first &&
+			    i < cases[c].first + 3, "%s: chunk %u",
+			    cases[c].pol->name, i);
+		close_tier(t);
+	}
 }
 
 /* ---- health ------------------------------------------------------------ */

@@ -4,7 +4,11 @@
  * A tier's test program is tier_conformance.c plus one small file that
  * defines bc_conformance: how to open a fresh, empty tier of a capacity,
  * ordered by a given policy, and how to close it and remove what it made
- * (files, Redis keys). Everything else goes through the tier's ops only:
+ * (files, Redis keys); and the policy the tier runs the suite with (one
+ * program per policy). The suite asserts the tier's contract (tier.h),
+ * which holds under any policy: a put may be refused (BC_E2BIG) when the
+ * policy does not admit, and what goes when room is made is the policy's
+ * choice; the order itself is checked with policies the suite brings. Everything else goes through the tier's ops only:
  * get/put/del, del_object, the capacity bound, eviction in the policy's
  * order, chunks still referenced while evicted, the policy's context
  * passed on, concurrent use from several threads.
@@ -29,6 +33,9 @@
 
 typedef struct bc_conformance_s {
 	const bc_tier_ops_t *ops;
+	/* The policy a test that asks for none gets (NULL: the tier's own
+	 * default). */
+	const bc_policy_ops_t *policy;
 	/* A fresh, empty tier of capacity bytes ordered by pol, calling
 	 * back on loop; asserts (Criterion) on failure. */
 	bc_tier_t *(*open)(uint64_t capacity, const bc_policy_ops_t *pol,
