@@ -25,7 +25,7 @@
 
 #include "policy/policy.h"
 
-#define PROTECTED_PCT 97
+#define PROTECTED_PCT 99
 
 struct bc_policy_s {
 	bc_list_t prot, prob;        /* head: most recent */
