@@ -258,6 +258,8 @@ void bc_disk_unlink_later(bc_disk_t *t, bc_disk_unlinks_t *u);
 
 /* ---- the scan (tier_disk_scan.c) -------------------------------------- */
 
+#define BC_DISK_SCAN_THREADS 4   /* partly I/O-bound: more than the cores */
+
 /* Starts the scan threads (t->scanning set). Returns 0 or -errno. */
 int  bc_disk_scan_start(bc_disk_t *t);
 /* Stops them early (close) and joins them. */

@@ -17,7 +17,8 @@
  * hits reorder them.
  *
  * The last thread to finish ends the scan: it evicts down to the capacity
- * (the files beyond it are removed), clears the scanning state and wakes
+ * (the files beyond it are removed on the work pool, as writing jobs that
+ * bc_tier_disk_flush waits for), clears the scanning state and wakes
  * bc_tier_disk_wait_scan(). bc_disk_scan_stop (close) stops the threads
  * between files and joins them.
  */
@@ -34,8 +35,7 @@
 #include "util/util_log.h"
 #include "util/util_time.h"
 
-#define BC_DISK_SCAN_THREADS 4
-#define TOPS                 512
+#define TOPS 512
 
 typedef struct found_s {
 	bc_disk_entry_t *e;       /* made before locking */
@@ -233,6 +233,7 @@ scan_end(bc_disk_t *t, bool stopped)
 	bc_disk_unlinks_t u = { 0 };
 	uint64_t          files = atomic_load(&t->scan_files);
 	uint64_t          usage, ns;
+	size_t            evicted;
 
 	pthread_mutex_lock(&t->lock);
 	if (!stopped)
@@ -247,15 +248,19 @@ scan_end(bc_disk_t *t, bool stopped)
 	t->scan_ns = bc_mono_ns() - t->scan_start;
 	ns = t->scan_ns;
 	usage = t->usage;
+	t->writing++;   /* until the unlinks are queued: flush waits for them */
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->lock);
-	for (size_t i = 0; i < u.n; i++)
-		bc_disk_unlink_unindexed(t, u.v[i].kind, u.v[i].hash);
-	free(u.v);
+	evicted = u.n;
+	bc_disk_unlink_later(t, &u);
+	pthread_mutex_lock(&t->lock);
+	t->writing--;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->lock);
 	if (!stopped)
 		BC_INFO("tier %s: indexed %" PRIu64 " files (%" PRIu64
-		    " MiB) in %" PRIu64 " ms; %zu beyond the capacity removed",
-		    t->base.name, files, usage >> 20, ns / 1000000u, u.n);
+		    " MiB) in %" PRIu64 " ms; %zu beyond the capacity evicted",
+		    t->base.name, files, usage >> 20, ns / 1000000u, evicted);
 }
 
 static void *
