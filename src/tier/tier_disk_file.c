@@ -3,9 +3,13 @@
  * header, writing to a temp name, reading back with every check.
  *
  * Layout under DIR: chunks in c/, object metadata in o/, each file at
- * <c|o>/<h[0:2]>/<h[2:4]>/<h>, h the 16 hex digits of the name hash: a
+ * <c|o>/<h[0:2]>/<h[2]>/<h>, h the 16 hex digits of the name hash: a
  * chunk's is bc_chunk_key_hash(bucket, key, ETag, index), an object's
- * hashes (bucket, key). S3 keys never become paths.
+ * hashes (bucket, key). S3 keys never become paths. Two levels of 256 and
+ * 16 directories: 4096 leaves hold ~250 files each at a million files (and
+ * hashed directories of ext4 or XFS take 10 times that in their stride),
+ * while listing 65536 leaves of 256 x 256 would cost the start-up scan a
+ * second per million files for the directories alone.
  *
  * A file is a header and a body (the chunk's bytes, or the metadata blob).
  * Header, integers little-endian:
@@ -37,6 +41,9 @@
  * the scan catches a wrong size or header), so it is dropped and
  * refetched, never served.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* O_NOATIME */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -130,10 +137,10 @@ bc_disk_path(char *buf, uint8_t kind, uint64_t hash, const char *token,
 
 	snprintf(hex, sizeof(hex), "%016" PRIx64, hash);
 	if (token == NULL)
-		snprintf(buf, BC_DISK_PATH_MAX, "%c/%.2s/%.2s/%s", top[kind],
+		snprintf(buf, BC_DISK_PATH_MAX, "%c/%.2s/%.1s/%s", top[kind],
 		    hex, hex + 2, hex);
 	else
-		snprintf(buf, BC_DISK_PATH_MAX, "%c/%.2s/%.2s/%s.%s-%" PRIx64
+		snprintf(buf, BC_DISK_PATH_MAX, "%c/%.2s/%.1s/%s.%s-%" PRIx64
 		    ".tmp", top[kind], hex, hex + 2, hex, token, seq);
 }
 
@@ -248,7 +255,7 @@ name_of(const bc_disk_hdr_t *h)
 	    h->etag, h->index });
 }
 
-/* mkdir of tmp's two parent directories ("c/ab", "c/ab/cd"). */
+/* mkdir of tmp's two parent directories ("c/ab", "c/ab/c"). */
 static int
 make_parents(int dirfd, const char *tmp)
 {
@@ -258,8 +265,8 @@ make_parents(int dirfd, const char *tmp)
 	d[4] = '\0';
 	if (mkdirat(dirfd, d, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	memcpy(d, tmp, 7);
-	d[7] = '\0';
+	memcpy(d, tmp, 6);
+	d[6] = '\0';
 	if (mkdirat(dirfd, d, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
@@ -357,7 +364,10 @@ bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
 	int         rv;
 
 	f->body = NULL;
-	f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	/* O_NOATIME: a first read after the write would dirty the inode */
+	f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (f->fd < 0 && errno == EPERM)
+		f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (f->fd < 0)
 		return errno == ENOENT ? BC_ENOENT : -errno;
 	if (fstat(f->fd, &st) < 0) {

@@ -70,7 +70,7 @@ uint64_t bc_disk_blocks(uint64_t size);
 /* The name hashes: a chunk's is bc_chunk_key_hash(); an object's (its
  * metadata file) hashes bucket and key the same way. */
 uint64_t bc_disk_obj_hash(const char *bucket, const char *key);
-/* (kind, hash)'s path relative to DIR: "c/ab/cd/<16 hex digits>"; with a
+/* (kind, hash)'s path relative to DIR: "c/ab/c/<16 hex digits>"; with a
  * token, the temp name "<path>.<token>-<seq>.tmp" instead. buf holds
  * BC_DISK_PATH_MAX bytes. */
 void     bc_disk_path(char *buf, uint8_t kind, uint64_t hash,

@@ -137,7 +137,7 @@ batch_flush(bc_disk_t *t, batch_t *b)
 	b->used = 0;
 }
 
-/* Scans the files of one leaf directory ("c/ab/cd": prefix "abcd"). */
+/* Scans the files of one leaf directory ("c/ab/c": prefix "abc"). */
 static void
 scan_leaf(bc_disk_t *t, DIR *d, uint8_t kind, const char *prefix,
     batch_t *b, bc_disk_file_t *f)
@@ -161,7 +161,7 @@ scan_leaf(bc_disk_t *t, DIR *d, uint8_t kind, const char *prefix,
 			continue;
 		}
 		if (!bc_disk_name_hash(de->d_name, &hash) ||
-		    memcmp(de->d_name, prefix, 4) != 0)
+		    memcmp(de->d_name, prefix, 3) != 0)
 			continue;   /* not ours */
 		rv = bc_disk_read(dirfd(d), de->d_name, kind, hash, false,
 		    false, f);
@@ -184,7 +184,7 @@ static void
 scan_top(bc_disk_t *t, unsigned i, batch_t *b, bc_disk_file_t *f)
 {
 	uint8_t        kind = (uint8_t)(i / 256);
-	char           path[8], prefix[5];
+	char           path[8], prefix[4];
 	struct dirent *de;
 	DIR           *top, *leaf;
 	int            fd;
@@ -207,7 +207,7 @@ scan_top(bc_disk_t *t, unsigned i, batch_t *b, bc_disk_file_t *f)
 		de = readdir(top);
 		if (de == NULL)
 			break;
-		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
+		if (strlen(de->d_name) != 1 || de->d_name[0] == '.')
 			continue;
 		fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC);
@@ -218,8 +218,8 @@ scan_top(bc_disk_t *t, unsigned i, batch_t *b, bc_disk_file_t *f)
 			close(fd);
 			continue;
 		}
-		memcpy(prefix + 2, de->d_name, 2);
-		prefix[4] = '\0';
+		prefix[2] = de->d_name[0];
+		prefix[3] = '\0';
 		scan_leaf(t, leaf, kind, prefix, b, f);
 		closedir(leaf);
 	}

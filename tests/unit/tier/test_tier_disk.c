@@ -564,7 +564,7 @@ plug_scan(const fix_t *f, char fifos[][256])
 		file_of(f, BC_DISK_CHUNK, h, fifos[i], 256);
 		snprintf(d, sizeof(d), "%s/c/%02x", f->dir, i);
 		mkdir(d, 0755);
-		snprintf(d, sizeof(d), "%s/c/%02x/00", f->dir, i);
+		snprintf(d, sizeof(d), "%s/c/%02x/0", f->dir, i);
 		mkdir(d, 0755);
 		cr_assert_eq(mkfifo(fifos[i], 0644), 0, "%s", strerror(errno));
 	}
