@@ -17,7 +17,7 @@
  *   answer is a miss; a file gone from under its entry drops the entry.
  *   While the start-up scan runs, a key not indexed yet is read from the
  *   file its hash names; what the caller deleted meanwhile (tombstones,
- *   del_object filters) stays deleted.
+ *   del_object filters, which also hide bare chunks) stays deleted.
  *
  * Counters: writes counts puts accepted (their files are written later);
  * write_failures those whose write then failed. Metadata ops count only
@@ -627,6 +627,11 @@ disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 	r->f.fd = -1;
 	pthread_mutex_lock(&t->lock);
 	e = bc_disk_do_chunk(t, hash);
+	if (e != NULL && e->obj == NULL &&
+	    bc_disk_do_filtered(t, k->bucket, k->key)) {
+		/* bare, of an object deleted since: the scan removes it */
+		e = NULL;
+	}
 	if (e == NULL) {
 		if (!t->scanning || bc_disk_tab_find(&t->tombs, hash,
 		    BC_DISK_NONE) != BC_DISK_NONE ||
@@ -639,7 +644,7 @@ disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 		r->direct = true;
 	} else {
 		t->pol_ops->on_hit(t->pol, &e->pol, ctx);
-		if (e->obj->meta != NULL)
+		if (e->obj != NULL && e->obj->meta != NULL)
 			t->pol_ops->on_hit(t->pol, &e->obj->meta->pol, ctx);
 		r->gen = e->gen;
 		if (e->job != NULL) {
@@ -927,6 +932,8 @@ bc_tier_disk_info(bc_tier_t *bt, bc_tier_disk_info_t *out)
 
 	pthread_mutex_lock(&t->lock);
 	out->scanning = t->scanning;
+	out->indexed = t->indexed;
+	out->index_ns = t->index_ns;
 	out->scan_ns = t->scan_ns;
 	out->chunks = t->nchunks;
 	out->metas = t->nmetas;
@@ -1114,19 +1121,20 @@ disk_close(bc_tier_t *bt)
 	while (t->writing > 0 || t->reading > 0)
 		pthread_cond_wait(&t->cv, &t->lock);
 	pthread_mutex_unlock(&t->lock);
+	for (size_t i = 0; t->chunks.slots != NULL && i <= t->chunks.mask;
+	    i++) {
+		bc_disk_entry_t *e = t->chunks.slots[i].p;
+
+		if (e == NULL)
+			continue;
+		t->pol_ops->on_remove(t->pol, &e->pol);
+		free(e);
+	}
 	for (size_t i = 0; t->objs.slots != NULL && i <= t->objs.mask; i++) {
 		bc_disk_obj_t *ob = t->objs.slots[i].p;
-		bc_list_t     *l, *tmp;
 
 		if (ob == NULL)
 			continue;
-		BC_LIST_FOREACH_SAFE(l, tmp, &ob->chunks) {
-			bc_disk_entry_t *e = BC_CONTAINER_OF(l,
-			    bc_disk_entry_t, olink);
-
-			t->pol_ops->on_remove(t->pol, &e->pol);
-			free(e);
-		}
 		if (ob->meta != NULL) {
 			t->pol_ops->on_remove(t->pol, &ob->meta->pol);
 			free(ob->meta);

@@ -14,8 +14,11 @@
  * chunks and metadata together.
  *
  * open() returns at once: a scan on threads of its own rebuilds the index
- * from the files while the tier serves. Until it ends, a get() for a chunk
- * not indexed yet reads the file its key names directly. Damaged files
+ * from the files while the tier serves, in two phases: the chunk files'
+ * names and sizes (gets, usage and eviction work from then on), then
+ * their headers (objects for del_object, policy keys) and the metadata
+ * files. Until it ends, a get() or meta_get() for something not indexed
+ * yet reads the file its key names directly. Damaged files
  * (torn, bad checksum, a header that does not name the file) are removed,
  * counted in stats.corrupt, and answer as misses. A write that fails
  * (ENOSPC, EIO) counts stats.write_failures and marks the tier down
@@ -49,8 +52,11 @@ int bc_tier_disk_open(const bc_tier_opts_t *o, bc_tier_t **out, char *err,
 /* What the disk tier holds and does now; t must come from bc_tier_disk. */
 typedef struct bc_tier_disk_info_s {
 	bool     scanning;      /* the start-up scan still runs */
-	uint64_t scan_files;    /* files the scan indexed so far */
+	bool     indexed;       /* its first phase ended: every chunk file
+	                         * found is in the index */
+	uint64_t scan_files;    /* chunk files indexed, metadata files read */
 	uint64_t scan_removed;  /* stale temp files and damaged files it removed */
+	uint64_t index_ns;      /* how long the first phase took; 0 before */
 	uint64_t scan_ns;       /* how long the scan took; 0 while it runs */
 	uint64_t chunks;        /* chunk entries in the index */
 	uint64_t metas;         /* metadata entries in the index */

@@ -364,10 +364,12 @@ bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
 	int         rv;
 
 	f->body = NULL;
-	/* O_NOATIME: a first read after the write would dirty the inode */
-	f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	/* O_NOATIME: a first read after the write would dirty the inode;
+	 * O_NONBLOCK: something else than a file (a FIFO) must not block */
+	f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+	    O_NOATIME);
 	if (f->fd < 0 && errno == EPERM)
-		f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+		f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (f->fd < 0)
 		return errno == ENOENT ? BC_ENOENT : -errno;
 	if (fstat(f->fd, &st) < 0) {

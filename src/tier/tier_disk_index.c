@@ -1,7 +1,8 @@
 /*
  * tier_disk_index.c — the disk tier's in-memory index (tier_disk_int.h):
  * chunk entries by name hash, objects by (bucket, key) with their chunks
- * (any ETag) and metadata entry, the usage they add up to and the policy
+ * (any ETag; bare chunks, whose headers the scan has not read, belong to
+ * none yet) and metadata entry, the usage they add up to and the policy
  * that orders them. Every bc_disk_do_* runs with t->lock held; nothing
  * here touches a file.
  *
@@ -195,19 +196,25 @@ int
 bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
     const char *key, const bc_policy_ctx_t *ctx)
 {
-	bc_disk_obj_t *o = obj_get(t, bucket, key);
+	bc_disk_obj_t *o = NULL;
 
-	if (o == NULL)
-		return BC_ENOMEM;
+	if (bucket != NULL) {
+		o = obj_get(t, bucket, key);
+		if (o == NULL)
+			return BC_ENOMEM;
+	}
 	if (e->kind == BC_DISK_CHUNK) {
 		assert(bc_disk_do_chunk(t, e->hash) == NULL);
 		if (bc_disk_tab_add(&t->chunks, e->hash, e) < 0) {
-			obj_put(t, o);
+			if (o != NULL)
+				obj_put(t, o);
 			return BC_ENOMEM;
 		}
-		bc_list_insert_head(&o->chunks, &e->olink);
+		if (o != NULL)
+			bc_list_insert_head(&o->chunks, &e->olink);
 		t->nchunks++;
 	} else {
+		assert(o != NULL);
 		assert(o->meta == NULL);
 		o->meta = e;
 		t->nmetas++;
@@ -216,6 +223,23 @@ bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 	e->gen = ++t->gen;
 	t->usage += e->pol.size;
 	t->pol_ops->on_insert(t->pol, &e->pol, ctx);
+	return 0;
+}
+
+int
+bc_disk_do_attach(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
+    const char *key, uint32_t index)
+{
+	bc_disk_obj_t *o;
+
+	assert(e->kind == BC_DISK_CHUNK && e->obj == NULL);
+	o = obj_get(t, bucket, key);
+	if (o == NULL)
+		return BC_ENOMEM;
+	bc_list_insert_head(&o->chunks, &e->olink);
+	e->obj = o;
+	e->index = index;
+	e->pol.key = bc_policy_key_hash(bucket, key, index);
 	return 0;
 }
 
@@ -243,13 +267,15 @@ bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e, bc_disk_unlinks_t *u)
 
 	if (e->kind == BC_DISK_CHUNK) {
 		bc_disk_tab_del(&t->chunks, e->hash, e);
-		bc_list_remove(&e->olink);
+		if (o != NULL)
+			bc_list_remove(&e->olink);
 		t->nchunks--;
 	} else {
 		o->meta = NULL;
 		t->nmetas--;
 	}
-	obj_put(t, o);
+	if (o != NULL)
+		obj_put(t, o);
 	t->pol_ops->on_remove(t->pol, &e->pol);
 	t->usage -= e->pol.size;
 	if (u != NULL)

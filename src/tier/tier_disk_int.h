@@ -130,12 +130,14 @@ int    bc_disk_tab_add(bc_disk_tab_t *tb, uint64_t h, void *p);
 /* Removes p (stored under h); it must be there. */
 void   bc_disk_tab_del(bc_disk_tab_t *tb, uint64_t h, const void *p);
 
-/* One file the index knows: a chunk or an object's metadata. */
+/* One file the index knows: a chunk or an object's metadata. A chunk the
+ * scan's first phase indexed is bare (obj NULL, pol.key 0) until its
+ * header is read. */
 typedef struct bc_disk_entry_s {
 	bc_policy_node_t pol;      /* pol.size: bytes on disk */
 	uint64_t         hash;     /* names the file */
 	uint64_t         gen;      /* tells apart entries of one hash */
-	bc_disk_obj_t   *obj;
+	bc_disk_obj_t   *obj;      /* NULL: bare */
 	bc_list_t        olink;    /* chunks: in obj->chunks */
 	bc_disk_write_t *job;      /* its write in flight; NULL: on disk */
 	uint32_t         index;
@@ -205,6 +207,8 @@ struct bc_disk_s {
 	size_t                 reading;     /* lock: read jobs */
 	/* The scan (tier_disk_scan.c). */
 	bool                   scanning;    /* lock */
+	bool                   indexed;     /* lock: its first phase ended */
+	unsigned               scan_p1_left;  /* lock: first-phase units */
 	bc_disk_tab_t          tombs;       /* lock: chunks deleted meanwhile */
 	bc_disk_filter_t      *filters;     /* lock */
 	_Atomic bool           scan_stop;
@@ -212,7 +216,7 @@ struct bc_disk_s {
 	unsigned               scan_live;   /* lock: threads still scanning */
 	size_t                 nscan;
 	pthread_t             *scan_threads;
-	uint64_t               scan_start, scan_ns;   /* lock */
+	uint64_t               scan_start, scan_ns, index_ns;   /* lock */
 	_Atomic uint64_t       scan_files, scan_removed;
 };
 
@@ -228,12 +232,18 @@ bool             bc_disk_do_indexed(bc_disk_t *t, uint8_t kind, uint64_t hash);
 /*
  * Adds e (kind, hash, index, pol.size and pol.key set; job as wanted) for
  * the object (bucket, key), made if new: into the table, the object, the
- * usage and the policy (on_insert with ctx). A chunk entry of the same
- * hash or the object's metadata entry must have been removed first.
- * Returns 0 or BC_ENOMEM (e is then not added).
+ * usage and the policy (on_insert with ctx). bucket NULL adds a bare
+ * chunk (no object). A chunk entry of the same hash or the object's
+ * metadata entry must have been removed first. Returns 0 or BC_ENOMEM
+ * (e is then not added).
  */
 int  bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
     const char *key, const bc_policy_ctx_t *ctx);
+/* Gives bare chunk e its object (bucket, key), index and policy key (set
+ * in place: policy.h allows it once). Returns 0 or BC_ENOMEM (e stays
+ * bare). */
+int  bc_disk_do_attach(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
+    const char *key, uint32_t index);
 /* Takes e out of the index and the policy and frees it; its file goes
  * through u when u is not NULL (a replacement rewrites the same path). */
 void bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e,
@@ -264,5 +274,8 @@ void bc_disk_unlink_later(bc_disk_t *t, bc_disk_unlinks_t *u);
 int  bc_disk_scan_start(bc_disk_t *t);
 /* Stops them early (close) and joins them. */
 void bc_disk_scan_stop(bc_disk_t *t);
+/* For tests: when set, every scan thread calls it as it starts phase 1
+ * (sizes) and phase 2 (headers), so a test can hold the scan there. */
+extern void (*bc_disk_scan_gate)(bc_disk_t *t, int phase);
 
 #endif

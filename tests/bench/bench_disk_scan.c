@@ -9,7 +9,9 @@
  * -s body bytes, default 512) in a temp directory under DIR (default
  * /tmp) with the tier's own writer (bc_disk_write_tmp and a rename, on two
  * threads), then opens the disk tier on it and times the scan: open()'s
- * return, then progress lines until the scan ends, then files/s and the
+ * return, progress lines, then the time until every chunk was indexed
+ * (phase 1: names and sizes; gets are served from the index from then
+ * on) and until every header was read (phase 2), with files/s and the
  * process's resident memory (the index). -r N scans N times (reopening).
  * The directory is removed at the end unless -k; -x scans DIR as it is
  * (made by an earlier -k run) without creating anything. The page cache
@@ -157,17 +159,20 @@ scan(bc_loop_t *loop)
 		bc_tier_disk_info(t, &in);
 		if (!in.scanning)
 			break;
-		printf("scan: %" PRIu64 " files indexed, %.2f s\n",
-		    in.scan_files, secs(bc_mono_ns() - t0));
+		printf("scan: %s, %" PRIu64 " chunks indexed, %.2f s\n",
+		    in.indexed ? "reading headers" : "indexing", in.chunks,
+		    secs(bc_mono_ns() - t0));
 		fflush(stdout);
 		nanosleep(&pause, NULL);   /* a progress display only */
 	}
 	bc_tier_disk_wait_scan(t);
 	bc_tier_disk_info(t, &in);
-	printf("scanned %" PRIu64 " files (%" PRIu64 " MiB on disk) in %.3f s: "
-	    "%.0f files/s; %" PRIu64 " removed; index RSS +%ld MiB\n",
-	    in.scan_files, in.usage >> 20, secs(in.scan_ns),
-	    (double)in.scan_files / secs(in.scan_ns), in.scan_removed,
+	printf("indexed %" PRIu64 " chunk files (%" PRIu64 " MiB on disk) in "
+	    "%.3f s: %.0f files/s; headers read by %.3f s (%.0f files/s); "
+	    "%" PRIu64 " removed; index RSS +%ld MiB\n", in.chunks,
+	    in.usage >> 20, secs(in.index_ns),
+	    (double)in.chunks / secs(in.index_ns), secs(in.scan_ns),
+	    (double)in.chunks / secs(in.scan_ns), in.scan_removed,
 	    (rss_kib() - rss0) / 1024);
 	bc_tier_disk.close(t);
 }

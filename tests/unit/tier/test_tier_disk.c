@@ -552,97 +552,102 @@ LTest(disk, stale_temp_files_go_at_the_scan)
 
 /* ---- the scan running ---------------------------------------------------- */
 
-/* One FIFO per scan thread, in the first top directories the scan takes
- * (c/00, c/01, ...): every thread blocks opening one. */
-static void
-plug_scan(const fix_t *f, char fifos[][256])
-{
-	for (int i = 0; i < BC_DISK_SCAN_THREADS; i++) {
-		uint64_t h = (uint64_t)i << 56;
-		char     d[256];
+/* Holds the scan's threads as they start a phase (bc_disk_scan_gate). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  gate_cv = PTHREAD_COND_INITIALIZER;
+static int             gate_held;      /* the phase held; 0: none */
+static int             gate_reached;   /* threads waiting at it */
 
-		file_of(f, BC_DISK_CHUNK, h, fifos[i], 256);
-		snprintf(d, sizeof(d), "%s/c/%02x", f->dir, i);
-		mkdir(d, 0755);
-		snprintf(d, sizeof(d), "%s/c/%02x/0", f->dir, i);
-		mkdir(d, 0755);
-		cr_assert_eq(mkfifo(fifos[i], 0644), 0, "%s", strerror(errno));
+static void
+gate(bc_disk_t *t, int phase)
+{
+	(void)t;
+	pthread_mutex_lock(&gate_mu);
+	if (phase == gate_held) {
+		gate_reached++;
+		pthread_cond_broadcast(&gate_cv);
+		while (gate_held == phase)
+			pthread_cond_wait(&gate_cv, &gate_mu);
 	}
+	pthread_mutex_unlock(&gate_mu);
 }
 
 static void
-unplug_scan(char fifos[][256])
+gate_hold(int phase)
 {
-	for (int i = 0; i < BC_DISK_SCAN_THREADS; i++) {
-		int fd = open(fifos[i], O_WRONLY);
-
-		cr_assert_geq(fd, 0);
-		close(fd);
-	}
+	pthread_mutex_lock(&gate_mu);
+	gate_held = phase;
+	gate_reached = 0;
+	pthread_mutex_unlock(&gate_mu);
+	bc_disk_scan_gate = gate;
 }
 
-/* A key of object `base` whose chunk 0 lies beyond the plugged top
- * directories, written into buf. */
+/* Waits until a scan thread is held (for phase 2: phase 1 ended). */
 static void
-late_key(const char *base, char *buf, size_t n)
+gate_wait(void)
 {
-	for (int i = 0;; i++) {
-		snprintf(buf, n, "%s%d", base, i);
-		if ((bc_chunk_key_hash(&(bc_chunk_key_t){ "bkt", buf, "\"e\"",
-		    0 }) >> 56) >= BC_DISK_SCAN_THREADS)
-			return;
-	}
+	pthread_mutex_lock(&gate_mu);
+	while (gate_reached == 0)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+static void
+gate_release(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_held = 0;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
 }
 
 LTest(disk, a_get_while_the_scan_runs_reads_the_file, .timeout = 60)
 {
 	fix_t      f;
 	bc_tier_t *t;
-	char       fifos[BC_DISK_SCAN_THREADS][256];
-	char       k1[32], k2[32], k3[32], p2[256], p3[256], m[256];
+	char       p2[256], p3[256], m[256];
 	bc_chunk_t *c;
 	pthread_mutex_t *s2;
 	int         rv[2];
 	bool        held[3];
 
 	setup(&f);
-	late_key("found", k1, sizeof(k1));
-	late_key("deleted", k2, sizeof(k2));
-	late_key("dropped", k3, sizeof(k3));
 	t = open_scanned(&f, 64 * MiB);
-	put(t, k1, "\"e\"", 0, 20 * KiB);
-	put(t, k2, "\"e\"", 0, 20 * KiB);
-	put(t, k3, "\"e\"", 0, 20 * KiB);
-	meta_put(t, k1, "m1");
+	put(t, "found", "\"e\"", 0, 20 * KiB);
+	put(t, "deleted", "\"e\"", 0, 20 * KiB);
+	put(t, "dropped", "\"e\"", 0, 20 * KiB);
+	meta_put(t, "found", "m1");
 	bc_tier_disk_flush(t);
 	bc_tier_disk.close(t);
-	chunk_file(&f, k2, "\"e\"", 0, p2, sizeof(p2));
-	chunk_file(&f, k3, "\"e\"", 0, p3, sizeof(p3));
+	chunk_file(&f, "deleted", "\"e\"", 0, p2, sizeof(p2));
+	chunk_file(&f, "dropped", "\"e\"", 0, p3, sizeof(p3));
 
-	plug_scan(&f, fifos);
+	gate_hold(1);
 	t = open_cap(&f, 64 * MiB);
+	gate_wait();
 	cr_assert(info(t).scanning);
 	cr_assert_eq(info(t).chunks, 0, "the scan holds");
 	/* hits from the first second: the file its key names */
-	c = get(t, k1, "\"e\"", 0);
+	c = get(t, "found", "\"e\"", 0);
 	cr_assert_not_null(c);
-	cr_assert(intact(c, k1, 0, 20 * KiB));
+	cr_assert(intact(c, "found", 0, 20 * KiB));
 	bc_chunk_unref(c);
-	cr_assert(meta(t, k1, m));
+	cr_assert(meta(t, "found", m));
 	cr_assert_str_eq(m, "m1");
 	cr_assert_eq(info(t).chunks, 1, "indexed by the read");
 	cr_assert_eq(info(t).metas, 1);
 	cr_assert_not(has(t, "never", "\"e\"", 0));
 	/* deletes of files the scan has not reached hold, even while the
 	 * files are still there (their unlinks held at the stripe lock) */
-	s2 = stripe_of(t, bc_chunk_key_hash(&(bc_chunk_key_t){ "bkt", k2,
-	    "\"e\"", 0 }));
+	s2 = stripe_of(t, bc_chunk_key_hash(&(bc_chunk_key_t){ "bkt",
+	    "deleted", "\"e\"", 0 }));
 	pthread_mutex_lock(s2);
-	rv[0] = bc_tier_disk.del(t, &(bc_chunk_key_t){ "bkt", k2, "\"e\"", 0 });
-	rv[1] = (int)bc_tier_disk.del_object(t, "bkt", k3, NULL);
+	rv[0] = bc_tier_disk.del(t, &(bc_chunk_key_t){ "bkt", "deleted",
+	    "\"e\"", 0 });
+	rv[1] = (int)bc_tier_disk.del_object(t, "bkt", "dropped", NULL);
 	held[0] = exists(p2);
-	held[1] = has(t, k2, "\"e\"", 0);
-	held[2] = has(t, k3, "\"e\"", 0);
+	held[1] = has(t, "deleted", "\"e\"", 0);
+	held[2] = has(t, "dropped", "\"e\"", 0);
 	pthread_mutex_unlock(s2);
 	cr_assert_eq(rv[0], BC_ENOENT, "not indexed yet");
 	cr_assert_eq(rv[1], 0);
@@ -650,17 +655,78 @@ LTest(disk, a_get_while_the_scan_runs_reads_the_file, .timeout = 60)
 	cr_assert_not(held[1], "deleted: not served");
 	cr_assert_not(held[2], "dropped: not served");
 	cr_assert(info(t).scanning, "all that while the scan ran");
-	unplug_scan(fifos);
+	gate_release();
 	bc_tier_disk_wait_scan(t);
 	bc_tier_disk_flush(t);
-	cr_assert_not(has(t, k2, "\"e\"", 0));
-	cr_assert_not(has(t, k3, "\"e\"", 0));
+	cr_assert_not(has(t, "deleted", "\"e\"", 0));
+	cr_assert_not(has(t, "dropped", "\"e\"", 0));
 	cr_assert_not(exists(p2), "the del removed the file");
 	cr_assert_not(exists(p3), "the del_object removed the file");
 	cr_assert_eq(info(t).chunks, 1);
-	cr_assert(has(t, k1, "\"e\"", 0));
-	/* the FIFOs were no chunk files: dropped */
-	cr_assert_eq(STAT(t, corrupt), BC_DISK_SCAN_THREADS);
+	cr_assert(has(t, "found", "\"e\"", 0));
+	cr_assert_eq(STAT(t, corrupt), 0);
+	bc_tier_disk.close(t);
+	teardown(&f);
+}
+
+LTest(disk, chunks_serve_before_their_headers_are_read, .timeout = 60)
+{
+	fix_t      f;
+	bc_tier_t *t;
+	char       m[256], p[256];
+	bc_chunk_t *c;
+	bc_tier_disk_info_t in;
+
+	setup(&f);
+	t = open_scanned(&f, 64 * MiB);
+	put(t, "a", "\"e\"", 0, 9000);
+	put(t, "b", "\"e\"", 0, 9000);
+	put(t, "c", "\"e\"", 0, 9000);
+	put(t, "c", "\"e\"", 1, 9000);
+	meta_put(t, "a", "ma");
+	bc_tier_disk_flush(t);
+	in = info(t);
+	bc_tier_disk.close(t);
+	chunk_file(&f, "c", "\"e\"", 1, p, sizeof(p));
+
+	gate_hold(2);
+	t = open_cap(&f, 64 * MiB);
+	gate_wait();
+	/* phase 1 ended: every chunk indexed by name and size, no header
+	 * read, no metadata yet */
+	cr_assert(info(t).indexed);
+	cr_assert(info(t).scanning);
+	cr_assert_gt(info(t).index_ns, 0);
+	cr_assert_eq(info(t).chunks, 4);
+	cr_assert_eq(info(t).metas, 0);
+	cr_assert_eq(info(t).usage, in.usage - 4 * KiB, "all but the meta");
+	c = get(t, "a", "\"e\"", 0);
+	cr_assert_not_null(c, "served from the index");
+	cr_assert(intact(c, "a", 0, 9000));
+	cr_assert_geq(c->fd, 0);
+	bc_chunk_unref(c);
+	cr_assert(meta(t, "a", m), "metadata read directly");
+	cr_assert_str_eq(m, "ma");
+	/* a del finds a bare chunk by its hash; a del_object cannot see bare
+	 * chunks yet, so they hide now and go when their headers are read */
+	cr_assert_eq(bc_tier_disk.del(t, &(bc_chunk_key_t){ "bkt", "b",
+	    "\"e\"", 0 }), 0);
+	cr_assert_not(has(t, "b", "\"e\"", 0));
+	cr_assert_eq(bc_tier_disk.del_object(t, "bkt", "c", NULL), 0);
+	cr_assert_not(has(t, "c", "\"e\"", 0));
+	cr_assert_not(has(t, "c", "\"e\"", 1));
+	gate_release();
+	bc_tier_disk_wait_scan(t);
+	bc_tier_disk_flush(t);
+	cr_assert_not(exists(p));
+	cr_assert_eq(info(t).chunks, 1);
+	cr_assert_eq(info(t).metas, 1);
+	cr_assert_eq(files_in(&f, "c"), 1);
+	/* the header gave "a" its object: del_object finds it now */
+	cr_assert_eq(bc_tier_disk.del_object(t, "bkt", "a", NULL), 1);
+	cr_assert_not(meta(t, "a", m));
+	bc_tier_disk_flush(t);
+	cr_assert_eq(files_in(&f, "c") + files_in(&f, "o"), 0);
 	bc_tier_disk.close(t);
 	teardown(&f);
 }
