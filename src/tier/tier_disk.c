@@ -1,30 +1,23 @@
 /*
- * tier_disk.c — the disk tier's ops (tier_disk.h) and its file jobs.
+ * tier_disk.c — the disk tier's ops (tier_disk.h): what changes the index
+ * (put, meta_put, del, del_object, capacity), open and close; the file
+ * work they start runs on the work pool (tier_disk_write.c), and so do
+ * get and meta_get (tier_disk_read.c).
  *
- * Every op changes the index (tier_disk_index.c) under t->lock and hands
- * the file work to the loop's work pool (bc_loop_work), so no op waits on
- * the disk:
- * - put/meta_put add an entry whose job is the write: the job holds the
- *   chunk (or a copy of the blob), writes a temp file, and renames it into
- *   place if the entry still names it (tier_disk_int.h has the rule);
- *   until then a get copies the bytes from the job. A write that fails
- *   drops its entry, counts write_failures and marks the tier down.
- * - del, del_object and evictions drop entries at once and queue unlinks,
- *   which remove a file only while no entry names it.
- * - get/meta_get read on the pool (a hit keeps the file open in the chunk
- *   for sendfile) and call back from the work's after(), on the loop
- *   thread. A damaged file is removed and counted (stats.corrupt) and the
- *   answer is a miss; a file gone from under its entry drops the entry.
- *   While the start-up scan runs, a key not indexed yet is read from the
- *   file its hash names; what the caller deleted meanwhile (tombstones,
- *   del_object filters, which also hide bare chunks) stays deleted.
+ * Every op changes the index (tier_disk_index.c) under t->lock and never
+ * waits on the disk:
+ * - put/meta_put add an entry whose job is the write (the job holds the
+ *   chunk, or a copy of the blob, until written); a replaced entry's file
+ *   is overwritten by the new one's rename.
+ * - del, del_object and evictions drop entries at once and queue unlinks.
+ *   While the start-up scan runs, del leaves a tombstone and del_object a
+ *   filter, so files it has not reached yet stay deleted.
  *
  * Counters: writes counts puts accepted (their files are written later);
  * write_failures those whose write then failed. Metadata ops count only
- * write_failures, corrupt and errors. writing/reading count jobs in
- * flight: close waits for both, bc_tier_disk_flush for writing.
+ * write_failures, corrupt and errors. close waits for the jobs in flight
+ * (t->writing, t->reading); bc_tier_disk_flush for t->writing.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,212 +32,15 @@
 #include "tier/tier_disk_int.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
-#include "util/util_log.h"
-#include "util/util_time.h"
 
 #define COUNT(t, field, n) BC_TIER_COUNT(&(t)->base, field, n)
 
-static bc_disk_t *
-disk_of(bc_tier_t *bt)
-{
-	assert(bt->ops == &bc_tier_disk);
-	return bt->priv;
-}
-
-static pthread_mutex_t *
-stripe(bc_disk_t *t, uint64_t hash)
-{
-	return &t->stripes[hash % BC_DISK_STRIPES];
-}
-
-/* A job counted in *counter ended. */
-static void
-job_done(bc_disk_t *t, size_t *counter)
-{
-	pthread_mutex_lock(&t->lock);
-	(*counter)--;
-	pthread_cond_broadcast(&t->cv);
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* ---- unlinks ----------------------------------------------------------- */
-
-bool
-bc_disk_unlink_unindexed(bc_disk_t *t, uint8_t kind, uint64_t hash)
-{
-	char path[BC_DISK_PATH_MAX];
-	bool indexed, gone = false;
-
-	bc_disk_path(path, kind, hash, NULL, 0);
-	pthread_mutex_lock(stripe(t, hash));
-	pthread_mutex_lock(&t->lock);
-	indexed = bc_disk_do_indexed(t, kind, hash);
-	pthread_mutex_unlock(&t->lock);
-	if (!indexed)
-		gone = unlinkat(t->dirfd, path, 0) == 0;
-	pthread_mutex_unlock(stripe(t, hash));
-	return gone;
-}
-
-typedef struct unlink_job_s {
-	bc_disk_t         *t;
-	bc_disk_unlinks_t  u;
-} unlink_job_t;
-
-static void
-unlink_work(void *arg)
-{
-	unlink_job_t *j = arg;
-	bc_disk_t    *t = j->t;
-
-	for (size_t i = 0; i < j->u.n; i++)
-		bc_disk_unlink_unindexed(t, j->u.v[i].kind, j->u.v[i].hash);
-	free(j->u.v);
-	free(j);
-	job_done(t, &t->writing);
-}
-
-void
-bc_disk_unlink_later(bc_disk_t *t, bc_disk_unlinks_t *u)
-{
-	unlink_job_t *j = NULL;
-
-	if (u->n > 0)
-		j = malloc(sizeof(*j));
-	if (j == NULL) {
-		/* nothing to do, or out of memory: the files stay until the
-		 * next scan indexes them again */
-		free(u->v);
-		memset(u, 0, sizeof(*u));
-		return;
-	}
-	j->t = t;
-	j->u = *u;
-	memset(u, 0, sizeof(*u));
-	pthread_mutex_lock(&t->lock);
-	t->writing++;
-	pthread_mutex_unlock(&t->lock);
-	if (bc_loop_work(t->loop, unlink_work, NULL, j) < 0) {
-		free(j->u.v);
-		free(j);
-		job_done(t, &t->writing);
-	}
-}
-
-/* ---- writes ------------------------------------------------------------ */
-
-/* Lock held: the entry whose write w is, or NULL when it was dropped or
- * replaced since. */
-static bc_disk_entry_t *
-do_entry_of(bc_disk_t *t, const bc_disk_write_t *w)
-{
-	bc_disk_entry_t *e;
-
-	if (w->kind == BC_DISK_CHUNK) {
-		e = bc_disk_do_chunk(t, w->hash);
-		return e != NULL && e->job == w ? e : NULL;
-	}
-	for (size_t i = bc_disk_tab_find(&t->objs, w->hash, BC_DISK_NONE);
-	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, w->hash, i)) {
-		e = ((bc_disk_obj_t *)t->objs.slots[i].p)->meta;
-		if (e != NULL && e->job == w)
-			return e;
-	}
-	return NULL;
-}
-
-/* Stripe lock held: w failed; drops its entry (if still there) and the
- * file at path, which no entry names then. */
-static void
-write_failed(bc_disk_t *t, bc_disk_write_t *w, const char *path)
-{
-	bc_disk_entry_t *e;
-	bool             stale;
-
-	pthread_mutex_lock(&t->lock);
-	e = do_entry_of(t, w);
-	if (e != NULL)
-		bc_disk_do_remove(t, e, NULL);
-	stale = !bc_disk_do_indexed(t, w->kind, w->hash);
-	pthread_mutex_unlock(&t->lock);
-	if (stale)
-		unlinkat(t->dirfd, path, 0);
-}
-
-static void
-write_work(void *arg)
-{
-	bc_disk_write_t *w = arg;
-	bc_disk_t       *t = w->t;
-	bc_chunk_t      *c = w->c;
-	bc_disk_entry_t *e;
-	char             tmp[BC_DISK_PATH_MAX], path[BC_DISK_PATH_MAX];
-	int              rv;
-
-	bc_disk_path(tmp, w->kind, w->hash, t->token,
-	    atomic_fetch_add(&t->seq, 1));
-	bc_disk_path(path, w->kind, w->hash, NULL, 0);
-	rv = bc_disk_write_tmp(t->dirfd, tmp, &w->h, w->body, w->len);
-	pthread_mutex_lock(stripe(t, w->hash));
-	if (rv < 0) {
-		write_failed(t, w, path);
-		goto out;
-	}
-	pthread_mutex_lock(&t->lock);
-	e = do_entry_of(t, w);
-	pthread_mutex_unlock(&t->lock);
-	if (e == NULL) {
-		unlinkat(t->dirfd, tmp, 0);
-		goto out;
-	}
-	if (renameat(t->dirfd, tmp, t->dirfd, path) < 0) {
-		rv = -errno;
-		unlinkat(t->dirfd, tmp, 0);
-		write_failed(t, w, path);
-		goto out;
-	}
-	pthread_mutex_lock(&t->lock);
-	e = do_entry_of(t, w);
-	if (e != NULL)
-		e->job = NULL;
-	pthread_mutex_unlock(&t->lock);
-out:
-	pthread_mutex_unlock(stripe(t, w->hash));
-	if (rv < 0) {
-		COUNT(t, write_failures, 1);
-		bc_tier_mark_down(&t->base, rv, bc_mono_ns());
-	}
-	free(w);
-	bc_chunk_unref(c);
-	job_done(t, &t->writing);
-}
-
-/* Hands w (its entry added, t->writing counted) to the pool. On failure
- * (the loop stopping) undoes both and returns the error. */
-static int
-write_start(bc_disk_t *t, bc_disk_write_t *w)
-{
-	bc_disk_entry_t *e;
-	int              rv = bc_loop_work(t->loop, write_work, NULL, w);
-
-	if (rv == 0)
-		return 0;
-	pthread_mutex_lock(&t->lock);
-	e = do_entry_of(t, w);
-	if (e != NULL)
-		bc_disk_do_remove(t, e, NULL);
-	pthread_mutex_unlock(&t->lock);
-	COUNT(t, write_failures, 1);
-	bc_chunk_unref(w->c);
-	free(w);
-	job_done(t, &t->writing);
-	return rv;
-}
+/* ---- puts --------------------------------------------------------------- */
 
 static int
 disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
-	bc_disk_t         *t = disk_of(bt);
+	bc_disk_t         *t = bc_disk_of(bt);
 	const char        *bucket = c->id;
 	const char        *key = bucket + strlen(bucket) + 1;
 	const char        *etag = key + strlen(key) + 1;
@@ -307,7 +103,7 @@ disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	COUNT(t, writes, 1);
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
-	return write_start(t, w);
+	return bc_disk_write_start(t, w);
 reject:
 	pthread_mutex_unlock(&t->lock);
 	COUNT(t, rejects, 1);
@@ -322,7 +118,7 @@ static int
 disk_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
     const void *blob, size_t len)
 {
-	bc_disk_t         *t = disk_of(bt);
+	bc_disk_t         *t = bc_disk_of(bt);
 	size_t             bl = strlen(bucket), kl = strlen(key);
 	size_t             hl = bc_disk_hdr_len(bucket, key, "");
 	uint64_t           size = bc_disk_blocks(hl + len);
@@ -381,7 +177,7 @@ disk_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
 	t->writing++;
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
-	return write_start(t, w);
+	return bc_disk_write_start(t, w);
 fail:
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
@@ -390,388 +186,12 @@ fail:
 	return rv;
 }
 
-/* ---- reads ------------------------------------------------------------- */
-
-typedef struct read_s {
-	bc_disk_t          *t;
-	bc_tier_get_t      *req;       /* a chunk's get, or */
-	bc_tier_meta_get_t *mreq;      /* a metadata get */
-	uint64_t            hash, gen; /* the entry read (gen 0: none) */
-	bool                direct;    /* not indexed: the scan runs */
-	bc_chunk_t         *pending;   /* being written: copy it */
-	uint8_t            *blob;      /* metadata: the answer's bytes */
-	size_t              blob_len;
-	int                 status;
-	bc_chunk_t         *c;
-	bc_disk_file_t      f;
-} read_t;
-
-/* Lock held: the entry r read, when it is still the one r saw. */
-static bc_disk_entry_t *
-do_entry_read(bc_disk_t *t, const read_t *r)
-{
-	bc_disk_entry_t *e;
-
-	if (r->req != NULL) {
-		e = bc_disk_do_chunk(t, r->hash);
-	} else {
-		bc_disk_obj_t *o = bc_disk_do_obj(t, r->hash, r->mreq->bucket,
-		    r->mreq->key);
-
-		e = o != NULL ? o->meta : NULL;
-	}
-	return e != NULL && e->gen == r->gen && e->job == NULL ? e : NULL;
-}
-
-/* The file r read was damaged (or gone, when !damaged): drops its entry
- * and, damaged, the file unless a newer entry names the path. */
-static void
-read_failed(bc_disk_t *t, read_t *r, uint8_t kind, bool damaged)
-{
-	char             path[BC_DISK_PATH_MAX];
-	bc_disk_entry_t *e;
-	bool             stale;
-
-	if (damaged) {
-		COUNT(t, corrupt, 1);
-		BC_DEBUG("tier %s: dropped a damaged file (%c %016" PRIx64
-		    ")", t->base.name, kind == BC_DISK_CHUNK ? 'c' : 'o',
-		    r->hash);
-	}
-	bc_disk_path(path, kind, r->hash, NULL, 0);
-	pthread_mutex_lock(stripe(t, r->hash));
-	pthread_mutex_lock(&t->lock);
-	e = do_entry_read(t, r);
-	if (e != NULL)
-		bc_disk_do_remove(t, e, NULL);
-	stale = !bc_disk_do_indexed(t, kind, r->hash);
-	pthread_mutex_unlock(&t->lock);
-	if (damaged && stale)
-		unlinkat(t->dirfd, path, 0);
-	pthread_mutex_unlock(stripe(t, r->hash));
-}
-
-/* A file found directly while the scan runs: indexed now unless the
- * caller deleted it meanwhile. Returns false when it must not be served
- * (deleted). */
-static bool
-found_direct(bc_disk_t *t, read_t *r, uint8_t kind)
-{
-	const bc_disk_hdr_t *h = &r->f.h;
-	bc_disk_unlinks_t    u = { 0 };
-	bc_policy_ctx_t      ctx = bc_disk_ctx(h->bucket);
-	bc_disk_entry_t     *e;
-	bool                 ok = true, indexed;
-
-	pthread_mutex_lock(&t->lock);
-	if (bc_disk_do_filtered(t, h->bucket, h->key) ||
-	    (kind == BC_DISK_CHUNK && bc_disk_tab_find(&t->tombs, r->hash,
-	    BC_DISK_NONE) != BC_DISK_NONE)) {
-		ok = false;
-		goto out;
-	}
-	if (kind == BC_DISK_CHUNK)
-		indexed = bc_disk_do_chunk(t, r->hash) != NULL;
-	else
-		indexed = bc_disk_do_obj(t, r->hash, h->bucket, h->key) !=
-		    NULL && bc_disk_do_obj(t, r->hash, h->bucket,
-		    h->key)->meta != NULL;
-	if (indexed)
-		goto out;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL)
-		goto out;
-	e->kind = kind;
-	e->hash = r->hash;
-	e->index = h->index;
-	e->pol.size = bc_disk_blocks(r->f.fsize);
-	e->pol.key = bc_policy_key_hash(h->bucket, h->key,
-	    kind == BC_DISK_CHUNK ? h->index : UINT32_MAX);
-	if (bc_disk_do_add(t, e, h->bucket, h->key, &ctx) < 0) {
-		free(e);
-		goto out;
-	}
-	if (!t->scanning)
-		(void)bc_disk_do_evict(t, 0, &u);
-out:
-	pthread_mutex_unlock(&t->lock);
-	bc_disk_unlink_later(t, &u);
-	if (!ok)
-		bc_disk_unlink_unindexed(t, kind, r->hash);
-	return ok;
-}
-
-/* A chunk of k holding a copy of src's bytes, or NULL. */
-static bc_chunk_t *
-copy_chunk(const bc_chunk_t *src, const bc_chunk_key_t *k)
-{
-	uint8_t    *d = malloc(src->len > 0 ? src->len : 1);
-	bc_chunk_t *c;
-
-	if (d == NULL)
-		return NULL;
-	memcpy(d, src->data, src->len);
-	c = bc_chunk_new(k, d, src->len);
-	if (c != NULL)
-		c->fetch_us = src->fetch_us;
-	return c;
-}
-
-static bool
-names_key(const bc_disk_hdr_t *h, const bc_chunk_key_t *k)
-{
-	return h->index == k->index && strcmp(h->bucket, k->bucket) == 0 &&
-	    strcmp(h->key, k->key) == 0 && strcmp(h->etag, k->etag) == 0;
-}
-
-static void
-get_work(void *arg)
-{
-	read_t               *r = arg;
-	bc_disk_t            *t = r->t;
-	const bc_chunk_key_t *k = r->req->key;
-	char                  path[BC_DISK_PATH_MAX];
-	int                   rv;
-
-	if (r->pending != NULL) {
-		r->c = copy_chunk(r->pending, k);
-		rv = r->c != NULL ? 0 : BC_ENOMEM;
-		bc_chunk_unref(r->pending);
-		r->pending = NULL;
-		goto out;
-	}
-	bc_disk_path(path, BC_DISK_CHUNK, r->hash, NULL, 0);
-	rv = bc_disk_read(t->dirfd, path, BC_DISK_CHUNK, r->hash, true, true,
-	    &r->f);
-	if (rv == 0 && !names_key(&r->f.h, k)) {
-		bc_disk_file_fini(&r->f);
-		rv = BC_EPROTO;
-	}
-	if (rv == 0 && r->direct && !found_direct(t, r, BC_DISK_CHUNK)) {
-		bc_disk_file_fini(&r->f);
-		rv = BC_ENOENT;
-		goto out;
-	}
-	if (rv == 0) {
-		r->c = bc_chunk_new(k, r->f.body, r->f.h.body_len);
-		r->f.body = NULL;
-		if (r->c == NULL) {
-			bc_disk_file_fini(&r->f);
-			rv = BC_ENOMEM;
-			goto out;
-		}
-		r->c->fd = r->f.fd;
-		r->c->fd_off = r->f.h.hdr_len;
-		r->f.fd = -1;
-	} else if (rv == BC_ENOENT || rv == BC_EPROTO) {
-		read_failed(t, r, BC_DISK_CHUNK, rv == BC_EPROTO);
-		rv = BC_ENOENT;
-	}
-out:
-	if (rv == 0) {
-		COUNT(t, hits, 1);
-		COUNT(t, bytes_read, r->c->len);
-	} else if (rv == BC_ENOENT) {
-		COUNT(t, misses, 1);
-	} else {
-		COUNT(t, errors, 1);
-	}
-	r->status = rv;
-}
-
-static void
-get_after(bc_loop_t *l, void *arg)
-{
-	read_t        *r = arg;
-	bc_disk_t     *t = r->t;
-	bc_tier_get_t *req = r->req;
-
-	(void)l;
-	req->cb(req, r->status, r->c);
-	free(r);
-	job_done(t, &t->reading);
-}
-
-/* Counts r as reading and hands it to the pool; on failure undoes both. */
-static int
-read_start(bc_disk_t *t, read_t *r, bc_loop_work_fn work, bc_loop_fn after)
-{
-	int rv = bc_loop_work(t->loop, work, after, r);
-
-	if (rv < 0) {
-		bc_chunk_unref(r->pending);
-		free(r->blob);
-		free(r);
-		job_done(t, &t->reading);
-	}
-	return rv;
-}
-
-static int
-disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
-    const bc_policy_ctx_t *ctx, bc_tier_get_cb cb)
-{
-	bc_disk_t       *t = disk_of(bt);
-	uint64_t         hash = bc_chunk_key_hash(k);
-	bc_disk_entry_t *e;
-	read_t          *r = malloc(sizeof(*r));
-
-	if (r == NULL) {
-		COUNT(t, errors, 1);
-		return BC_ENOMEM;
-	}
-	memset(r, 0, offsetof(read_t, f));
-	r->t = t;
-	r->req = req;
-	r->hash = hash;
-	r->f.fd = -1;
-	pthread_mutex_lock(&t->lock);
-	e = bc_disk_do_chunk(t, hash);
-	if (e != NULL && e->obj == NULL &&
-	    bc_disk_do_filtered(t, k->bucket, k->key)) {
-		/* bare, of an object deleted since: the scan removes it */
-		e = NULL;
-	}
-	if (e == NULL) {
-		if (!t->scanning || bc_disk_tab_find(&t->tombs, hash,
-		    BC_DISK_NONE) != BC_DISK_NONE ||
-		    bc_disk_do_filtered(t, k->bucket, k->key)) {
-			pthread_mutex_unlock(&t->lock);
-			free(r);
-			COUNT(t, misses, 1);
-			return BC_ENOENT;
-		}
-		r->direct = true;
-	} else {
-		t->pol_ops->on_hit(t->pol, &e->pol, ctx);
-		if (e->obj != NULL && e->obj->meta != NULL)
-			t->pol_ops->on_hit(t->pol, &e->obj->meta->pol, ctx);
-		r->gen = e->gen;
-		if (e->job != NULL) {
-			r->pending = e->job->c;
-			bc_chunk_ref(r->pending);
-		}
-	}
-	t->reading++;
-	pthread_mutex_unlock(&t->lock);
-	req->tier = bt;
-	req->key = k;
-	req->ctx = ctx;
-	req->cb = cb;
-	return read_start(t, r, get_work, get_after);
-}
-
-static void
-meta_work(void *arg)
-{
-	read_t             *r = arg;
-	bc_disk_t          *t = r->t;
-	bc_tier_meta_get_t *req = r->mreq;
-	char                path[BC_DISK_PATH_MAX];
-	int                 rv;
-
-	if (r->blob != NULL) {
-		r->status = 0;
-		return;
-	}
-	bc_disk_path(path, BC_DISK_META, r->hash, NULL, 0);
-	rv = bc_disk_read(t->dirfd, path, BC_DISK_META, r->hash, true, false,
-	    &r->f);
-	if (rv == 0 && (strcmp(r->f.h.bucket, req->bucket) != 0 ||
-	    strcmp(r->f.h.key, req->key) != 0)) {
-		bc_disk_file_fini(&r->f);
-		rv = BC_EPROTO;
-	}
-	if (rv == 0 && r->direct && !found_direct(t, r, BC_DISK_META)) {
-		bc_disk_file_fini(&r->f);
-		rv = BC_ENOENT;
-	} else if (rv == 0) {
-		r->blob = r->f.body;
-		r->blob_len = r->f.h.body_len;
-		r->f.body = NULL;
-	} else if (rv == BC_ENOENT || rv == BC_EPROTO) {
-		read_failed(t, r, BC_DISK_META, rv == BC_EPROTO);
-		rv = BC_ENOENT;
-	} else {
-		COUNT(t, errors, 1);
-	}
-	r->status = rv;
-}
-
-static void
-meta_after(bc_loop_t *l, void *arg)
-{
-	read_t             *r = arg;
-	bc_disk_t          *t = r->t;
-	bc_tier_meta_get_t *req = r->mreq;
-
-	(void)l;
-	if (r->status == 0)
-		req->cb(req, 0, r->blob, r->blob_len);
-	else
-		req->cb(req, r->status, NULL, 0);
-	free(r->blob);
-	free(r);
-	job_done(t, &t->reading);
-}
-
-static int
-disk_meta_get(bc_tier_t *bt, bc_tier_meta_get_t *req, const char *bucket,
-    const char *key, bc_tier_meta_cb cb)
-{
-	bc_disk_t       *t = disk_of(bt);
-	uint64_t         hash = bc_disk_obj_hash(bucket, key);
-	bc_policy_ctx_t  ctx = bc_disk_ctx(bucket);
-	bc_disk_obj_t   *o;
-	bc_disk_entry_t *e;
-	read_t          *r = malloc(sizeof(*r));
-
-	if (r == NULL)
-		return BC_ENOMEM;
-	memset(r, 0, offsetof(read_t, f));
-	r->t = t;
-	r->mreq = req;
-	r->hash = hash;
-	r->f.fd = -1;
-	req->tier = bt;
-	req->bucket = bucket;
-	req->key = key;
-	req->cb = cb;
-	pthread_mutex_lock(&t->lock);
-	o = bc_disk_do_obj(t, hash, bucket, key);
-	e = o != NULL ? o->meta : NULL;
-	if (e == NULL) {
-		if (!t->scanning || bc_disk_do_filtered(t, bucket, key)) {
-			pthread_mutex_unlock(&t->lock);
-			free(r);
-			return BC_ENOENT;
-		}
-		r->direct = true;
-	} else {
-		t->pol_ops->on_hit(t->pol, &e->pol, &ctx);
-		r->gen = e->gen;
-		if (e->job != NULL) {
-			r->blob_len = e->job->len;
-			r->blob = malloc(r->blob_len > 0 ? r->blob_len : 1);
-			if (r->blob == NULL) {
-				pthread_mutex_unlock(&t->lock);
-				free(r);
-				return BC_ENOMEM;
-			}
-			memcpy(r->blob, e->job->body, r->blob_len);
-		}
-	}
-	t->reading++;
-	pthread_mutex_unlock(&t->lock);
-	return read_start(t, r, meta_work, meta_after);
-}
-
 /* ---- deletes ----------------------------------------------------------- */
 
 static int
 disk_del(bc_tier_t *bt, const bc_chunk_key_t *k)
 {
-	bc_disk_t         *t = disk_of(bt);
+	bc_disk_t         *t = bc_disk_of(bt);
 	uint64_t           hash = bc_chunk_key_hash(k);
 	bc_disk_unlinks_t  u = { 0 };
 	bc_disk_entry_t   *e;
@@ -838,7 +258,7 @@ static size_t
 disk_del_object(bc_tier_t *bt, const char *bucket, const char *key,
     const char *prefix)
 {
-	bc_disk_t         *t = disk_of(bt);
+	bc_disk_t         *t = bc_disk_of(bt);
 	bc_disk_unlinks_t  u = { 0 };
 	size_t             n = 0, blen = strlen(bucket), plen, i = 0;
 	bc_disk_obj_t     *o;
@@ -881,7 +301,7 @@ disk_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 static uint64_t
 disk_capacity(bc_tier_t *bt)
 {
-	bc_disk_t *t = disk_of(bt);
+	bc_disk_t *t = bc_disk_of(bt);
 	uint64_t   v;
 
 	pthread_mutex_lock(&t->lock);
@@ -893,7 +313,7 @@ disk_capacity(bc_tier_t *bt)
 static int
 disk_set_capacity(bc_tier_t *bt, uint64_t bytes)
 {
-	bc_disk_t         *t = disk_of(bt);
+	bc_disk_t         *t = bc_disk_of(bt);
 	bc_disk_unlinks_t  u = { 0 };
 	int                rv;
 
@@ -910,7 +330,7 @@ disk_set_capacity(bc_tier_t *bt, uint64_t bytes)
 static uint64_t
 disk_usage(bc_tier_t *bt)
 {
-	bc_disk_t *t = disk_of(bt);
+	bc_disk_t *t = bc_disk_of(bt);
 	uint64_t   v;
 
 	pthread_mutex_lock(&t->lock);
@@ -928,7 +348,7 @@ disk_evictions(bc_tier_t *bt)
 void
 bc_tier_disk_info(bc_tier_t *bt, bc_tier_disk_info_t *out)
 {
-	bc_disk_t *t = disk_of(bt);
+	bc_disk_t *t = bc_disk_of(bt);
 
 	pthread_mutex_lock(&t->lock);
 	out->scanning = t->scanning;
@@ -948,7 +368,7 @@ bc_tier_disk_info(bc_tier_t *bt, bc_tier_disk_info_t *out)
 void
 bc_tier_disk_wait_scan(bc_tier_t *bt)
 {
-	bc_disk_t *t = disk_of(bt);
+	bc_disk_t *t = bc_disk_of(bt);
 
 	pthread_mutex_lock(&t->lock);
 	while (t->scanning)
@@ -959,7 +379,7 @@ bc_tier_disk_wait_scan(bc_tier_t *bt)
 void
 bc_tier_disk_flush(bc_tier_t *bt)
 {
-	bc_disk_t *t = disk_of(bt);
+	bc_disk_t *t = bc_disk_of(bt);
 
 	pthread_mutex_lock(&t->lock);
 	while (t->writing > 0)
@@ -1115,7 +535,7 @@ disk_close(bc_tier_t *bt)
 
 	if (bt == NULL)
 		return;
-	t = disk_of(bt);
+	t = bc_disk_of(bt);
 	bc_disk_scan_stop(t);
 	pthread_mutex_lock(&t->lock);
 	while (t->writing > 0 || t->reading > 0)
@@ -1169,7 +589,7 @@ const bc_tier_ops_t bc_tier_disk = {
 	.name = "disk",
 	.flags = 0,
 	.open = disk_open,
-	.get = disk_get,
+	.get = bc_disk_get,
 	.put = disk_put,
 	.del = disk_del,
 	.del_object = disk_del_object,
@@ -1178,6 +598,6 @@ const bc_tier_ops_t bc_tier_disk = {
 	.usage = disk_usage,
 	.evictions = disk_evictions,
 	.meta_put = disk_meta_put,
-	.meta_get = disk_meta_get,
+	.meta_get = bc_disk_meta_get,
 	.close = disk_close,
 };

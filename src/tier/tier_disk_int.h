@@ -2,7 +2,8 @@
  * tier_disk_int.h — what the disk tier's files share (not for the rest of
  * bucketcache): the file format (tier_disk_file.c), the index
  * (tier_disk_index.c), the start-up scan (tier_disk_scan.c) and the tier
- * itself (tier_disk.c).
+ * itself (tier_disk.c, with its file jobs in tier_disk_write.c and
+ * tier_disk_read.c).
  *
  * Locks: t->lock guards the index and every field marked "lock". A file
  * path is only renamed or unlinked under its stripe lock (t->stripes, by
@@ -19,6 +20,7 @@
 #ifndef BC_TIER_DISK_INT_H
 #define BC_TIER_DISK_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -220,6 +222,14 @@ struct bc_disk_s {
 	_Atomic uint64_t       scan_files, scan_removed;
 };
 
+/* t's disk tier state; t must come from bc_tier_disk. */
+static inline bc_disk_t *
+bc_disk_of(bc_tier_t *t)
+{
+	assert(t->ops == &bc_tier_disk);
+	return t->priv;
+}
+
 /* Policy contexts for events with none from a caller (the scan, metadata
  * ops): now, for bucket. */
 bc_policy_ctx_t bc_disk_ctx(const char *bucket);
@@ -257,14 +267,31 @@ bool bc_disk_do_filtered(bc_disk_t *t, const char *bucket, const char *key);
  * until the next scan finds it). */
 void bc_disk_victim(bc_disk_unlinks_t *u, uint8_t kind, uint64_t hash);
 
-/* ---- files outside the lock (tier_disk.c) ------------------------------ */
+/* ---- file jobs (tier_disk_write.c, tier_disk_read.c) ------------------- */
 
+static inline pthread_mutex_t *
+bc_disk_stripe(bc_disk_t *t, uint64_t hash)
+{
+	return &t->stripes[hash % BC_DISK_STRIPES];
+}
+
+/* A job counted in *counter (t->writing or t->reading) ended. */
+void bc_disk_job_done(bc_disk_t *t, size_t *counter);
 /* Removes (kind, hash)'s file unless an entry names it (under its stripe
  * lock). Returns whether it removed one. Not on the loop thread. */
 bool bc_disk_unlink_unindexed(bc_disk_t *t, uint8_t kind, uint64_t hash);
 /* Hands u's paths to the work pool (bc_disk_unlink_unindexed each) and
  * empties u. */
 void bc_disk_unlink_later(bc_disk_t *t, bc_disk_unlinks_t *u);
+/* Hands w to the pool; its entry is in the index and t->writing counts
+ * it. On failure (the loop stopping) undoes both, frees w (dropping its
+ * chunk reference) and returns the error. */
+int  bc_disk_write_start(bc_disk_t *t, bc_disk_write_t *w);
+/* The ops get and meta_get (tier.h). */
+int  bc_disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
+    const bc_policy_ctx_t *ctx, bc_tier_get_cb cb);
+int  bc_disk_meta_get(bc_tier_t *bt, bc_tier_meta_get_t *req,
+    const char *bucket, const char *key, bc_tier_meta_cb cb);
 
 /* ---- the scan (tier_disk_scan.c) -------------------------------------- */
 
