@@ -18,6 +18,7 @@
  * write_failures, corrupt and errors. close waits for the jobs in flight
  * (t->writing, t->reading); bc_tier_disk_flush for t->writing.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -89,8 +90,11 @@ disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 		COUNT(t, deletes, 1);
 	}
 	rv = bc_disk_do_evict(t, size, &u);
-	if (rv < 0)
+	if (rv < 0) {
+		if (old != NULL)
+			bc_disk_victim(&u, BC_DISK_CHUNK, c->hash);
 		goto reject;
+	}
 	e->job = w;
 	rv = bc_disk_do_add(t, e, bucket, key, ctx);
 	if (rv < 0) {
@@ -163,11 +167,13 @@ disk_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
 		goto fail;
 	}
 	o = bc_disk_do_obj(t, hash, bucket, key);
-	if (o != NULL && o->meta != NULL)
+	if (o != NULL && o->meta != NULL)   /* replaced at the same path */
 		bc_disk_do_remove(t, o->meta, NULL);
 	rv = bc_disk_do_evict(t, size, &u);
-	if (rv < 0)
+	if (rv < 0) {
+		bc_disk_victim(&u, BC_DISK_META, hash);
 		goto fail;
+	}
 	e->job = w;
 	rv = bc_disk_do_add(t, e, bucket, key, &ctx);
 	if (rv < 0) {
@@ -282,10 +288,12 @@ disk_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 			o = t->objs.slots[i].p;
 			if (o != NULL && o->blen == blen &&
 			    memcmp(o->name, bucket, blen) == 0 &&
-			    strncmp(o->name + blen + 1, prefix, plen) == 0)
+			    strncmp(o->name + blen + 1, prefix, plen) == 0) {
 				n += do_drop_obj(t, o, &u);
-			else
+				assert(t->objs.slots[i].p != o);
+			} else {
 				i++;
+			}
 		}
 	}
 	if (t->scanning)
@@ -411,22 +419,22 @@ static int
 take_dir(bc_disk_t *t, char *err, size_t errlen)
 {
 	char probe[32];
-	int  fd;
+	int  fd, e;
 
 	t->dirfd = open(t->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->dirfd < 0) {
-		bc_errf(err, errlen, "disk dir %s: %s", t->dir,
-		    strerror(errno));
-		return errno == EACCES ? BC_EACCES : -errno;
+		e = errno;
+		bc_errf(err, errlen, "disk dir %s: %s", t->dir, strerror(e));
+		return -e;
 	}
 	snprintf(probe, sizeof(probe), ".probe.%s", t->token);
 	fd = openat(t->dirfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0600);
 	if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
+		e = errno;
 		bc_errf(err, errlen, "disk dir %s is not writable: %s", t->dir,
-		    strerror(errno));
-		return errno == EACCES || errno == EROFS || errno == EPERM ?
-		    BC_EACCES : -errno;
+		    strerror(e));
+		return e == EACCES || e == EROFS || e == EPERM ? BC_EACCES : -e;
 	}
 	if (fd >= 0) {
 		close(fd);
@@ -434,16 +442,17 @@ take_dir(bc_disk_t *t, char *err, size_t errlen)
 	}
 	if ((mkdirat(t->dirfd, "c", 0755) < 0 && errno != EEXIST) ||
 	    (mkdirat(t->dirfd, "o", 0755) < 0 && errno != EEXIST)) {
-		bc_errf(err, errlen, "disk dir %s: %s", t->dir,
-		    strerror(errno));
-		return -errno;
+		e = errno;
+		bc_errf(err, errlen, "disk dir %s: %s", t->dir, strerror(e));
+		return -e;
 	}
 	t->lockfd = openat(t->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
 	    0644);
 	if (t->lockfd < 0) {
+		e = errno;
 		bc_errf(err, errlen, "disk dir %s: lock: %s", t->dir,
-		    strerror(errno));
-		return -errno;
+		    strerror(e));
+		return -e;
 	}
 	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		bc_errf(err, errlen, "disk dir %s is in use by another process",
@@ -470,9 +479,9 @@ bc_tier_disk_open(const bc_tier_opts_t *o, bc_tier_t **out, char *err,
 		return BC_EINVAL;
 	}
 	if (stat(o->dir, &st) < 0) {
-		rv = errno == ENOENT ? BC_ENOENT : -errno;
+		rv = -errno;
 		bc_errf(err, errlen, "disk dir %s: %s", o->dir,
-		    errno == ENOENT ? "no such directory" : strerror(errno));
+		    rv == BC_ENOENT ? "no such directory" : strerror(-rv));
 		return rv;
 	}
 	if (!S_ISDIR(st.st_mode)) {

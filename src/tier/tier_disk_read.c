@@ -5,14 +5,16 @@
  * on the loop thread.
  *
  * A chunk hit keeps its file open in the chunk (fd, fd_off: the body) for
- * sendfile, and its bytes in data. An entry whose write is in flight is
+ * sendfile, and its bytes in data; its fetch_us is what the read took (a
+ * policy's cost when the chunk is promoted). An entry whose write is in flight is
  * answered with a copy of the chunk (or blob) the write holds. A damaged
  * file (tier_disk_file.c's checks, or a header naming another key) is
  * removed unless a newer entry names its path, counted in stats.corrupt,
  * and answered as a miss; a file gone from under its entry drops the entry
  * (a miss). While the start-up scan runs, a key the index lacks is read
  * from the file its hash names and indexed, unless deleted meanwhile
- * (tombstones, del_object filters, which also hide bare chunks).
+ * (tombstones, del_object filters, which also hide bare chunks); a bare
+ * chunk read gets its object from the header just checked.
  *
  * Reads are counted in t->reading until after their callback returned.
  */
@@ -24,6 +26,7 @@
 #include "tier/tier_disk_int.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 #define COUNT(t, field, n) BC_TIER_COUNT(&(t)->base, field, n)
 
@@ -33,6 +36,7 @@ typedef struct read_s {
 	bc_tier_meta_get_t *mreq;      /* a metadata get */
 	uint64_t            hash, gen; /* the entry read (gen 0: none) */
 	bool                direct;    /* not indexed: the scan runs */
+	bool                bare;      /* indexed, its header not read */
 	bc_chunk_t         *pending;   /* being written: copy it */
 	uint8_t            *blob;      /* metadata: the answer's bytes */
 	size_t              blob_len;
@@ -96,6 +100,7 @@ found_direct(bc_disk_t *t, read_t *r, uint8_t kind)
 	bc_disk_unlinks_t    u = { 0 };
 	bc_policy_ctx_t      ctx = bc_disk_ctx(h->bucket);
 	bc_disk_entry_t     *e;
+	bc_disk_obj_t       *o;
 	bool                 ok = true, indexed;
 
 	pthread_mutex_lock(&t->lock);
@@ -105,12 +110,12 @@ found_direct(bc_disk_t *t, read_t *r, uint8_t kind)
 		ok = false;
 		goto out;
 	}
-	if (kind == BC_DISK_CHUNK)
+	if (kind == BC_DISK_CHUNK) {
 		indexed = bc_disk_do_chunk(t, r->hash) != NULL;
-	else
-		indexed = bc_disk_do_obj(t, r->hash, h->bucket, h->key) !=
-		    NULL && bc_disk_do_obj(t, r->hash, h->bucket,
-		    h->key)->meta != NULL;
+	} else {
+		o = bc_disk_do_obj(t, r->hash, h->bucket, h->key);
+		indexed = o != NULL && o->meta != NULL;
+	}
 	if (indexed)
 		goto out;
 	e = calloc(1, sizeof(*e));
@@ -133,6 +138,32 @@ out:
 	bc_disk_unlink_later(t, &u);
 	if (!ok)
 		bc_disk_unlink_unindexed(t, kind, r->hash);
+	return ok;
+}
+
+/* A bare chunk r read (its header now checked): gets its object, unless
+ * that object was deleted since (then removed). Returns false when it
+ * must not be served. */
+static bool
+attach_read(bc_disk_t *t, read_t *r)
+{
+	const bc_disk_hdr_t *h = &r->f.h;
+	bc_disk_entry_t     *e;
+	bool                 ok = true;
+
+	pthread_mutex_lock(&t->lock);
+	e = bc_disk_do_chunk(t, r->hash);
+	if (e != NULL && e->gen == r->gen && e->obj == NULL) {
+		ok = !bc_disk_do_filtered(t, h->bucket, h->key);
+		if (ok)
+			(void)bc_disk_do_attach(t, e, h->bucket, h->key,
+			    h->index);
+		else
+			bc_disk_do_remove(t, e, NULL);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (!ok)
+		bc_disk_unlink_unindexed(t, BC_DISK_CHUNK, r->hash);
 	return ok;
 }
 
@@ -166,6 +197,7 @@ get_work(void *arg)
 	bc_disk_t            *t = r->t;
 	const bc_chunk_key_t *k = r->req->key;
 	char                  path[BC_DISK_PATH_MAX];
+	uint64_t              t0 = bc_mono_ns();
 	int                   rv;
 
 	if (r->pending != NULL) {
@@ -182,7 +214,8 @@ get_work(void *arg)
 		bc_disk_file_fini(&r->f);
 		rv = BC_EPROTO;
 	}
-	if (rv == 0 && r->direct && !found_direct(t, r, BC_DISK_CHUNK)) {
+	if (rv == 0 && ((r->direct && !found_direct(t, r, BC_DISK_CHUNK)) ||
+	    (r->bare && !attach_read(t, r)))) {
 		bc_disk_file_fini(&r->f);
 		rv = BC_ENOENT;
 		goto out;
@@ -197,6 +230,7 @@ get_work(void *arg)
 		}
 		r->c->fd = r->f.fd;
 		r->c->fd_off = r->f.h.hdr_len;
+		r->c->fetch_us = (bc_mono_ns() - t0) / 1000u;
 		r->f.fd = -1;
 	} else if (rv == BC_ENOENT || rv == BC_EPROTO) {
 		read_failed(t, r, BC_DISK_CHUNK, rv == BC_EPROTO);
@@ -282,6 +316,7 @@ bc_disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 		if (e->obj != NULL && e->obj->meta != NULL)
 			t->pol_ops->on_hit(t->pol, &e->obj->meta->pol, ctx);
 		r->gen = e->gen;
+		r->bare = e->obj == NULL;
 		if (e->job != NULL) {
 			r->pending = e->job->c;
 			bc_chunk_ref(r->pending);
