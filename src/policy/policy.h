@@ -30,7 +30,11 @@ typedef struct bc_policy_node_s bc_policy_node_t;
  * aux and idx are the policy's while the node is inserted (between
  * on_insert and on_remove) and the tier's own otherwise (a zeroed link
  * is fine before on_insert). A policy that keeps nodes on a list leaves
- * link self-linked after on_remove (bc_list_remove). */
+ * link self-linked after on_remove (bc_list_remove). One exception: a
+ * tier may insert a node with key 0 (not known yet: the disk tier's files
+ * indexed before their headers are read) and set key once, later, while
+ * it is inserted; policies read key afresh at each event and keep no
+ * structure ordered by the key of an entry no plan knows. */
 struct bc_policy_node_s {
 	bc_list_t         link;
 	uint64_t          word;       /* the policy's (a score, a stamp) */
