@@ -4,7 +4,8 @@
  * One malloc block holds the struct followed by its id
  * "bucket\0key\0etag\0" (c->id points into it); data is the caller's
  * malloc block, owned from bc_chunk_new() on, or (bc_chunk_new_filling)
- * a malloc block or an anonymous mapping of the chunk's own. The key hash is FNV-1a over the id
+ * a malloc block or an anonymous mapping of the chunk's own; fd, when a
+ * tier set one, is closed with it. The key hash is FNV-1a over the id
  * bytes and the index (4 bytes, little-endian), finished with MurmurHash3's
  * 64-bit mixer so the low bits a power-of-two table uses are well spread.
  *
@@ -82,6 +83,7 @@ bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len)
 	c->hash = finish(bc_hash(BC_HASH_INIT, c->id, idl), k->index);
 	c->data = data;
 	c->len = len;
+	c->fd = -1;
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->filled, len);
 	atomic_init(&c->state, BC_CHUNK_COMPLETE);
@@ -144,6 +146,8 @@ bc_chunk_unref(bc_chunk_t *c)
 	}
 	if (c->on_free != NULL)
 		c->on_free(c);
+	if (c->fd >= 0)
+		close(c->fd);
 	if (c->map_len > 0)
 		munmap(c->data, c->map_len);
 	else

@@ -9,6 +9,12 @@
  * A count going below zero aborts. data and len never change after
  * bc_chunk_new(), so any holder may read them without a lock.
  *
+ * A chunk a disk tier returned may also carry an open file holding the
+ * same bytes (fd, from fd_off on), for responses sent with sendfile; the
+ * chunk owns it and closes it when freed. Every constructor sets fd to -1
+ * (none); fd and fd_off, like data, are set before the chunk is shared
+ * and never change after.
+ *
  * Filling: a chunk made by bc_chunk_new_filling() is handed out while its
  * bytes still arrive. `filled` (release/acquire) says how many of data's
  * first bytes are final; `state` ends COMPLETE or FAILED. Only complete
@@ -54,6 +60,8 @@ struct bc_chunk_s {
 	size_t           id_len;
 	uint32_t         index;
 	uint64_t         fetch_us;    /* what fetching it cost (policy input) */
+	int              fd;          /* -1, or a file holding data: owned */
+	uint64_t         fd_off;      /* where data starts in fd */
 	/* 1 while the chunk was brought by a prefetch and no client has
 	 * read it (bc_chunk_mark_prefetched / bc_chunk_take_prefetched);
 	 * dropped with it still set, it counts as prefetch_wasted. */

@@ -4,7 +4,8 @@
  * health.
  *
  * Contract (DESIGN.md, "Tier ops"): open, a look-up, put (takes its own
- * reference), del, close, capacity and usage. A SYNC tier (memory)
+ * reference), del, close, capacity and usage; lower tiers that survive a
+ * restart (disk, Redis) also keep object metadata (meta_put/meta_get). A SYNC tier (memory)
  * answers lookup() at once, under the caller's lock. The other tiers
  * answer get() asynchronously: get() returns 0 and its callback fires
  * later on the loop thread, never before get() returned, or get() returns
@@ -36,6 +37,7 @@
 typedef struct bc_tier_s bc_tier_t;
 typedef struct bc_tier_ops_s bc_tier_ops_t;
 typedef struct bc_tier_get_s bc_tier_get_t;
+typedef struct bc_tier_meta_get_s bc_tier_meta_get_t;
 
 #define BC_TIER_SYNC 1u   /* answers lookup() at once (memory) */
 
@@ -106,6 +108,9 @@ typedef struct bc_tier_opts_s {
 	/* The tier's name in logs and stats (borrowed: it must outlive the
 	 * tier); NULL: ops->name. */
 	const char             *name;
+	/* The directory a disk tier keeps its files in (borrowed for open:
+	 * the tier copies it); other tiers ignore it. */
+	const char             *dir;
 } bc_tier_opts_t;
 
 /*
@@ -128,6 +133,29 @@ struct bc_tier_get_s {
 	bc_tier_get_cb         cb;
 	void                  *priv;   /* the tier's per-request state */
 	bc_tier_get_t         *next;   /* the tier's, to queue requests */
+};
+
+/*
+ * Object metadata a tier keeps for a restart (meta_put/meta_get): an
+ * opaque blob the cache serialises; tiers never look inside. The callback
+ * of meta_get: on the loop thread, once per meta_get() that returned 0.
+ * status 0: blob/len are (bucket, key)'s, valid during the callback only
+ * (the tier's; copy what is kept); BC_ENOENT: none (blob NULL, len 0);
+ * another negative code: the tier failed. req is the caller's again from
+ * the call on.
+ */
+typedef void (*bc_tier_meta_cb)(bc_tier_meta_get_t *req, int status,
+    const void *blob, size_t len);
+
+/* A meta_get request: caller-owned, valid from meta_get() until its
+ * callback (or meta_get()'s error return). */
+struct bc_tier_meta_get_s {
+	void               *data;   /* the caller's; tiers never touch it */
+	/* Set by meta_get(); the tier's until the callback. */
+	bc_tier_t          *tier;
+	const char         *bucket, *key;
+	bc_tier_meta_cb     cb;
+	void               *priv;   /* the tier's per-request state */
 };
 
 struct bc_tier_ops_s {
@@ -175,6 +203,25 @@ struct bc_tier_ops_s {
 	/* The tier's own view of its health (a lost connection), or NULL
 	 * when it has none beyond what its base records. */
 	bc_tier_state_t (*health)(bc_tier_t *t);
+	/*
+	 * Optional (NULL: the tier keeps no object metadata). Stores blob
+	 * (len bytes, copied before it returns) as (bucket, key)'s metadata,
+	 * replacing what it had. Like put for a lower tier: queued and
+	 * best-effort; returns 0 when accepted, BC_E2BIG when not admitted
+	 * or too big, another negative code on failure. Dropped with the
+	 * object's chunks by del_object.
+	 */
+	int      (*meta_put)(bc_tier_t *t, const char *bucket, const char *key,
+	    const void *blob, size_t len);
+	/*
+	 * Optional, with meta_put. Looks (bucket, key)'s metadata up.
+	 * Returns 0, and cb(req, ...) fires later on the loop thread (never
+	 * before meta_get returns); or returns a negative code (BC_ENOENT: a
+	 * miss known at once) and cb never fires. bucket and key must stay
+	 * valid until cb.
+	 */
+	int      (*meta_get)(bc_tier_t *t, bc_tier_meta_get_t *req,
+	    const char *bucket, const char *key, bc_tier_meta_cb cb);
 	/* Drops its references; no other op may run on t during or after
 	 * it, no get may be in flight. */
 	void     (*close)(bc_tier_t *t);

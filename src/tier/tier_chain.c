@@ -6,7 +6,10 @@
  * asks one lower tier after the other, each get's callback resuming it,
  * until a hit or the end. Every get is thus made on the loop thread.
  *
- * Queue: lower-tier puts and deletes are jobs, one per tier, in a list
+ * Metadata probes (bc_tier_chain_meta_probe) run the same way over the
+ * lower tiers that have meta_get.
+ *
+ * Queue: lower-tier puts, deletes and metadata puts are jobs, one per tier, in a list
  * under ch->mu bounded by queue_max. The first job queued into an idle
  * list schedules one drain (bc_loop_call), which runs jobs on the loop
  * thread until the list is empty; `scheduled` stays true until then, so
@@ -26,6 +29,7 @@ typedef enum job_kind_e {
 	JOB_PUT,
 	JOB_DEL,
 	JOB_DEL_OBJECT,
+	JOB_META_PUT,
 } job_kind_t;
 
 typedef struct job_s {
@@ -35,8 +39,10 @@ typedef struct job_s {
 	bc_chunk_t     *c;        /* PUT: a reference */
 	bc_policy_ctx_t ctx;      /* PUT */
 	bc_chunk_key_t  key;      /* DEL */
-	const char     *bucket, *okey, *prefix;   /* DEL_OBJECT */
-	char            strs[];   /* the strings above point here */
+	const char     *bucket, *okey, *prefix;   /* DEL_OBJECT, META_PUT */
+	const void     *blob;     /* META_PUT */
+	size_t          blob_len;
+	char            strs[];   /* the strings and blob point here */
 } job_t;
 
 struct bc_tier_chain_s {
@@ -222,6 +228,12 @@ job_run(bc_tier_chain_t *ch, job_t *j)
 		break;
 	case JOB_DEL_OBJECT:
 		t->ops->del_object(t, j->bucket, j->okey, j->prefix);
+		break;
+	case JOB_META_PUT:
+		rv = t->ops->meta_put(t, j->bucket, j->okey, j->blob,
+		    j->blob_len);
+		if (rv == BC_E2BIG)
+			rv = 0;
 		break;
 	}
 	if (rv < 0)
@@ -452,6 +464,122 @@ bc_tier_chain_probe(bc_tier_chain_t *ch, bc_tier_probe_t *req,
 	return rv;
 }
 
+/* ---- metadata probes ---------------------------------------------------- */
+
+static void
+meta_finish(bc_tier_meta_probe_t *req, int status, const void *blob,
+    size_t len, size_t from)
+{
+	free(req->strs);
+	req->strs = NULL;
+	req->cb(req, status, blob, len, from);
+}
+
+static void on_meta(bc_tier_meta_get_t *g, int status, const void *blob,
+    size_t len);
+
+/* Loop thread: asks the next usable tier that keeps metadata, or ends
+ * the probe. */
+static void
+meta_step(bc_tier_meta_probe_t *req)
+{
+	bc_tier_chain_t *ch = req->chain;
+	bc_tier_t *t;
+	uint64_t now;
+	int rv;
+
+	while (req->next < ch->n) {
+		t = ch->tiers[req->next++];
+		if (t->ops->meta_get == NULL)
+			continue;
+		now = bc_mono_ns();
+		if (!bc_tier_usable(t, now)) {
+			BC_TIER_COUNT(t, skips, 1);
+			continue;
+		}
+		req->asked = req->next - 1;
+		req->get.data = req;
+		rv = t->ops->meta_get(t, &req->get, req->bucket, req->key,
+		    on_meta);
+		if (rv == 0)
+			return;
+		if (rv == BC_ENOENT)
+			bc_tier_mark_up(t, now);
+		else
+			bc_tier_mark_down(t, rv, now);
+	}
+	meta_finish(req, BC_ENOENT, NULL, 0, 0);
+}
+
+static void
+on_meta(bc_tier_meta_get_t *g, int status, const void *blob, size_t len)
+{
+	bc_tier_meta_probe_t *req = g->data;
+	bc_tier_t *t = req->chain->tiers[req->asked];
+	uint64_t now = bc_mono_ns();
+
+	if (status == 0) {
+		bc_tier_mark_up(t, now);
+		meta_finish(req, 0, blob, len, req->asked);
+		return;
+	}
+	if (status == BC_ENOENT)
+		bc_tier_mark_up(t, now);
+	else
+		bc_tier_mark_down(t, status, now);
+	meta_step(req);
+}
+
+static void
+meta_start(bc_loop_t *l, void *arg)
+{
+	(void)l;
+	meta_step(arg);
+}
+
+int
+bc_tier_chain_meta_probe(bc_tier_chain_t *ch, bc_tier_meta_probe_t *req,
+    const char *bucket, const char *key, bc_tier_meta_probe_cb cb)
+{
+	uint64_t now = bc_mono_ns();
+	bool     any = false;
+	char    *p;
+	int      rv;
+
+	for (size_t i = 1; i < ch->n && !any; i++) {
+		bc_tier_t *t = ch->tiers[i];
+
+		if (t->ops->meta_get == NULL || (t->ops->health != NULL &&
+		    t->ops->health(t) == BC_TIER_DOWN))
+			continue;
+		any = atomic_load(&t->health.state) == BC_TIER_UP ||
+		    now >= atomic_load(&t->health.retry_at_ns);
+	}
+	if (!any) {
+		for (size_t i = 1; i < ch->n; i++)
+			if (ch->tiers[i]->ops->meta_get != NULL)
+				BC_TIER_COUNT(ch->tiers[i], skips, 1);
+		return BC_ENOENT;
+	}
+	req->chain = ch;
+	req->cb = cb;
+	req->next = 1;
+	req->asked = 0;
+	req->strs = malloc(slen(bucket) + slen(key));
+	if (req->strs == NULL)
+		return BC_ENOMEM;
+	p = req->strs;
+	req->bucket = scopy(&p, bucket);
+	req->key = scopy(&p, key);
+	memset(&req->get, 0, sizeof(req->get));
+	rv = bc_loop_call(ch->loop, meta_start, req);
+	if (rv < 0) {
+		free(req->strs);
+		req->strs = NULL;
+	}
+	return rv;
+}
+
 /* ---- writes ----------------------------------------------------------- */
 
 int
@@ -533,6 +661,32 @@ bc_tier_chain_del_object(bc_tier_chain_t *ch, const char *bucket,
 		enqueue(ch, j);
 	}
 	return n;
+}
+
+void
+bc_tier_chain_meta_put(bc_tier_chain_t *ch, const char *bucket,
+    const char *key, const void *blob, size_t len)
+{
+	size_t extra = slen(bucket) + slen(key) + len;
+
+	for (size_t i = 1; i < ch->n; i++) {
+		job_t *j;
+		char  *p;
+
+		if (ch->tiers[i]->ops->meta_put == NULL)
+			continue;
+		j = job_new(ch, i, JOB_META_PUT, extra);
+		if (j == NULL)
+			continue;
+		p = j->strs;
+		j->bucket = scopy(&p, bucket);
+		j->okey = scopy(&p, key);
+		if (len > 0)
+			memcpy(p, blob, len);
+		j->blob = p;
+		j->blob_len = len;
+		enqueue(ch, j);
+	}
 }
 
 int

@@ -13,6 +13,10 @@
  * normal put (bc_tier_chain_promote: the top and the tiers above the one
  * that answered).
  *
+ * Metadata: lower tiers that keep object metadata (meta_put/meta_get)
+ * get it queued like puts; bc_tier_chain_meta_probe() asks them like a
+ * probe asks for chunks.
+ *
  * Writes: the top's put, del and del_object run at once and their result
  * is returned. The lower tiers' are queued, one entry per tier, and run
  * in order on the loop thread, best-effort: a full queue drops the entry
@@ -40,6 +44,7 @@
 
 typedef struct bc_tier_chain_s bc_tier_chain_t;
 typedef struct bc_tier_probe_s bc_tier_probe_t;
+typedef struct bc_tier_meta_probe_s bc_tier_meta_probe_t;
 
 #define BC_TIER_CHAIN_MAX       8      /* tiers in one chain */
 #define BC_TIER_CHAIN_QUEUE_MAX 1024   /* default bound of queued entries */
@@ -66,6 +71,28 @@ struct bc_tier_probe_s {
 	bc_policy_ctx_t   ctx;
 	char             *strs;
 	bc_tier_get_t     get;
+};
+
+/*
+ * The callback of a metadata probe, on the loop thread, once per probe
+ * that returned 0. status 0: blob/len are the metadata (valid during the
+ * callback only) from the tier at index from; BC_ENOENT: no lower tier
+ * had any (blob NULL, from 0). req is the caller's again from the call on.
+ */
+typedef void (*bc_tier_meta_probe_cb)(bc_tier_meta_probe_t *req, int status,
+    const void *blob, size_t len, size_t from);
+
+/* A metadata probe: caller-owned, valid from bc_tier_chain_meta_probe()
+ * until its callback. bucket and key are copied into it. */
+struct bc_tier_meta_probe_s {
+	void                 *data;   /* the caller's */
+	/* The chain's, from the probe until the callback. */
+	bc_tier_chain_t      *chain;
+	bc_tier_meta_probe_cb cb;
+	size_t                next, asked;
+	const char           *bucket, *key;   /* copies, in strs */
+	char                 *strs;
+	bc_tier_meta_get_t    get;
 };
 
 /* An empty chain whose queued work and probes run on loop (NULL: a chain
@@ -129,6 +156,23 @@ int  bc_tier_chain_del(bc_tier_chain_t *ch, const bc_chunk_key_t *k);
  * chunks it dropped), the lower tiers queued. */
 size_t bc_tier_chain_del_object(bc_tier_chain_t *ch, const char *bucket,
     const char *key, const char *prefix);
+/* Queues blob (len bytes, copied) as (bucket, key)'s metadata for every
+ * lower tier that has meta_put (tier.h): best-effort like a put (a full
+ * queue drops it, a down tier skips it, a failure marks the tier down). */
+void bc_tier_chain_meta_put(bc_tier_chain_t *ch, const char *bucket,
+    const char *key, const void *blob, size_t len);
+/*
+ * Asks the lower tiers that have meta_get, in order, for (bucket, key)'s
+ * metadata, as bc_tier_chain_probe() asks for chunks: a down tier not yet
+ * due for a retry is skipped (stats.skips), a failing one is marked down
+ * and the probe goes on, the first hit wins; the clock is bc_mono_ns().
+ * Returns 0 and cb fires later on the loop thread (never before this
+ * returns), or a negative code and cb never fires: BC_ENOENT when no such
+ * tier can be asked now, BC_ENOMEM, BC_ECANCELED once the loop stops.
+ * bucket and key are borrowed for the call only.
+ */
+int  bc_tier_chain_meta_probe(bc_tier_chain_t *ch, bc_tier_meta_probe_t *req,
+    const char *bucket, const char *key, bc_tier_meta_probe_cb cb);
 /* Tier i's set_capacity (tier.h), at once. BC_EINVAL for no such tier
  * or one without set_capacity. */
 int  bc_tier_chain_set_capacity(bc_tier_chain_t *ch, size_t i,

@@ -732,3 +732,212 @@ LTest(chain, a_stopped_loop_refuses_probes_and_drops_writes)
 	cr_assert_eq(bc_tier_chain_queued(f.ch), 0);
 	teardown(&f);   /* free does not wait for a loop that is gone */
 }
+
+/* ---- object metadata ---------------------------------------------------- */
+
+typedef struct mw_s {
+	bc_tier_meta_probe_t req;
+	fix_t               *f;
+	pthread_mutex_t      mu;
+	pthread_cond_t       cv;
+	bool                 returned, done, early, off_loop;
+	int                  rv, status, calls;
+	char                 blob[64];
+	size_t               len, from;
+} mw_t;
+
+static void
+on_meta_probe(bc_tier_meta_probe_t *req, int status, const void *blob,
+    size_t len, size_t from)
+{
+	mw_t *w = req->data;
+
+	pthread_mutex_lock(&w->mu);
+	w->calls++;
+	w->early = !w->returned;
+	w->off_loop = !pthread_equal(pthread_self(), w->f->loop_thread);
+	w->status = status;
+	w->len = len;
+	if (blob != NULL && len < sizeof(w->blob))
+		memcpy(w->blob, blob, len);
+	w->from = from;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void
+meta_issue(mw_t *w, const char *key)
+{
+	int rv;
+
+	w->req.data = w;
+	rv = bc_tier_chain_meta_probe(w->f->ch, &w->req, "bkt", key,
+	    on_meta_probe);
+	pthread_mutex_lock(&w->mu);
+	w->rv = rv;
+	w->returned = true;
+	if (rv < 0)
+		w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+struct meta_on_loop {
+	mw_t       *w;
+	const char *key;
+};
+
+static void
+meta_issue_on_loop(bc_loop_t *l, void *arg)
+{
+	struct meta_on_loop *m = arg;
+
+	(void)l;
+	meta_issue(m->w, m->key);
+}
+
+/*
+ * Probes (bkt, key)'s metadata (from the loop thread when on_loop) and
+ * waits. Returns the callback's status or the probe's error; the blob
+ * (as a string) goes to out, the tier's index to *from.
+ */
+static int
+meta_probe(fix_t *f, const char *key, bool on_loop, char *out, size_t *from)
+{
+	mw_t w = { .f = f, .mu = PTHREAD_MUTEX_INITIALIZER,
+	    .cv = PTHREAD_COND_INITIALIZER };
+	struct meta_on_loop m = { &w, key };
+
+	if (on_loop)
+		cr_assert_eq(bc_loop_call(f->loop, meta_issue_on_loop, &m), 0);
+	else
+		meta_issue(&w, key);
+	pthread_mutex_lock(&w.mu);
+	while (!w.done || !w.returned)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	*from = 0;
+	out[0] = '\0';
+	if (w.rv < 0) {
+		loop_barrier(f->loop);
+		cr_assert_eq(w.calls, 0, "a callback after an error return");
+		return w.rv;
+	}
+	cr_assert_not(w.early, "called back before the probe returned");
+	cr_assert_not(w.off_loop, "called back off the loop thread");
+	cr_assert(w.status == 0 || w.status == BC_ENOENT, "%d", w.status);
+	if (w.status == 0) {
+		memcpy(out, w.blob, w.len);
+		out[w.len] = '\0';
+		*from = w.from;
+	}
+	return w.status;
+}
+
+LTest(chain, meta_put_is_queued_and_the_probe_takes_the_first_hit)
+{
+	fix_t  f;
+	char   blob[64];
+	size_t from;
+
+	setup(&f, 1 * MiB, 2);
+	bc_tier_chain_meta_put(f.ch, "bkt", "obj", "v1", 2);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(atomic_load(&ctl(f.a)->meta_puts), 1);
+	cr_assert_eq(atomic_load(&ctl(f.b)->meta_puts), 1);
+	cr_assert_eq(meta_probe(&f, "obj", false, blob, &from), 0);
+	cr_assert_str_eq(blob, "v1");
+	cr_assert_eq(from, 1, "a comes first");
+	cr_assert_eq(atomic_load(&ctl(f.b)->meta_gets), 0, "b not asked");
+	/* only b has it: a misses, b answers */
+	cr_assert_eq(f.b->ops->meta_put(f.b, "bkt", "deep", "v2", 2), 0);
+	cr_assert_eq(meta_probe(&f, "deep", true, blob, &from), 0);
+	cr_assert_str_eq(blob, "v2");
+	cr_assert_eq(from, 2);
+	/* a later put replaces */
+	bc_tier_chain_meta_put(f.ch, "bkt", "obj", "v3!", 3);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(meta_probe(&f, "obj", false, blob, &from), 0);
+	cr_assert_str_eq(blob, "v3!");
+	/* nowhere */
+	cr_assert_eq(meta_probe(&f, "none", false, blob, &from), BC_ENOENT);
+	cr_assert_eq(atomic_load(&ctl(f.a)->meta_gets), 4);
+	cr_assert_eq(atomic_load(&ctl(f.b)->meta_gets), 2);
+	/* del_object drops metadata with the chunks */
+	cr_assert_eq(bc_tier_chain_del_object(f.ch, "bkt", "obj", NULL), 0);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(meta_probe(&f, "obj", false, blob, &from), BC_ENOENT);
+	cr_assert_eq(bc_tier_health(f.a), BC_TIER_UP);
+	teardown(&f);
+}
+
+LTest(chain, meta_probe_marks_a_failing_tier_down_and_goes_on)
+{
+	fix_t  f;
+	char   blob[64];
+	size_t from;
+
+	setup(&f, 1 * MiB, 2);
+	cr_assert_eq(f.a->ops->meta_put(f.a, "bkt", "k", "aa", 2), 0);
+	cr_assert_eq(f.b->ops->meta_put(f.b, "bkt", "k", "bb", 2), 0);
+	/* a's callback fails: down, b answers */
+	atomic_store(&ctl(f.a)->get_status, BC_EIO);
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), 0);
+	cr_assert_eq(from, 2);
+	cr_assert_str_eq(blob, "bb");
+	cr_assert_eq(bc_tier_health(f.a), BC_TIER_DOWN);
+	cr_assert_eq(STAT(f.a, downs), 1);
+	/* down and not due: skipped without being asked */
+	atomic_store(&ctl(f.a)->get_status, 0);
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), 0);
+	cr_assert_eq(from, 2);
+	cr_assert_eq(atomic_load(&ctl(f.a)->meta_gets), 1);
+	cr_assert_eq(STAT(f.a, skips), 1);
+	/* b's meta_get fails at once: down too; nothing left is a miss known
+	 * at once, and no callback follows */
+	atomic_store(&ctl(f.b)->get_rv, BC_ETIMEDOUT);
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), BC_ENOENT);
+	cr_assert_eq(bc_tier_health(f.b), BC_TIER_DOWN);
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), BC_ENOENT,
+	    "every tier down: a miss at once");
+	teardown(&f);
+}
+
+LTest(chain, meta_without_lower_tiers_and_while_down)
+{
+	fix_t           f;
+	char            blob[64];
+	size_t          from;
+	bc_policy_ctx_t ctx;
+	bc_chunk_t     *c;
+
+	setup(&f, 1 * MiB, 0);
+	bc_tier_chain_meta_put(f.ch, "bkt", "k", "x", 1);   /* no-op */
+	cr_assert_eq(bc_tier_chain_queued(f.ch), 0);
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), BC_ENOENT);
+	teardown(&f);
+	/* a down tier's meta_put is skipped at queue time, counted */
+	setup(&f, 1 * MiB, 1);
+	ctx = ctx_at(f.now);
+	atomic_store(&ctl(f.a)->put_rv, BC_ENOSPC);
+	c = mk("k", 0, 10, 'm');
+	cr_assert_eq(bc_tier_chain_put(f.ch, c, &ctx), 0);
+	bc_chunk_unref(c);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(bc_tier_health(f.a), BC_TIER_DOWN);
+	bc_tier_chain_meta_put(f.ch, "bkt", "k", "x", 1);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(atomic_load(&ctl(f.a)->meta_puts), 0);
+	cr_assert_eq(STAT(f.a, skips), 1);
+	/* a failed meta_put marks the tier down like a failed put */
+	atomic_store(&ctl(f.a)->put_rv, 0);
+	bc_tier_mark_up(f.a, bc_mono_ns());
+	atomic_store(&ctl(f.a)->put_rv, BC_EIO);
+	bc_tier_chain_meta_put(f.ch, "bkt", "k", "x", 1);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(atomic_load(&ctl(f.a)->meta_puts), 1);
+	cr_assert_eq(bc_tier_health(f.a), BC_TIER_DOWN);
+	cr_assert_eq(atomic_load(&f.a->health.last_err), BC_EIO);
+	teardown(&f);
+}

@@ -26,6 +26,13 @@ typedef struct entry_s {
 	size_t           len;
 } entry_t;
 
+typedef struct meta_s {
+	struct meta_s *next;
+	char          *bucket, *key;
+	uint8_t       *blob;
+	size_t         len;
+} meta_t;
+
 typedef struct async_s {
 	bc_tier_t              base;
 	bc_tier_async_ctl_t    ctl;
@@ -35,6 +42,7 @@ typedef struct async_s {
 	const bc_policy_ops_t *pol_ops;
 	bc_policy_t           *pol;               /* lock */
 	entry_t               *head;              /* lock */
+	meta_t                *metas;             /* lock */
 } async_t;
 
 static async_t *
@@ -297,6 +305,35 @@ object_matches(const entry_t *e, const char *bucket, const char *key,
 	return strncmp(k, prefix, strlen(prefix)) == 0;
 }
 
+static void
+meta_free(meta_t *m)
+{
+	free(m->bucket);
+	free(m->key);
+	free(m->blob);
+	free(m);
+}
+
+/* Lock held: drops the metadata of bucket's objects that are key (key !=
+ * NULL) or start with prefix. */
+static void
+drop_metas(async_t *a, const char *bucket, const char *key,
+    const char *prefix)
+{
+	for (meta_t **pp = &a->metas; *pp != NULL;) {
+		meta_t *m = *pp;
+
+		if (strcmp(m->bucket, bucket) == 0 && (key != NULL ?
+		    strcmp(m->key, key) == 0 :
+		    strncmp(m->key, prefix, strlen(prefix)) == 0)) {
+			*pp = m->next;
+			meta_free(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+}
+
 static size_t
 async_del_object(bc_tier_t *bt, const char *bucket, const char *key,
     const char *prefix)
@@ -318,8 +355,98 @@ async_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 		}
 	}
 	BC_TIER_COUNT(bt, deletes, n);
+	drop_metas(a, bucket, key, prefix);
 	pthread_mutex_unlock(&a->lock);
 	return n;
+}
+
+static int
+async_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
+    const void *blob, size_t len)
+{
+	async_t *a = async_of(bt);
+	meta_t  *m;
+	int      rv = atomic_load(&a->ctl.put_rv);
+
+	atomic_fetch_add(&a->ctl.meta_puts, 1);
+	if (rv != 0) {
+		BC_TIER_COUNT(bt, write_failures, 1);
+		return rv;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m != NULL) {
+		m->bucket = strdup(bucket);
+		m->key = strdup(key);
+		m->blob = malloc(len > 0 ? len : 1);
+	}
+	if (m == NULL || m->bucket == NULL || m->key == NULL ||
+	    m->blob == NULL) {
+		if (m != NULL)
+			meta_free(m);
+		BC_TIER_COUNT(bt, write_failures, 1);
+		return BC_ENOMEM;
+	}
+	memcpy(m->blob, blob, len);
+	m->len = len;
+	pthread_mutex_lock(&a->lock);
+	drop_metas(a, bucket, key, NULL);
+	m->next = a->metas;
+	a->metas = m;
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+static void
+meta_answer(bc_loop_t *l, void *arg)
+{
+	bc_tier_meta_get_t *req = arg;
+	async_t            *a = async_of(req->tier);
+	int                 status = atomic_load(&a->ctl.get_status);
+	uint8_t            *copy = NULL;
+	size_t              len = 0;
+
+	(void)l;
+	if (status != 0) {
+		BC_TIER_COUNT(&a->base, errors, 1);
+		req->cb(req, status, NULL, 0);
+		return;
+	}
+	status = BC_ENOENT;
+	pthread_mutex_lock(&a->lock);
+	for (meta_t *m = a->metas; m != NULL; m = m->next) {
+		if (strcmp(m->bucket, req->bucket) != 0 ||
+		    strcmp(m->key, req->key) != 0)
+			continue;
+		copy = malloc(m->len > 0 ? m->len : 1);
+		status = copy != NULL ? 0 : BC_ENOMEM;
+		if (copy != NULL) {
+			memcpy(copy, m->blob, m->len);
+			len = m->len;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&a->lock);
+	req->cb(req, status, copy, len);
+	free(copy);
+}
+
+static int
+async_meta_get(bc_tier_t *bt, bc_tier_meta_get_t *req, const char *bucket,
+    const char *key, bc_tier_meta_cb cb)
+{
+	async_t *a = async_of(bt);
+	int      rv = atomic_load(&a->ctl.get_rv);
+
+	atomic_fetch_add(&a->ctl.meta_gets, 1);
+	if (rv != 0) {
+		BC_TIER_COUNT(bt, errors, 1);
+		return rv;
+	}
+	req->tier = bt;
+	req->bucket = bucket;
+	req->key = key;
+	req->cb = cb;
+	return bc_loop_call(a->loop, meta_answer, req);
 }
 
 static uint64_t
@@ -380,6 +507,12 @@ async_close(bc_tier_t *bt)
 	a = async_of(bt);
 	while (a->head != NULL)
 		remove_entry(a, &a->head);
+	while (a->metas != NULL) {
+		meta_t *m = a->metas;
+
+		a->metas = m->next;
+		meta_free(m);
+	}
 	a->pol_ops->free(a->pol);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
@@ -398,5 +531,7 @@ const bc_tier_ops_t bc_tier_async = {
 	.usage = async_usage,
 	.evictions = async_evictions,
 	.health = async_health,
+	.meta_put = async_meta_put,
+	.meta_get = async_meta_get,
 	.close = async_close,
 };

@@ -1,0 +1,287 @@
+/*
+ * tier_disk_index.c — the disk tier's in-memory index (tier_disk_int.h):
+ * chunk entries by name hash, objects by (bucket, key) with their chunks
+ * (any ETag) and metadata entry, the usage they add up to and the policy
+ * that orders them. Every bc_disk_do_* runs with t->lock held; nothing
+ * here touches a file.
+ *
+ * Tables: open addressing with linear probing, a power-of-two size grown
+ * at 3/4 load, backward-shift deletion (as tier_mem.c). Chunk entries are
+ * told apart by hash alone (a 64-bit collision makes two chunks share a
+ * file name; the header check on read turns that into a miss). Objects
+ * compare their names.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tier/tier_disk_int.h"
+#include "util/util_error.h"
+#include "util/util_time.h"
+
+#define MIN_SLOTS 64
+
+/* ---- the table --------------------------------------------------------- */
+
+int
+bc_disk_tab_init(bc_disk_tab_t *tb)
+{
+	tb->slots = calloc(MIN_SLOTS, sizeof(*tb->slots));
+	tb->mask = MIN_SLOTS - 1;
+	tb->n = 0;
+	return tb->slots == NULL ? BC_ENOMEM : 0;
+}
+
+void
+bc_disk_tab_fini(bc_disk_tab_t *tb)
+{
+	free(tb->slots);
+	tb->slots = NULL;
+	tb->n = 0;
+}
+
+size_t
+bc_disk_tab_find(const bc_disk_tab_t *tb, uint64_t h, size_t after)
+{
+	size_t i = after == BC_DISK_NONE ? h & tb->mask :
+	    (after + 1) & tb->mask;
+
+	for (; tb->slots[i].p != NULL; i = (i + 1) & tb->mask)
+		if (tb->slots[i].hash == h)
+			return i;
+	return BC_DISK_NONE;
+}
+
+static void
+place(struct bc_disk_slot_s *slots, size_t mask, uint64_t h, void *p)
+{
+	size_t i = h & mask;
+
+	while (slots[i].p != NULL)
+		i = (i + 1) & mask;
+	slots[i].hash = h;
+	slots[i].p = p;
+}
+
+int
+bc_disk_tab_add(bc_disk_tab_t *tb, uint64_t h, void *p)
+{
+	size_t size = tb->mask + 1;
+
+	if ((tb->n + 1) * 4 > size * 3) {
+		struct bc_disk_slot_s *ns;
+
+		if (size > SIZE_MAX / 2 / sizeof(*ns))
+			return BC_ENOMEM;
+		ns = calloc(size * 2, sizeof(*ns));
+		if (ns == NULL)
+			return BC_ENOMEM;
+		for (size_t i = 0; i < size; i++)
+			if (tb->slots[i].p != NULL)
+				place(ns, size * 2 - 1, tb->slots[i].hash,
+				    tb->slots[i].p);
+		free(tb->slots);
+		tb->slots = ns;
+		tb->mask = size * 2 - 1;
+	}
+	place(tb->slots, tb->mask, h, p);
+	tb->n++;
+	return 0;
+}
+
+void
+bc_disk_tab_del(bc_disk_tab_t *tb, uint64_t h, const void *p)
+{
+	size_t i = bc_disk_tab_find(tb, h, BC_DISK_NONE), j, home;
+
+	while (i != BC_DISK_NONE && tb->slots[i].p != p)
+		i = bc_disk_tab_find(tb, h, i);
+	assert(i != BC_DISK_NONE);
+	for (j = (i + 1) & tb->mask; tb->slots[j].p != NULL;
+	    j = (j + 1) & tb->mask) {
+		home = tb->slots[j].hash & tb->mask;
+		if (((j - home) & tb->mask) >= ((j - i) & tb->mask)) {
+			tb->slots[i] = tb->slots[j];
+			i = j;
+		}
+	}
+	tb->slots[i].p = NULL;
+	tb->slots[i].hash = 0;
+	tb->n--;
+}
+
+/* ---- entries and objects ---------------------------------------------- */
+
+bc_policy_ctx_t
+bc_disk_ctx(const char *bucket)
+{
+	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, bucket, false };
+
+	return ctx;
+}
+
+bc_disk_entry_t *
+bc_disk_do_chunk(bc_disk_t *t, uint64_t hash)
+{
+	size_t i = bc_disk_tab_find(&t->chunks, hash, BC_DISK_NONE);
+
+	return i == BC_DISK_NONE ? NULL : t->chunks.slots[i].p;
+}
+
+bc_disk_obj_t *
+bc_disk_do_obj(bc_disk_t *t, uint64_t hash, const char *bucket,
+    const char *key)
+{
+	for (size_t i = bc_disk_tab_find(&t->objs, hash, BC_DISK_NONE);
+	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, hash, i)) {
+		bc_disk_obj_t *o = t->objs.slots[i].p;
+
+		if (strcmp(o->name, bucket) == 0 &&
+		    strcmp(o->name + o->blen + 1, key) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+bool
+bc_disk_do_indexed(bc_disk_t *t, uint8_t kind, uint64_t hash)
+{
+	if (kind == BC_DISK_CHUNK)
+		return bc_disk_do_chunk(t, hash) != NULL;
+	for (size_t i = bc_disk_tab_find(&t->objs, hash, BC_DISK_NONE);
+	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, hash, i))
+		if (((bc_disk_obj_t *)t->objs.slots[i].p)->meta != NULL)
+			return true;
+	return false;
+}
+
+static bc_disk_obj_t *
+obj_get(bc_disk_t *t, const char *bucket, const char *key)
+{
+	uint64_t       h = bc_disk_obj_hash(bucket, key);
+	bc_disk_obj_t *o = bc_disk_do_obj(t, h, bucket, key);
+	size_t         bl, kl;
+
+	if (o != NULL)
+		return o;
+	bl = strlen(bucket);
+	kl = strlen(key);
+	o = malloc(sizeof(*o) + bl + kl + 2);
+	if (o == NULL)
+		return NULL;
+	o->hash = h;
+	bc_list_init(&o->chunks);
+	o->meta = NULL;
+	o->blen = bl;
+	memcpy(o->name, bucket, bl + 1);
+	memcpy(o->name + bl + 1, key, kl + 1);
+	if (bc_disk_tab_add(&t->objs, h, o) < 0) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
+static void
+obj_put(bc_disk_t *t, bc_disk_obj_t *o)
+{
+	if (o->meta != NULL || !bc_list_empty(&o->chunks))
+		return;
+	bc_disk_tab_del(&t->objs, o->hash, o);
+	free(o);
+}
+
+int
+bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
+    const char *key, const bc_policy_ctx_t *ctx)
+{
+	bc_disk_obj_t *o = obj_get(t, bucket, key);
+
+	if (o == NULL)
+		return BC_ENOMEM;
+	if (e->kind == BC_DISK_CHUNK) {
+		assert(bc_disk_do_chunk(t, e->hash) == NULL);
+		if (bc_disk_tab_add(&t->chunks, e->hash, e) < 0) {
+			obj_put(t, o);
+			return BC_ENOMEM;
+		}
+		bc_list_insert_head(&o->chunks, &e->olink);
+		t->nchunks++;
+	} else {
+		assert(o->meta == NULL);
+		o->meta = e;
+		t->nmetas++;
+	}
+	e->obj = o;
+	e->gen = ++t->gen;
+	t->usage += e->pol.size;
+	t->pol_ops->on_insert(t->pol, &e->pol, ctx);
+	return 0;
+}
+
+void
+bc_disk_victim(bc_disk_unlinks_t *u, uint8_t kind, uint64_t hash)
+{
+	if (u->n == u->cap) {
+		size_t cap = u->cap > 0 ? u->cap * 2 : 8;
+		struct bc_disk_victim_s *v = realloc(u->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return;
+		u->v = v;
+		u->cap = cap;
+	}
+	u->v[u->n].kind = kind;
+	u->v[u->n].hash = hash;
+	u->n++;
+}
+
+void
+bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e, bc_disk_unlinks_t *u)
+{
+	bc_disk_obj_t *o = e->obj;
+
+	if (e->kind == BC_DISK_CHUNK) {
+		bc_disk_tab_del(&t->chunks, e->hash, e);
+		bc_list_remove(&e->olink);
+		t->nchunks--;
+	} else {
+		o->meta = NULL;
+		t->nmetas--;
+	}
+	obj_put(t, o);
+	t->pol_ops->on_remove(t->pol, &e->pol);
+	t->usage -= e->pol.size;
+	if (u != NULL)
+		bc_disk_victim(u, e->kind, e->hash);
+	free(e);
+}
+
+int
+bc_disk_do_evict(bc_disk_t *t, uint64_t add, bc_disk_unlinks_t *u)
+{
+	bc_policy_node_t *v;
+
+	while (t->usage + add > t->capacity) {
+		v = t->pol_ops->choose_victim(t->pol, NULL, NULL);
+		if (v == NULL)
+			return BC_E2BIG;
+		bc_disk_do_remove(t, BC_POLICY_ENTRY(v, bc_disk_entry_t, pol),
+		    u);
+		BC_TIER_COUNT(&t->base, evictions, 1);
+	}
+	return 0;
+}
+
+bool
+bc_disk_do_filtered(bc_disk_t *t, const char *bucket, const char *key)
+{
+	for (bc_disk_filter_t *f = t->filters; f != NULL; f = f->next) {
+		if (strcmp(f->bucket, bucket) != 0)
+			continue;
+		if (f->key != NULL ? strcmp(f->key, key) == 0 :
+		    strncmp(key, f->prefix, strlen(f->prefix)) == 0)
+			return true;
+	}
+	return false;
+}
