@@ -583,8 +583,10 @@ chunk_first(bc_http_req_t *r, objreq_t *q, hit_t *hit)
 	int rv;
 
 	if (q->first != NULL) {
+		if (q->chunk_waits == 0 || q->first->index != q->c0)
+			return -1;   /* a first fill's chunk: streamed */
 		*hit = q->first_tier ? HIT : MISS;
-		return q->first->index == q->c0 ? 1 : -1;
+		return 1;
 	}
 	if (q->c0 != q->c1 || q->chunk_waits >= MAX_CHUNK_WAITS ||
 	    bc_tier_chain_count(bc_cache_tiers(q->c)) < 2)
