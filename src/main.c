@@ -3,14 +3,18 @@
  * composed: options, signals, start/stop order.
  *
  * Start: config (exit 2 on any bad option), curl, the loop thread, the
- * origin (S3, or file:// for a local directory), the cache over it
- * (unless --no-cache), the jobs registry and the prefetcher; then the
- * HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM), in
- * reverse: the front end quiesces, the origin's exchanges are cancelled
- * and the loop joined (the prefetcher's timer with it), the daemon
- * stopped; then the prefetcher, the cache, the jobs, the origin and the
- * loop go.
- * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options.
+ * origin (S3, or file:// for a local directory), the jobs registry, the
+ * cache over the origin (unless --no-cache) with its tiers: memory, and
+ * with --disk-dir the disk tier appended to the cache's chain (a missing,
+ * non-directory or read-only directory: exit 2), handed to stats/ for the
+ * per-tier stats; the prefetcher; then the HTTP front end, handed what it
+ * serves. Stop (SIGINT/SIGTERM), in reverse: the front end quiesces, the
+ * origin's exchanges are cancelled and the loop joined (the prefetcher's
+ * timer with it), the daemon stopped; then the prefetcher, the tier
+ * stats, the cache (its queued tier work runs, then the disk tier closes
+ * after its writes), the jobs, the origin and the loop go.
+ * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options
+ * (and a disk directory the tier cannot use).
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +35,11 @@
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
+#include "policy/policy.h"
 #include "stats/stats.h"
+#include "tier/tier_chain.h"
+#include "tier/tier_disk.h"
+#include "tier/tier_stats.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
 #include "upstream/upstream_s3.h"
@@ -46,6 +55,52 @@ static void
 on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/*
+ * Opens the disk tier over cfg's --disk-dir and appends it to the cache's
+ * chain, ordered by the memory tier's policy (and the jobs' plans).
+ * Chunks a disk hit brings into memory keep their file open (sendfile),
+ * so the open-file limit is raised to its hard limit. Returns 0; 2 with
+ * the tier's reason on stderr when the directory cannot be used; 1 on
+ * another failure.
+ */
+static int
+disk_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
+    const bc_policy_oracle_t *oracle)
+{
+	bc_tier_opts_t to;
+	bc_tier_t *disk = NULL;
+	struct rlimit rl;
+	char err[512] = "";
+	int rv;
+
+	memset(&to, 0, sizeof(to));
+	to.capacity = cfg->disk_size;
+	to.policy = bc_policy_find(cfg->policy);   /* checked by config */
+	to.oracle = oracle;
+	to.loop = loop;
+	to.dir = cfg->disk_dir;
+	rv = bc_tier_disk_open(&to, &disk, err, sizeof(err));
+	if (rv < 0) {
+		fprintf(stderr, "bucketcache: %s\n", err[0] != '\0' ? err :
+		    bc_strerror(rv));
+		return rv == BC_ENOMEM ? 1 : 2;
+	}
+	rv = bc_tier_chain_add(bc_cache_tiers(cache), disk);
+	if (rv < 0) {
+		bc_tier_disk.close(disk);
+		fprintf(stderr, "bucketcache: disk tier: %s\n",
+		    bc_strerror(rv));
+		return 1;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	BC_INFO("disk tier: %s, %llu MiB", cfg->disk_dir,
+	    (unsigned long long)(cfg->disk_size >> 20));
+	return 0;
 }
 
 /* Loop thread, as the loop stops: ends the origin's exchanges. */
@@ -137,6 +192,18 @@ main(int argc, char **argv)
 			    bc_strerror(e));
 			goto out;
 		}
+		if (cfg.disk_dir[0] != '\0') {
+			e = disk_tier_start(&cfg, loop, cache,
+			    bc_jobs_oracle(jobs));
+			if (e != 0) {
+				rv = e;
+				goto out;
+			}
+		}
+		bc_stats_set_tiers(bc_tier_stats_rows, bc_cache_tiers(cache));
+	} else if (cfg.disk_dir[0] != '\0') {
+		BC_WARN("--disk-dir %s: ignored with --no-cache",
+		    cfg.disk_dir);
 	}
 	if (cache != NULL && cfg.prefetch_concurrency > 0) {
 		bc_prefetch_opts_t po = { cache, loop,
@@ -181,6 +248,7 @@ out:
 	if (loop != NULL)
 		bc_loop_stop(loop, cancel_exchanges, origin);
 	bc_prefetch_free(prefetch);   /* its timer stopped with the loop */
+	bc_stats_set_tiers(NULL, NULL);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
 	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);

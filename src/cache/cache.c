@@ -65,14 +65,16 @@ hint_cached(bc_cache_t *c, bc_object_t *o, uint32_t hint)
  * for an unsigned request: it then renews the unsigned-fetch mark too)
  * unless one runs, or the request's first chunk (hint) must come from
  * upstream: that fetch carries If-Match, and its accept refreshes the
- * metadata in the same round trip (fill_accept). A failed revalidation
- * leaves the metadata stale; the next request tries again, and past
- * meta-stale requests wait for one.
+ * metadata in the same round trip (fill_accept); with lower tiers the
+ * chunk may come from one of them, so the HEAD goes all the same. A
+ * failed revalidation leaves the metadata stale; the next request tries
+ * again, and past meta-stale requests wait for one.
  */
 static void
 stale_revalidate(bc_cache_t *c, bc_object_t *o, uint32_t hint, bool anon)
 {
-	if (o->meta_fill != NULL || !hint_cached(c, o, hint))
+	if (o->meta_fill != NULL || (!hint_cached(c, o, hint) &&
+	    bc_tier_chain_count(c->tiers) < 2))
 		return;
 	(void)bc_fill_do_start(c, o, BC_FILL_REVALIDATE, 0, anon,
 	    BC_ORIGIN_DEMAND, &o->meta_fill);
@@ -181,6 +183,14 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 			bc_waiter_add(o, &o->meta_waiters, w, true);
 		}
 		mf->joined = true;
+		rv = BC_EAGAIN;
+		goto out;
+	}
+	if (!o->meta_valid && !o->meta_probed &&
+	    bc_fill_do_probe_meta(c, o, hint, w->anon, BC_ORIGIN_DEMAND,
+	    BC_STATS_JOB_NONE) == 0) {
+		bc_waiter_add(o, &o->meta_waiters, w, false);
+		o->meta_fill->joined = true;
 		rv = BC_EAGAIN;
 		goto out;
 	}
@@ -312,6 +322,13 @@ bc_cache_prefetch_key(bc_cache_t *c, const char *bucket, const char *key,
 	if (!o->listed || o->meta_fill != NULL) {
 		rv = o->listed ? 1 : 0;   /* its first fill runs */
 		pthread_mutex_unlock(&c->mu);
+		goto out;
+	}
+	if (!o->meta_valid && !o->meta_probed &&
+	    bc_fill_do_probe_meta(c, o, first, anon, BC_ORIGIN_PREFETCH,
+	    job) == 0) {
+		pthread_mutex_unlock(&c->mu);
+		rv = 1;   /* the lower tiers first; then it goes on */
 		goto out;
 	}
 	if (!o->meta_valid) {

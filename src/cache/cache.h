@@ -4,9 +4,12 @@
  *
  * An object is one (bucket, key) the cache knows; it carries the metadata
  * of the version it last saw (size, ETag, headers) and the fills under way
- * for it. Chunk bytes live in the tiers (memory only, for now), keyed by
- * (bucket, key, ETag, index): a new version never meets an old one's
- * chunks.
+ * for it. Chunk bytes live in the tiers (memory, then the lower tiers
+ * added to bc_cache_tiers: disk, ...), keyed by (bucket, key, ETag,
+ * index): a new version never meets an old one's chunks. Metadata learned
+ * or revalidated at the origin is also queued, with the wall-clock time
+ * of its validation, for the lower tiers that keep metadata
+ * (cache_metablob.h), so that a restarted gateway finds it there.
  *
  * Single-flight: one upstream fetch per missing chunk (and one per object
  * for metadata) however many requests want it; the others register a
@@ -82,6 +85,9 @@ typedef struct bc_waiter_s {
 	bool                partial_ok;
 	/* Set by the owner: an unsigned request (see the top). */
 	bool                anon;
+	/* Outcome too: what it waited for came from a lower tier (disk),
+	 * not the origin (a chunk, or the metadata it rechecks for). */
+	bool                tier_hit;
 	/* cache-internal */
 	void               *list;         /* where it is registered */
 	bool                counted;      /* a coalesced wait was counted */
@@ -147,6 +153,13 @@ void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
  * If-Match GET of chunk hint when that chunk is not cached); past both,
  * w waits for a revalidation. A validation is a revalidation's 304 or an
  * accepted chunk fetch of the same ETag.
+ * Lower tiers: when the cache holds no metadata for o, the lower tiers
+ * that keep metadata are asked first (once while o is listed; w waits,
+ * and is told BC_WAIT_RECHECK with tier_hit set when one had it). Their
+ * metadata is as old as its validation says (wall clock): fresh, stale
+ * or due for a revalidation by the rule above. Chunks then come through
+ * bc_cache_chunk (which asks the lower tiers too), never by a first
+ * fill. A miss, or a damaged blob, goes on to the origin as above.
  * Unsigned (w->anon): the same, and the object's unsigned-fetch mark must
  * be as fresh (fresh within meta-ttl, served and rechecked in the
  * background within meta-stale after it); else w waits for an unsigned

@@ -196,6 +196,8 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 		}
 		if (f->prefetch && f->waiters == NULL)
 			bc_chunk_mark_prefetched(ch, f->job);
+		for (bc_waiter_t *w = f->waiters; w != NULL; w = w->next)
+			w->tier_hit = true;
 		bc_waiters_end(&f->waiters, BC_WAIT_CHUNK, ch, 0, 0, NULL, 0);
 	} else {
 		BC_WARN("%s/%s chunk %u: cannot start its fetch", o->bucket,
@@ -266,6 +268,75 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	}
 	fill_started(c, f);
 	*out = f;
+	return 0;
+}
+
+/*
+ * Loop thread: the lower tiers answered f's metadata probe. A hit makes
+ * the metadata o's (bc_object_do_restore); either way o's metadata
+ * waiters look again: with it they are served (and its chunks come
+ * through the chunk path, which asks the lower tiers too), without it
+ * they start the origin's first fill. A prefetch's probe no client joined
+ * goes on as the prefetch would have.
+ */
+static void
+meta_probed(bc_tier_meta_probe_t *req, int status, const void *blob,
+    size_t len, size_t from)
+{
+	bc_fill_t *f = req->data;
+	bc_cache_t *c = f->c;
+	bc_object_t *o = f->o;
+	bool go_on;
+
+	(void)from;
+	pthread_mutex_lock(&c->mu);
+	fill_unlink(o, f);
+	if (status != 0)
+		BC_STATS_INC(cache_meta_lower_misses);
+	else if (o->listed && !o->meta_valid &&
+	    bc_object_do_restore(c, o, blob, len) == 0)
+		for (bc_waiter_t *w = o->meta_waiters; w != NULL; w = w->next)
+			w->tier_hit = true;
+	go_on = f->prefetch && o->listed && o->meta_waiters == NULL;
+	bc_waiters_end(&o->meta_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
+	pthread_mutex_unlock(&c->mu);
+	if (go_on)
+		(void)bc_cache_prefetch_key(c, o->bucket, o->key, f->index, 1,
+		    f->anon, f->job);
+	bc_object_unref(c, o);
+	free(f);
+}
+
+int
+bc_fill_do_probe_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint,
+    bool anon, bc_origin_class_t cls, bc_stats_job_id_t job)
+{
+	bc_fill_t *f;
+	int rv;
+
+	o->meta_probed = true;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return BC_ENOMEM;
+	f->c = c;
+	f->o = o;
+	f->kind = BC_FILL_META_PROBE;
+	f->anon = anon;
+	f->index = hint;
+	f->cls = cls;
+	f->prefetch = cls == BC_ORIGIN_PREFETCH;
+	f->job = job;
+	f->mprobe.data = f;
+	rv = bc_tier_chain_meta_probe(c->tiers, &f->mprobe, o->bucket, o->key,
+	    meta_probed);
+	if (rv < 0) {
+		free(f);
+		return rv;
+	}
+	o->refs++;
+	f->next = o->fills;
+	o->fills = f;
+	o->meta_fill = f;
 	return 0;
 }
 
@@ -346,6 +417,7 @@ meta_from_headers(bc_cache_t *c, bc_object_t *o, const bc_kvlist_t *h,
 	o->meta_valid = true;
 	o->meta_at_ns = bc_mono_ns();
 	bc_object_do_recharge(c, o);
+	bc_object_do_persist(c, o, true);
 	return 0;
 }
 
@@ -418,6 +490,7 @@ fill_accept(bc_cache_t *c, bc_fill_t *f, int status, const bc_kvlist_t *h,
 		o->meta_at_ns = bc_mono_ns();
 		if (f->anon)
 			o->public_at_ns = o->meta_at_ns;
+		bc_object_do_persist(c, o, false);
 		return 0;
 	}
 	if (meta_from_headers(c, o, h, *size) < 0)
@@ -576,6 +649,7 @@ public_done(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int hrv, int status,
 		if (o->meta_valid && strcmp(o->meta.etag, f->etag) == 0) {
 			o->meta_at_ns = bc_mono_ns();
 			o->public_at_ns = o->meta_at_ns;
+			bc_object_do_persist(c, o, false);
 		}
 		bc_waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0,
 		    NULL, 0);
@@ -629,10 +703,12 @@ fill_done(bc_exchange_t *x, void *arg)
 	case BC_FILL_HEAD:
 		if (status == 304 && f->kind == BC_FILL_REVALIDATE) {
 			o->meta_at_ns = bc_mono_ns();
+			bc_object_do_persist(c, o, false);
 		} else if (status == 200 && f->kind == BC_FILL_REVALIDATE &&
 		    etag != NULL && strcmp(etag, f->etag) == 0) {
 			/* an upstream that ignored If-None-Match */
 			o->meta_at_ns = bc_mono_ns();
+			bc_object_do_persist(c, o, false);
 		} else if (status == 200 && f->kind == BC_FILL_HEAD) {
 			uint64_t size = parse_u64(bc_kv_get(h,
 			    "Content-Length"));
@@ -696,6 +772,7 @@ fill_done(bc_exchange_t *x, void *arg)
 		}
 		break;
 	case BC_FILL_PUBLIC:   /* public_done() above */
+	case BC_FILL_META_PROBE:   /* no exchange */
 		break;
 	}
 	if (status == 200 || status == 206)   /* not the chunk asked for */

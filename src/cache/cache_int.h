@@ -45,6 +45,9 @@ typedef enum bc_fill_kind_e {
 	BC_FILL_REVALIDATE,   /* HEAD If-None-Match after meta-ttl */
 	BC_FILL_PUBLIC,       /* unsigned one-byte If-Match GET: may an unsigned
 			      request read this version? */
+	BC_FILL_META_PROBE,   /* metadata asked of the lower tiers before the
+			      origin (no exchange; its waiters are the
+			      object's meta_waiters) */
 } bc_fill_kind_t;
 
 typedef struct bc_fill_s {
@@ -70,6 +73,7 @@ typedef struct bc_fill_s {
 	bc_origin_class_t cls;
 	bool           probing;
 	bc_tier_probe_t probe;
+	bc_tier_meta_probe_t mprobe;   /* BC_FILL_META_PROBE's */
 } bc_fill_t;
 
 #define PROGRESS_WAKE (64 * 1024)   /* bytes between progress wakes */
@@ -95,6 +99,13 @@ struct bc_object_s {
 	uint64_t      public_at_ns;
 	bc_fill_t       *public_fill;          /* the unsigned check running */
 	bc_fill_t       *fills;                /* every fill, meta_fill too */
+	/* The lower tiers were asked for its metadata (once per listing:
+	 * a miss goes to the origin, whose answer is queued for them). */
+	bool          meta_probed;
+	/* The validation (meta_at_ns) last queued for the lower tiers;
+	 * meta_saved false: none. */
+	bool          meta_saved;
+	uint64_t      meta_saved_ns;
 };
 
 struct bc_cache_s {
@@ -153,6 +164,27 @@ void bc_object_do_recharge(bc_cache_t *c, bc_object_t *o);
 /* Takes o out of the table (its fills go on; waiters restart). */
 void bc_object_do_unlist(bc_cache_t *c, bc_object_t *o);
 void bc_object_do_unref(bc_cache_t *c, bc_object_t *o);
+/*
+ * o's metadata was just learned from the origin (learned) or revalidated
+ * there (meta_at_ns is now): queues it, with the wall-clock time, for the
+ * lower tiers that keep metadata (cache_metablob.h), when o is listed and
+ * the chain has lower tiers. A revalidation within a quarter of meta-ttl
+ * of the validation last queued is not queued again: the lower tiers'
+ * copy is then at most that much older than the truth, so a restarted
+ * gateway revalidates at most that much sooner.
+ */
+void bc_object_do_persist(bc_cache_t *c, bc_object_t *o, bool learned);
+/*
+ * A lower tier held o's metadata: blob (len bytes). Decodes it and makes
+ * it o's, as old as its validation (wall clock) says: fresh within
+ * meta-ttl, stale within meta-stale after that, else due for a
+ * revalidation before it is served (a time ahead of this clock by more
+ * than a second counts as that old too). Returns 0, or BC_EPROTO for a
+ * blob that does not decode or names a size past what the cache counts
+ * in chunks (counted, o unchanged).
+ */
+int  bc_object_do_restore(bc_cache_t *c, bc_object_t *o, const void *blob,
+    size_t len);
 
 /* ---- cache_fill.c ---- */
 
@@ -168,5 +200,18 @@ void bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
  * not start. */
 int  bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
     uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out);
+/*
+ * c->mu held: o has no metadata and no metadata fill; asks the lower tiers
+ * for it (BC_FILL_META_PROBE, which becomes o->meta_fill; o->meta_probed
+ * is set whatever comes of it). When the probe ends, on the loop thread,
+ * o has the metadata a tier held (bc_object_do_restore), or not, and
+ * o->meta_waiters are told to look again (BC_WAIT_RECHECK; those of a hit
+ * with tier_hit set). A probe that no client joined and that was made for
+ * a prefetch (cls, for job, of chunk hint, unsigned when anon) goes on as
+ * bc_cache_prefetch_key would. Returns 0, or a negative code
+ * (BC_ENOENT: no lower tier can be asked now) with nothing started.
+ */
+int  bc_fill_do_probe_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint,
+    bool anon, bc_origin_class_t cls, bc_stats_job_id_t job);
 
 #endif

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cache/cache_int.h"
 #include "cache/cache_math.h"
+#include "cache/cache_metablob.h"
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
@@ -53,6 +55,81 @@ bc_objmeta_copy(bc_objmeta_t *dst, const bc_objmeta_t *src)
 			bc_objmeta_fini(dst);
 			return BC_ENOMEM;
 		}
+	return 0;
+}
+
+/* ---- metadata in the lower tiers ---------------------------------------- */
+
+/* A validation time ahead of this clock by more than this is not
+ * believed (cache_int.h, bc_object_do_restore). */
+#define CLOCK_SKEW_MS 1000u
+
+static uint64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000u +
+	    (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void
+bc_object_do_persist(bc_cache_t *c, bc_object_t *o, bool learned)
+{
+	bc_buf_t b = BC_BUF_INIT;
+
+	if (!o->listed || !o->meta_valid ||
+	    bc_tier_chain_count(c->tiers) < 2)
+		return;
+	if (!learned && o->meta_saved && (c->meta_ttl_ns == 0 ||
+	    o->meta_at_ns - o->meta_saved_ns < c->meta_ttl_ns / 4))
+		return;
+	if (bc_cache_metablob_encode(&b, &o->meta, wall_ms()) < 0) {
+		BC_DEBUG("%s/%s: metadata not kept in the lower tiers (past "
+		    "the blob's bounds)", o->bucket, o->key);
+	} else {
+		bc_tier_chain_meta_put(c->tiers, o->bucket, o->key, b.data,
+		    b.len);
+		o->meta_saved = true;
+		o->meta_saved_ns = o->meta_at_ns;
+		BC_STATS_INC(cache_meta_lower_puts);
+	}
+	bc_buf_fini(&b);
+}
+
+int
+bc_object_do_restore(bc_cache_t *c, bc_object_t *o, const void *blob,
+    size_t len)
+{
+	uint64_t validated, now = wall_ms(), age_ns;
+	uint64_t old = c->meta_ttl_ns + c->meta_stale_ns;
+	bc_objmeta_t m;
+
+	if (bc_cache_metablob_decode(blob, len, &m, &validated) < 0 ||
+	    m.size / c->cs >= UINT32_MAX) {
+		bc_objmeta_fini(&m);
+		BC_STATS_INC(cache_meta_lower_corrupt);
+		BC_INFO("%s/%s: the lower tier's metadata is damaged; asking "
+		    "the origin", o->bucket, o->key);
+		return BC_EPROTO;
+	}
+	if (validated > now + CLOCK_SKEW_MS ||
+	    (now > validated && (now - validated) >= old / 1000000u + 1))
+		age_ns = old;   /* from the future, or past meta-stale */
+	else
+		age_ns = now > validated ? (now - validated) * 1000000u : 0;
+	bc_objmeta_fini(&o->meta);
+	o->meta = m;
+	o->meta_valid = true;
+	o->public_at_ns = 0;   /* unsigned reads are checked again */
+	/* monotonic time runs from boot: an age past it wraps, and
+	 * bc_mono_ns() - meta_at_ns still gives it back */
+	o->meta_at_ns = bc_mono_ns() - age_ns;
+	o->meta_saved = true;
+	o->meta_saved_ns = o->meta_at_ns;
+	bc_object_do_recharge(c, o);
+	BC_STATS_INC(cache_meta_lower_hits);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ bc_waiter_reset(bc_waiter_t *w)
 	w->chunk = NULL;
 	w->err = 0;
 	w->up_status = 0;
+	w->tier_hit = false;
 	w->list = NULL;
 	bc_buf_reset(&w->up_body);
 }

@@ -911,6 +911,36 @@ fail:
  * 4 KiB chunk still covers 16 TiB (S3's largest object is 5 TiB); above
  * 1 GiB one fill would hold too much memory. */
 #define CHUNK_SIZE_MAX ((uint64_t)1 << 30)
+/* What a disk tier needs besides one chunk's bytes: its file's header
+ * (4 KiB at most, rounded to a block) and a metadata file. */
+#define DISK_SLACK     (3u * 4096u)
+
+/* The disk tier: both options or neither, and room for a chunk. Whether
+ * the directory is usable is the tier's to say when it opens (main.c). */
+static int
+check_disk(const bc_config_t *c, char *err, size_t errlen)
+{
+	if (c->disk_dir[0] == '\0' && c->disk_size == 0)
+		return 0;
+	if (c->disk_dir[0] == '\0') {
+		bc_errf(err, errlen, "--disk-size: needs --disk-dir (the "
+		    "directory the disk tier keeps its files in)");
+		return BC_EINVAL;
+	}
+	if (c->disk_size == 0) {
+		bc_errf(err, errlen, "--disk-dir: needs --disk-size (the "
+		    "disk tier's bound, e.g. 100G)");
+		return BC_EINVAL;
+	}
+	if (c->disk_size < c->chunk_size + DISK_SLACK) {
+		bc_errf(err, errlen, "--disk-size: %llu is too small for one "
+		    "chunk (--chunk-size %llu, and %u bytes of file header "
+		    "and metadata)", (unsigned long long)c->disk_size,
+		    (unsigned long long)c->chunk_size, DISK_SLACK);
+		return BC_EINVAL;
+	}
+	return 0;
+}
 
 static int
 check_misc(const bc_config_t *c, char *err, size_t errlen)
@@ -949,7 +979,7 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 		bc_errf(err, errlen, "--max-connections: must be at least 1");
 		return BC_EINVAL;
 	}
-	return 0;
+	return check_disk(c, err, errlen);
 }
 
 /* a then b in a new string, or NULL. */

@@ -68,6 +68,10 @@ BC_OPT(mem_size,      "mem-size",      SIZE,  "1G",
     "memory tier bound: bytes actually held by cached chunks and metadata")
 BC_OPT(policy,        "policy",        STR,   "auto",
     "the memory tier's eviction policy: lru, pin, cost, planned or auto")
+BC_OPT(disk_dir,      "disk-dir",      STR,   "",
+    "a directory for the disk tier: chunks and object metadata kept across restarts (needs --disk-size; default: no disk tier)")
+BC_OPT(disk_size,     "disk-size",     SIZE,  "0",
+    "disk tier bound: bytes of its files on disk, in 4 KiB blocks (needs --disk-dir)")
 BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
 BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",

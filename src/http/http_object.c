@@ -7,6 +7,12 @@
  * conditionals and Range locally and picks a response:
  *   - every chunk of the range in memory: zero-copy, a buffer or iovec
  *     response holding chunk references (x-bucketcache: hit);
+ *   - with lower tiers (disk), a range within one chunk that memory lacks
+ *     is asked for first (suspended on its fill, which asks the lower
+ *     tiers before the origin): a chunk a disk tier just read goes out
+ *     from its file with sendfile (MHD's fd response, on a dup of the
+ *     chunk's descriptor; hit), one the origin is bringing streams as
+ *     below (miss);
  *   - otherwise a streaming response whose reader takes the chunks in
  *     order, waiting on single-flight fills for missing ones and reading
  *     `readahead` chunks ahead (x-bucketcache: miss or partial). A chunk
@@ -20,10 +26,12 @@
  * only an object the upstream let an unsigned fetch read; the cache
  * checks that first and passes a refusal on as it came (cache.h).
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
@@ -50,6 +58,9 @@
  * keys due behind the cursor of a loader with many workers and the window
  * ahead. */
 #define FEED_MAX_KEYS  1024
+/* Waits for the one chunk of a range before answering, at most (a fill
+ * that ends in RECHECK is asked again; past this the answer streams). */
+#define MAX_CHUNK_WAITS 3
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 
@@ -68,12 +79,19 @@ typedef struct objreq_s {
 	bool             have_meta;
 	bool             meta_cached;  /* no upstream request was needed */
 	bool             meta_waited;
+	bool             meta_tier;    /* a lower tier answered that wait */
 	bc_objmeta_t     meta;
 	bc_range_t       range;      /* resolved; empty object: unused */
 	uint32_t         c0, c1;
-	bc_chunk_t      *first;      /* chunk delivered with the metadata */
+	bc_chunk_t      *first;      /* chunk delivered with the metadata, or
+				      waited for (chunk_waits) */
+	bool             first_tier; /* first came from a lower tier */
+	bool             first_mem;  /* first was in memory (or filling for
+				      another request) */
+	unsigned         chunk_waits;
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bool             cur_fetched;
+	bool             cur_tier;   /* cur came from a lower tier */
 	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 	/* the job it is for (hint, access key or "anonymous") and what it
@@ -249,6 +267,8 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 	case BC_WAIT_CHUNK:
 		bc_chunk_unref(q->first);
 		q->first = q->w.chunk;
+		q->first_tier = q->w.tier_hit;
+		q->first_mem = false;
 		q->w.chunk = NULL;
 		break;
 	case BC_WAIT_UPSTREAM: {
@@ -267,8 +287,11 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 		*e = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
 		    BC_S3E_BadGateway;
 		return -1;
-	case BC_WAIT_RESTART:
 	case BC_WAIT_RECHECK:
+		if (q->w.tier_hit)
+			q->meta_tier = true;
+		break;
+	case BC_WAIT_RESTART:
 	case BC_WAIT_PENDING:
 		break;
 	}
@@ -284,6 +307,12 @@ restart(bc_http_req_t *r, objreq_t *q)
 		return BC_S3E_ServiceUnavailable;
 	bc_chunk_unref(q->first);
 	q->first = NULL;
+	q->first_tier = q->first_mem = false;
+	q->chunk_waits = 0;
+	if (q->have_meta) {
+		bc_objmeta_fini(&q->meta);
+		q->have_meta = false;
+	}
 	bc_object_unref(q->c, q->o);
 	q->o = bc_cache_object(q->c, r->s3.bucket, r->s3.key);
 	return q->o != NULL ? BC_S3E_NONE : BC_S3E_InternalError;
@@ -391,7 +420,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			bc_chunk_unref(q->cur);
 			q->cur = q->first;
 			q->first = NULL;
-			q->cur_fetched = true;
+			q->cur_fetched = !q->first_mem;
+			q->cur_tier = q->first_tier;
 		} else {
 			bc_chunk_unref(q->cur);
 			q->cur = NULL;
@@ -442,7 +472,9 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (n > q->range.last - off + 1)
 		n = (size_t)(q->range.last - off + 1);
 	memcpy(buf, q->cur->data + in_chunk, n);
-	if (q->cur_fetched) {
+	if (q->cur_fetched && q->cur_tier) {
+		BC_STATS_ADD(cache_bytes_disk, n);
+	} else if (q->cur_fetched) {
 		BC_STATS_ADD(cache_bytes_upstream, n);
 		bc_stats_bucket_add(r->s3.bucket,
 		    BC_BSTAT_cache_bytes_upstream, n);
@@ -531,6 +563,72 @@ out:
 			bc_chunk_unref(h->v[i]);
 	}
 	free(h);
+	return resp;
+}
+
+/*
+ * The range lies in one chunk that memory lacks and lower tiers exist:
+ * asks for the chunk before answering (its fill asks them first). Returns
+ * 1 when q->first holds the chunk a wait brought (*hit: from a lower
+ * tier, or the origin's, filling), 0 after suspending on its fill
+ * (obj_finish answers on the wake), or -1 when the answer streams as it
+ * would without lower tiers (a chunk in memory by now or being fetched by
+ * another request, several chunks, no lower tier, or an error the reader
+ * meets again and acts on).
+ */
+static int
+chunk_first(bc_http_req_t *r, objreq_t *q, hit_t *hit)
+{
+	bc_chunk_t *ch = NULL;
+	int rv;
+
+	if (q->first != NULL) {
+		if (q->chunk_waits == 0 || q->first->index != q->c0)
+			return -1;   /* a first fill's chunk: streamed */
+		*hit = q->first_tier ? HIT : MISS;
+		return 1;
+	}
+	if (q->c0 != q->c1 || q->chunk_waits >= MAX_CHUNK_WAITS ||
+	    bc_tier_chain_count(bc_cache_tiers(q->c)) < 2)
+		return -1;
+	rv = bc_cache_chunk(q->c, q->o, q->meta.etag, q->c0, true, &q->w, &ch);
+	if (rv == 0) {   /* the reader takes it from memory */
+		q->first = ch;
+		q->first_mem = true;
+		return -1;
+	}
+	if (rv != BC_EAGAIN)
+		return -1;
+	q->chunk_waits++;
+	wait_begin(q);
+	bc_http_wait(r);
+	return 0;
+}
+
+/* q->first, a chunk a disk tier just read, as an fd response of the
+ * range from its file (sendfile), or NULL. MHD closes the descriptor it
+ * is given, so it gets a duplicate; the file is never written in place
+ * (the disk tier renames new files over old ones), so its bytes are the
+ * ones the tier checked. */
+static struct MHD_Response *
+disk_response(bc_http_req_t *r, objreq_t *q)
+{
+	bc_chunk_t *ch = q->first;
+	uint64_t from = q->range.first - bc_chunk_start(q->c0,
+	    r->srv->cfg->chunk_size);
+	struct MHD_Response *resp;
+	int fd;
+
+	if (ch->fd < 0 || bc_chunk_state(ch) != BC_CHUNK_COMPLETE ||
+	    from + bc_range_length(&q->range) > ch->len)
+		return NULL;
+	fd = fcntl(ch->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	resp = MHD_create_response_from_fd_at_offset64(
+	    bc_range_length(&q->range), fd, ch->fd_off + from);
+	if (resp == NULL)
+		close(fd);
 	return resp;
 }
 
@@ -634,8 +732,26 @@ respond(bc_http_req_t *r, objreq_t *q)
 		} else {
 			hit = present == q->c1 - q->c0 + 1 ? HIT :
 			    present > 0 ? PARTIAL : MISS;
-			resp = MHD_create_response_from_callback(len,
-			    READER_BLOCK, obj_reader, r, NULL);
+			switch (chunk_first(r, q, &hit)) {
+			case 0:
+				return BC_S3E_NONE;   /* suspended */
+			case 1:
+				if (!q->first_tier)
+					break;
+				resp = disk_response(r, q);
+				if (resp == NULL)
+					break;
+				BC_STATS_INC(cache_disk_sendfile);
+				BC_STATS_ADD(cache_bytes_disk, len);
+				bc_chunk_unref(q->first);
+				q->first = NULL;
+				break;
+			default:
+				break;
+			}
+			if (resp == NULL)
+				resp = MHD_create_response_from_callback(len,
+				    READER_BLOCK, obj_reader, r, NULL);
 		}
 	}
 	if (resp == NULL)
@@ -685,6 +801,8 @@ obj_finish(bc_http_req_t *r)
 					return e;
 			}
 		}
+		if (q->have_meta)   /* it waited for its one chunk */
+			return respond(r, q);
 		rv = bc_cache_meta(q->c, q->o, q->hint, &q->w, &q->meta,
 		    &q->meta_cached);
 		if (rv == 0)
@@ -704,7 +822,7 @@ obj_finish(bc_http_req_t *r)
 		return BC_S3E_BadGateway;
 	}
 	q->have_meta = true;
-	if (q->meta_waited)
+	if (q->meta_waited && !q->meta_tier)
 		q->meta_cached = false;
 	return respond(r, q);
 }

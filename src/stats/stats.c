@@ -151,6 +151,52 @@ bc_stats_bucket_get(const char *bucket, bc_bstat_t id)
 }
 
 /*
+ * Per-tier values: read through the function the composition root set,
+ * under tiers_mu (so that bc_stats_set_tiers(NULL, NULL) returns once no
+ * renderer uses the old one).
+ */
+static const struct {
+	const char    *name;
+	enum stat_kind kind;
+	const char    *help;
+} tstats[] = {
+#define BC_TSTAT(name, kind, help) { #name, kind, help },
+#include "stats/stats_table.h"
+#undef BC_TSTAT
+};
+
+static pthread_mutex_t   tiers_mu = PTHREAD_MUTEX_INITIALIZER;
+static bc_stats_tiers_fn tiers_fn;     /* tiers_mu */
+static void             *tiers_arg;    /* tiers_mu */
+
+void
+bc_stats_set_tiers(bc_stats_tiers_fn fn, void *arg)
+{
+	pthread_mutex_lock(&tiers_mu);
+	tiers_fn = fn;
+	tiers_arg = arg;
+	pthread_mutex_unlock(&tiers_mu);
+}
+
+size_t
+bc_stats_tiers(bc_stats_tier_t *rows, size_t max)
+{
+	size_t n = 0;
+
+	if (max > BC_STATS_MAX_TIERS)
+		max = BC_STATS_MAX_TIERS;
+	pthread_mutex_lock(&tiers_mu);
+	if (tiers_fn != NULL)
+		n = tiers_fn(tiers_arg, rows, max);
+	pthread_mutex_unlock(&tiers_mu);
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		rows[i].name[BC_STATS_TIER_NAME - 1] = '\0';
+	return n;
+}
+
+/*
  * Per-job counters: the BC_STATS_MAX_JOBS most recently active jobs,
  * under jobs_mu (one short critical section per object read).
  */
@@ -715,6 +761,25 @@ json_jobs(struct out *o)
 }
 
 static void
+json_tiers(struct out *o)
+{
+	bc_stats_tier_t rows[BC_STATS_MAX_TIERS];
+	size_t n = bc_stats_tiers(rows, BC_STATS_MAX_TIERS);
+
+	put(o, "  \"tiers\": {");
+	for (size_t i = 0; i < n; i++) {
+		put(o, "%s\n    ", i > 0 ? "," : "");
+		put_json_str(o, rows[i].name);
+		put(o, ": {");
+		for (unsigned k = 0; k < BC_TSTAT__COUNT; k++)
+			put(o, "%s\"%s\": %llu", k > 0 ? ", " : "",
+			    tstats[k].name, (unsigned long long)rows[i].v[k]);
+		put(o, "}");
+	}
+	put(o, "%s},\n", n > 0 ? "\n  " : "");
+}
+
+static void
 json_latency(struct out *o, const bc_stats_snap_t *s)
 {
 	put(o, "  \"upstream_latency\": {\n"
@@ -734,6 +799,8 @@ json_latency(struct out *o, const bc_stats_snap_t *s)
  *   "counters": { "requests": 5, ... },
  *   "requests_by_op": { "GetObject": {"2xx": 3, "3xx": 0, "4xx": 1,
  *                       "5xx": 0}, ... },        (ops never seen: omitted)
+ *   "buckets": {...}, "jobs": {...},
+ *   "tiers": { "memory": {"up": 1, "hits": 5, ...}, "disk": {...} },
  *   "upstream_latency": { "count": 3, "sum_seconds": 0.1,
  *                         "p50_seconds": 0.02, "p99_seconds": 0.05 }
  * }
@@ -753,6 +820,7 @@ bc_stats_json(bc_buf_t *b)
 	json_by_op(&o, &s);
 	json_buckets(&o);
 	json_jobs(&o);
+	json_tiers(&o);
 	json_latency(&o, &s);
 	put(&o, "}\n");
 	return o.rv;
@@ -888,6 +956,30 @@ prom_jobs(struct out *o)
 	pthread_mutex_unlock(&jobs_mu);
 }
 
+static void
+prom_tiers(struct out *o)
+{
+	bc_stats_tier_t rows[BC_STATS_MAX_TIERS];
+	size_t n = bc_stats_tiers(rows, BC_STATS_MAX_TIERS);
+	char name[128];
+
+	if (n == 0)
+		return;
+	for (unsigned k = 0; k < BC_TSTAT__COUNT; k++) {
+		bool gauge = tstats[k].kind == GAUGE;
+
+		snprintf(name, sizeof(name), "bucketcache_tier_%s%s",
+		    tstats[k].name, gauge ? "" : "_total");
+		prom_header(o, name, gauge ? "gauge" : "counter",
+		    tstats[k].help);
+		for (size_t i = 0; i < n; i++) {
+			put(o, "%s{tier=", name);
+			put_label(o, rows[i].name);
+			put(o, "} %llu\n", (unsigned long long)rows[i].v[k]);
+		}
+	}
+}
+
 int
 bc_stats_prometheus(bc_buf_t *b)
 {
@@ -908,6 +1000,7 @@ bc_stats_prometheus(bc_buf_t *b)
 	prom_by_op(&o, &s);
 	prom_buckets(&o);
 	prom_jobs(&o);
+	prom_tiers(&o);
 	prom_latency(&o, &s);
 	return o.rv;
 }

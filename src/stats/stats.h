@@ -5,7 +5,8 @@
  * Three families:
  *   - plain counters and gauges, one line each in stats_table.h;
  *   - client requests by S3 operation (s3_ops.tbl) x status class;
- *   - an upstream latency histogram (fixed buckets, seconds).
+ *   - an upstream latency histogram (fixed buckets, seconds);
+ *   - per bucket, per job and per tier families (stats_table.h).
  * (Per-bucket and per-job stats come later as further families: a small
  * fixed-size table of names -> counters, rendered by its own section in
  * stats.c after requests_by_op, with a bucket="..." label.)
@@ -19,6 +20,7 @@
 #define BC_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "s3/s3_request.h"
@@ -126,6 +128,33 @@ int bc_stats_job_json(bc_buf_t *out, const char *job);
 /* The clock per-job rates are measured with, monotonic nanoseconds (tests
  * drive time with it); NULL: bc_mono_ns. */
 void bc_stats_set_clock(uint64_t (*now_ns)(void));
+
+/* Per-tier values (stats_table.h, BC_TSTAT). stats/ knows no tier: the
+ * composition root hands it a function that reads them (tier_stats.h). */
+typedef enum bc_tstat_e {
+#define BC_TSTAT(name, kind, help) BC_TSTAT_##name,
+#include "stats/stats_table.h"
+#undef BC_TSTAT
+	BC_TSTAT__COUNT
+} bc_tstat_t;
+
+#define BC_STATS_MAX_TIERS 8
+#define BC_STATS_TIER_NAME 32   /* bytes of a tier's name, NUL included */
+
+typedef struct bc_stats_tier_s {
+	char     name[BC_STATS_TIER_NAME];
+	uint64_t v[BC_TSTAT__COUNT];
+} bc_stats_tier_t;
+
+/* Fills at most max rows, one per tier, and returns how many. */
+typedef size_t (*bc_stats_tiers_fn)(void *arg, bc_stats_tier_t *rows,
+    size_t max);
+/* What /stats and /metrics read the tiers with (fn NULL: no tiers).
+ * Returns once no renderer calls the previous fn any more, so its arg may
+ * go after bc_stats_set_tiers(NULL, NULL). Thread-safe. */
+void   bc_stats_set_tiers(bc_stats_tiers_fn fn, void *arg);
+/* The rows as a renderer reads them (at most BC_STATS_MAX_TIERS). */
+size_t bc_stats_tiers(bc_stats_tier_t *rows, size_t max);
 
 /* Sets gauge name to v (for gauges mirrored from another module). */
 #define BC_STATS_SET(name, v)                                            \

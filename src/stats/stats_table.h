@@ -48,6 +48,12 @@ BC_STAT(prefetch_unread_bytes, GAUGE, "Bytes of prefetched chunks no client has 
 BC_STAT(cache_revalidations, COUNTER, "Metadata revalidations sent upstream after meta-ttl.")
 BC_STAT(cache_passthrough,   COUNTER, "Object reads streamed from the upstream uncached: memory was full of chunks in use.")
 BC_STAT(cache_stale_served,  COUNTER, "Requests answered from metadata past meta-ttl while it was revalidated (meta-stale).")
+BC_STAT(cache_meta_lower_hits, COUNTER, "Object metadata found in a lower tier (disk) instead of asked of the upstream.")
+BC_STAT(cache_meta_lower_misses, COUNTER, "Lower-tier metadata look-ups that found none: the upstream was asked.")
+BC_STAT(cache_meta_lower_corrupt, COUNTER, "Object metadata from a lower tier refused as damaged (or of another format): the upstream was asked.")
+BC_STAT(cache_meta_lower_puts, COUNTER, "Object metadata learned or revalidated upstream and queued for the lower tiers.")
+BC_STAT(cache_bytes_disk,    COUNTER, "Object bytes sent to clients from chunks a lower tier (disk) brought for them.")
+BC_STAT(cache_disk_sendfile,  COUNTER, "Object responses sent from a disk tier's file with sendfile (one chunk, just read from disk).")
 BC_STAT(cache_invalidations, COUNTER, "Objects dropped by writes through the gateway or the admin call.")
 BC_STAT(cache_evictions,     COUNTER, "Chunks evicted from the memory tier.")
 BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")
@@ -70,6 +76,43 @@ BC_BSTAT(cache_bytes_memory, "Object bytes of the bucket sent from the memory ti
 BC_BSTAT(cache_bytes_upstream, "Object bytes of the bucket sent after fetching them.")
 BC_BSTAT(cache_coalesced_waits, "Reads of the bucket that waited on another request's fetch.")
 BC_BSTAT(cache_invalidations, "Objects of the bucket dropped by writes or the admin call.")
+#endif
+
+/*
+ * Per-tier values, one line each: BC_TSTAT(name, COUNTER|GAUGE, "help"),
+ * for every tier of the cache's chain (memory first, then disk, ...),
+ * read from the tiers when /stats or /metrics is rendered (stats.h,
+ * bc_stats_set_tiers). The counters are the tiers' own (tier.h,
+ * BC_TIER_STATS: each of its names must be here); values a tier does
+ * not have read 0. JSON: "tiers": {"memory": {"up": 1, ...}, ...};
+ * Prometheus: bucketcache_tier_<name>_total{tier="memory"} for counters,
+ * bucketcache_tier_<name>{tier="memory"} for gauges.
+ */
+#ifdef BC_TSTAT
+BC_TSTAT(up,             GAUGE,   "1 while the tier is up; 0 while it is down (skipped, retried with backoff).")
+BC_TSTAT(hits,           COUNTER, "Look-ups and gets that found the chunk in the tier.")
+BC_TSTAT(misses,         COUNTER, "Look-ups and gets that did not.")
+BC_TSTAT(bytes_read,     COUNTER, "Chunk bytes the tier's hits returned.")
+BC_TSTAT(usage_bytes,    GAUGE,   "Bytes the tier holds (memory: chunks and metadata, overhead included; disk: file sizes in 4 KiB blocks).")
+BC_TSTAT(capacity_bytes, GAUGE,   "The tier's bound (mem-size, disk-size).")
+BC_TSTAT(chunks,         GAUGE,   "Chunks the tier holds.")
+BC_TSTAT(writes,         COUNTER, "Chunks the tier accepted (puts that stored a chunk).")
+BC_TSTAT(rejects,        COUNTER, "Puts the tier refused: not admitted by its policy, or too big.")
+BC_TSTAT(write_failures, COUNTER, "Puts that failed (disk: ENOSPC, EIO; memory); a lower tier that fails is marked down.")
+BC_TSTAT(deletes,        COUNTER, "Chunks dropped by deletes, invalidations and replacements.")
+BC_TSTAT(evictions,      COUNTER, "Chunks evicted to make room.")
+BC_TSTAT(corrupt,        COUNTER, "Chunks found damaged on read (bad checksum, torn file), dropped and fetched again.")
+BC_TSTAT(errors,         COUNTER, "Gets that failed (not misses).")
+BC_TSTAT(skips,          COUNTER, "Requests not sent to the tier because it was down.")
+BC_TSTAT(queue_drops,    COUNTER, "Queued puts and deletes dropped because the queue was full.")
+BC_TSTAT(downs,          COUNTER, "Times the tier went down.")
+BC_TSTAT(queued,         GAUGE,   "Puts and deletes queued for the lower tiers and not yet run (the chain's one queue; 0 for memory).")
+BC_TSTAT(metas,          GAUGE,   "Object metadata entries the tier holds (disk).")
+BC_TSTAT(writing,        GAUGE,   "File writes and unlinks accepted and not yet done (disk).")
+BC_TSTAT(scanning,       GAUGE,   "1 while the start-up scan rebuilds the index; hits are served meanwhile (disk).")
+BC_TSTAT(scan_files,     GAUGE,   "Files the start-up scan indexed (disk).")
+BC_TSTAT(scan_removed,   GAUGE,   "Stale temporary and damaged files the start-up scan removed (disk).")
+BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took, in milliseconds; 0 while it runs (disk).")
 #endif
 
 /*

@@ -10,7 +10,8 @@
  * lower tiers that have meta_get.
  *
  * Queue: lower-tier puts, deletes and metadata puts are jobs, one per tier, in a list
- * under ch->mu bounded by queue_max. The first job queued into an idle
+ * under ch->mu bounded by queue_max (an object's delete goes in past the
+ * bound, and to a down tier too: tier_chain.h says why). The first job queued into an idle
  * list schedules one drain (bc_loop_call), which runs jobs on the loop
  * thread until the list is empty; `scheduled` stays true until then, so
  * flush (and free) wait on it. Jobs run without ch->mu held.
@@ -211,7 +212,7 @@ job_run(bc_tier_chain_t *ch, job_t *j)
 	bc_tier_t *t = ch->tiers[j->tier];
 	int rv = 0;
 
-	if (bc_tier_health(t) == BC_TIER_DOWN) {
+	if (j->kind != JOB_DEL_OBJECT && bc_tier_health(t) == BC_TIER_DOWN) {
 		BC_TIER_COUNT(t, skips, 1);
 		return;
 	}
@@ -276,7 +277,7 @@ enqueue(bc_tier_chain_t *ch, job_t *j)
 
 	j->next = NULL;
 	pthread_mutex_lock(&ch->mu);
-	if (ch->queued >= ch->queue_max) {
+	if (ch->queued >= ch->queue_max && j->kind != JOB_DEL_OBJECT) {
 		pthread_mutex_unlock(&ch->mu);
 		job_drop(ch, j);
 		return;
@@ -309,14 +310,14 @@ enqueue(bc_tier_chain_t *ch, job_t *j)
 
 /* A job for tier i with room for extra bytes of strings, or NULL (the
  * drop counted) when out of memory; NULL too when tier i is down (the
- * skip counted). */
+ * skip counted), but for an object's delete. */
 static job_t *
 job_new(bc_tier_chain_t *ch, size_t i, job_kind_t kind, size_t extra)
 {
 	bc_tier_t *t = ch->tiers[i];
 	job_t *j;
 
-	if (bc_tier_health(t) == BC_TIER_DOWN) {
+	if (kind != JOB_DEL_OBJECT && bc_tier_health(t) == BC_TIER_DOWN) {
 		BC_TIER_COUNT(t, skips, 1);
 		return NULL;
 	}

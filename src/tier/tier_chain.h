@@ -24,9 +24,15 @@
  * when its entry is queued or run is skipped (stats.skips), a failure
  * marks the tier down. Queued puts hold a chunk reference (memory stays
  * charged until they ran), bounded by the queue's length. Chunk keys
- * carry the ETag, so a delete that comes late, or is dropped, can never
- * let a tier serve stale bytes: a new version of an object has other
- * keys, and the cache asks only for the version its metadata names.
+ * carry the ETag, so a chunk's delete that comes late, or is dropped, can
+ * never let a tier serve stale bytes: a new version of an object has
+ * other keys, and the cache asks only for the version its metadata names.
+ * Object metadata is keyed by (bucket, key) alone, though, and names the
+ * ETag whose chunks are read: an object's delete (del_object: writes
+ * through the gateway, invalidations) is therefore never dropped for a
+ * full queue, and runs on a down tier too (a disk tier drops index
+ * entries without writing); only running out of memory, or the loop
+ * stopping, loses one.
  *
  * Threads: tiers are added before the chain is used; after that every
  * function is thread-safe unless it says otherwise. The chain owns the
@@ -153,7 +159,8 @@ int  bc_tier_chain_promote(bc_tier_chain_t *ch, bc_chunk_t *c,
  * the lower tiers. */
 int  bc_tier_chain_del(bc_tier_chain_t *ch, const bc_chunk_key_t *k);
 /* The tiers' del_object (tier.h): the top at once (returns the number of
- * chunks it dropped), the lower tiers queued. */
+ * chunks it dropped), the lower tiers queued, past the queue's bound and
+ * whether they are up or down (see the top). */
 size_t bc_tier_chain_del_object(bc_tier_chain_t *ch, const char *bucket,
     const char *key, const char *prefix);
 /* Queues blob (len bytes, copied) as (bucket, key)'s metadata for every

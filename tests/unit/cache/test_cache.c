@@ -4,7 +4,10 @@
  * caching, object changes between chunk fetches, invalidation during a
  * fill, the metadata TTL and revalidation, stale-while-revalidate, empty
  * objects, chunk references across eviction, waiter life, streaming
- * fills, read-ahead, passthrough reads and unsigned requests.
+ * fills, read-ahead, passthrough reads, unsigned requests, and object
+ * metadata kept in the lower tiers (asked before the origin, by age;
+ * learned and revalidated metadata queued for them; a restart over the
+ * disk tier).
  *
  * Each test runs a real loop (upstream_loop.h), the fake origin on it
  * (answers as S3 does, its callbacks on the loop thread, bodies in
@@ -46,10 +49,12 @@
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
+#include "cache/cache_metablob.h"
 #include "config/config.h"
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
+#include "tier/tier_disk.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_loop.h"
 #include "util/util_error.h"
@@ -3488,5 +3493,389 @@ LTest(cache, passthrough_released_mid_body)
 	tw_fini(&t);
 	bc_objmeta_fini(&meta);
 	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- object metadata in the lower tiers --------------------------------- */
+
+/* An asynchronous lower tier (tier_async.h: it keeps metadata) appended
+ * to E's chain; its controls in *ctl. */
+static bc_tier_t *
+lower_add(bc_tier_async_ctl_t **ctl)
+{
+	bc_tier_opts_t to = { .capacity = 1024 * 1024, .name = "lower",
+	    .loop = E.loop };
+	bc_tier_t *lower;
+
+	cr_assert_eq(bc_tier_async.open(&to, &lower), 0);
+	cr_assert_eq(bc_tier_chain_add(bc_cache_tiers(E.c), lower), 0);
+	*ctl = bc_tier_async_ctl(lower);
+	return lower;
+}
+
+static uint64_t
+wall_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Puts into lower, as a restarted gateway's disk would hold it, the
+ * metadata of (BUCKET, KEY) = obj_a under etag, validated age_ms ago
+ * (negative: ahead of the clock). */
+static void
+lower_plant_meta(bc_tier_t *lower, const char *etag, int64_t age_ms)
+{
+	bc_objmeta_t m;
+	bc_buf_t b;
+
+	memset(&m, 0, sizeof(m));
+	m.size = sizeof(obj_a);
+	snprintf(m.etag, sizeof(m.etag), "%s", etag);
+	m.last_modified = LAST_MOD_T;
+	cr_assert_eq(bc_kv_add(&m.headers, "ETag", etag), 0);
+	cr_assert_eq(bc_kv_add(&m.headers, "Last-Modified", LAST_MOD), 0);
+	cr_assert_eq(bc_kv_add(&m.headers, "Content-Type",
+	    "application/x-test"), 0);
+	cr_assert_eq(bc_kv_add(&m.headers, "x-amz-meta-color", "blue"), 0);
+	bc_buf_init(&b, 0);
+	cr_assert_eq(bc_cache_metablob_encode(&b, &m, (uint64_t)(
+	    (int64_t)wall_ms_now() - age_ms)), 0);
+	cr_assert_eq(lower->ops->meta_put(lower, BUCKET, KEY, b.data, b.len),
+	    0);
+	bc_buf_fini(&b);
+	bc_objmeta_fini(&m);
+}
+
+/* The metadata as the origin describes obj_a (a fresh first fill's). */
+static void
+check_meta_a(const bc_objmeta_t *m)
+{
+	cr_assert_eq(m->size, sizeof(obj_a));
+	cr_assert_str_eq(m->etag, "\"etag-a\"");
+	cr_assert_eq(m->last_modified, LAST_MOD_T);
+	cr_assert_str_eq(bc_kv_get(&m->headers, "Content-Type"),
+	    "application/x-test");
+	cr_assert_str_eq(bc_kv_get(&m->headers, "x-amz-meta-color"), "blue");
+	cr_assert_null(bc_kv_get(&m->headers, "x-amz-request-id"),
+	    "a per-response header was kept");
+}
+
+/* Asks for (BUCKET, KEY)'s metadata once and waits for the lower tiers'
+ * answer: returns the wait's outcome, with w->tier_hit as it came. */
+static bc_wait_result_t
+meta_wait_once(bc_object_t *o, tw_t *t)
+{
+	bc_objmeta_t m;
+	bool cached;
+
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t->w, &m, &cached), BC_EAGAIN,
+	    "the lower tiers were not asked first");
+	return tw_wait(t);
+}
+
+/* A restarted cache finds the metadata and chunks the last one learned
+ * in the disk tier's directory: no origin request at all, the same
+ * metadata (headers too), and chunks that carry their file for sendfile. */
+LTest(cache, a_restarted_cache_reads_metadata_and_chunks_from_disk)
+{
+	char dir[] = "/tmp/bc-test-cache-disk.XXXXXX", cmd[128];
+	bc_tier_opts_t to = { .capacity = 64 * 1024 * 1024, .name = "disk" };
+	uint64_t hits = st_get(BC_STAT_cache_meta_lower_hits);
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch;
+	bc_tier_t *disk;
+	bool cached = false;
+	tw_t t;
+
+	cr_assert_not_null(mkdtemp(dir));
+	to.dir = dir;
+	for (int run = 0; run < 2; run++) {
+		env_start();
+		to.loop = E.loop;
+		cr_assert_eq(bc_tier_disk_open(&to, &disk, NULL, 0), 0);
+		cr_assert_eq(bc_tier_chain_add(bc_cache_tiers(E.c), disk), 0);
+		o = bc_cache_object(E.c, BUCKET, KEY);
+		tw_init(&t);
+		cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+		check_meta_a(&meta);
+		for (uint32_t i = 0; i < 3; i++) {
+			ch = NULL;
+			cr_assert_eq(get_chunk(o, meta.etag, i, &t, &ch), 0);
+			check_chunk(ch, i, obj_a, sizeof(obj_a), CS);
+			if (run == 1) {
+				cr_assert_geq(ch->fd, 0, "chunk %u: no file", i);
+				cr_assert_eq(pread(ch->fd, cmd, 16, (off_t)
+				    ch->fd_off), 16);
+				cr_assert(memcmp(cmd, obj_a + i * CS, 16) == 0);
+			}
+			bc_chunk_unref(ch);
+		}
+		if (run == 0) {
+			cr_assert_eq(org_count(NULL, NULL), 3,
+			    "the first run fetches metadata and 3 chunks in "
+			    "3 GETs");
+			bc_tier_chain_flush(bc_cache_tiers(E.c));
+			bc_tier_disk_flush(disk);
+		} else {
+			cr_assert_eq(org_count(NULL, NULL), 0, "the restarted "
+			    "cache asked the origin");
+			cr_assert_eq(st_get(BC_STAT_cache_meta_lower_hits),
+			    hits + 1);
+		}
+		bc_objmeta_fini(&meta);
+		tw_fini(&t);
+		bc_object_unref(E.c, o);
+		env_stop();
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Metadata a lower tier validated within meta-ttl is fresh: served with
+ * no origin request (the waiter says it came from a tier), and chunk 0
+ * comes through the chunk path (from the origin here: the tier holds no
+ * chunk) with If-Match, never as a first fill. */
+LTest(cache, fresh_lower_tier_metadata_needs_no_origin_request)
+{
+	env_opts_t eo = { .meta_ttl = 60000, .meta_stale = 60000 };
+	uint64_t puts = st_get(BC_STAT_cache_meta_lower_puts);
+	bc_tier_async_ctl_t *ctl;
+	bc_tier_t *lower;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	bool cached = false;
+	tw_t t;
+
+	env_start_opts(&eo);
+	lower = lower_add(&ctl);
+	lower_plant_meta(lower, "\"etag-a\"", 1000);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(meta_wait_once(o, &t), BC_WAIT_RECHECK);
+	cr_assert(t.w.tier_hit, "the waiter was not told of the tier's hit");
+	bc_waiter_reset(&t.w);
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta, &cached), 0);
+	cr_assert(cached);
+	check_meta_a(&meta);
+	cr_assert_eq(org_count(NULL, NULL), 0);
+	cr_assert_eq(atomic_load(&ctl->meta_gets), 1);
+	cr_assert_eq(get_chunk(o, meta.etag, 0, &t, &ch), 0);
+	check_chunk(ch, 0, obj_a, sizeof(obj_a), CS);
+	cr_assert_eq(org_count(NULL, NULL), 1);
+	cr_assert_str_eq(org_last().if_match, "\"etag-a\"",
+	    "chunk 0 came by a first fill");
+	cr_assert_eq(st_get(BC_STAT_cache_meta_lower_puts), puts,
+	    "a validation within a quarter of meta-ttl was queued again");
+	bc_chunk_unref(ch);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* Past meta-ttl, the tier's metadata is stale: served at once and
+ * revalidated in the background, and that validation goes back to the
+ * tier; past meta-stale too (or validated "in the future": a clock that
+ * jumped), it is revalidated before it is served. */
+LTest(cache, old_lower_tier_metadata_is_revalidated)
+{
+	static const int64_t ages[] = { 1500, 3600 * 1000, -3600 * 1000 };
+	env_opts_t eo = { .meta_ttl = 1000, .meta_stale = 60000 };
+
+	for (size_t i = 0; i < sizeof(ages) / sizeof(ages[0]); i++) {
+		uint64_t stale0 = st_get(BC_STAT_cache_stale_served);
+		bc_tier_async_ctl_t *ctl;
+		bc_tier_t *lower;
+		bc_objmeta_t meta;
+		bc_object_t *o;
+		bool cached = false;
+		tw_t t;
+
+		env_start_opts(&eo);
+		lower = lower_add(&ctl);
+		lower_plant_meta(lower, "\"etag-a\"", ages[i]);
+		o = bc_cache_object(E.c, BUCKET, KEY);
+		tw_init(&t);
+		if (i == 0)
+			org_gate(true);
+		cr_assert_eq(meta_wait_once(o, &t), BC_WAIT_RECHECK);
+		bc_waiter_reset(&t.w);
+		if (i == 0) {
+			cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &meta,
+			    &cached), 0, "stale metadata was waited for");
+			cr_assert_eq(st_get(BC_STAT_cache_stale_served),
+			    stale0 + 1);
+			cr_assert(org_wait_held(1));
+			org_gate(false);
+			cr_assert(org_wait_quiet());
+		} else {
+			cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL),
+			    0);
+			cr_assert_eq(st_get(BC_STAT_cache_stale_served),
+			    stale0, "age %" PRId64 " ms: served stale",
+			    ages[i]);
+		}
+		check_meta_a(&meta);
+		cr_assert_eq(org_count("HEAD", NULL), 1, "age %" PRId64
+		    " ms: no revalidation", ages[i]);
+		cr_assert_str_eq(org_find("HEAD", "").if_none_match,
+		    "\"etag-a\"");
+		cr_assert_eq(org_count("GET", NULL), 0);
+		bc_tier_chain_flush(bc_cache_tiers(E.c));
+		cr_assert_eq(atomic_load(&ctl->meta_puts), 2, "age %" PRId64
+		    " ms: the revalidation was not queued for the tier",
+		    ages[i]);
+		bc_objmeta_fini(&meta);
+		tw_fini(&t);
+		bc_object_unref(E.c, o);
+		env_stop();
+	}
+}
+
+/* No metadata in the tier, or a damaged blob: the origin's first fill,
+ * whose metadata then goes to the tier (replacing the damaged one). */
+LTest(cache, missing_or_damaged_lower_tier_metadata_goes_to_the_origin)
+{
+	uint64_t miss0 = st_get(BC_STAT_cache_meta_lower_misses);
+	uint64_t bad0 = st_get(BC_STAT_cache_meta_lower_corrupt);
+
+	for (int damaged = 0; damaged < 2; damaged++) {
+		bc_tier_async_ctl_t *ctl;
+		bc_tier_t *lower;
+		bc_objmeta_t meta;
+		bc_object_t *o;
+		bc_chunk_t *first = NULL;
+		bool cached = true;
+		tw_t t;
+
+		env_start();
+		lower = lower_add(&ctl);
+		if (damaged)
+			cr_assert_eq(lower->ops->meta_put(lower, BUCKET, KEY,
+			    "BCOM\x01\x00garbage", 13), 0);
+		o = bc_cache_object(E.c, BUCKET, KEY);
+		tw_init(&t);
+		cr_assert_eq(meta_wait_once(o, &t), BC_WAIT_RECHECK);
+		cr_assert(!t.w.tier_hit);
+		bc_waiter_reset(&t.w);
+		cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, &first), 0);
+		check_meta_a(&meta);
+		check_chunk(first, 0, obj_a, sizeof(obj_a), CS);
+		cr_assert_eq(org_count("GET", "bytes=0-1023"), 1);
+		cr_assert_str_eq(org_last().if_match, "", "not a first fill");
+		cr_assert_eq(atomic_load(&ctl->meta_gets), 1, "the tier was "
+		    "asked again");
+		bc_tier_chain_flush(bc_cache_tiers(E.c));
+		cr_assert_eq(atomic_load(&ctl->meta_puts), (uint64_t)(1 +
+		    damaged));
+		bc_chunk_unref(first);
+		bc_objmeta_fini(&meta);
+		tw_fini(&t);
+		bc_object_unref(E.c, o);
+		env_stop();
+	}
+	cr_assert_eq(st_get(BC_STAT_cache_meta_lower_misses), miss0 + 1);
+	cr_assert_eq(st_get(BC_STAT_cache_meta_lower_corrupt), bad0 + 1);
+}
+
+/* The tier's metadata names a version the origin no longer has: it is
+ * served within meta-ttl (as memory's would be), but the first chunk
+ * fetch (If-Match) finds the change, drops the object from every tier,
+ * and the next lookup learns the new version from the origin, not the
+ * tier. */
+LTest(cache, lower_tier_metadata_of_a_changed_object_is_dropped)
+{
+	env_opts_t eo = { .meta_ttl = 60000 };
+	bc_tier_async_ctl_t *ctl;
+	bc_tier_t *lower;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *ch = NULL;
+	bool cached = false;
+	tw_t t;
+
+	env_start_opts(&eo);
+	lower = lower_add(&ctl);
+	lower_plant_meta(lower, "\"etag-old\"", 0);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+	cr_assert_str_eq(meta.etag, "\"etag-old\"");
+	cr_assert_eq(get_chunk(o, meta.etag, 0, &t, &ch), BC_WAIT_RESTART);
+	bc_objmeta_fini(&meta);
+	bc_waiter_reset(&t.w);
+	bc_object_unref(E.c, o);
+	bc_tier_chain_flush(bc_cache_tiers(E.c));
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+	check_meta_a(&meta);
+	cr_assert_eq(atomic_load(&ctl->meta_gets), 2);
+	cr_assert_eq(org_count("GET", "bytes=0-1023"), 2);
+	cr_assert_str_eq(org_last().if_match, "", "the new version came by "
+	    "the origin's first fill");
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* An invalidation (a write through the gateway, the admin call) drops the
+ * tier's metadata too: the next lookup goes to the origin. */
+LTest(cache, invalidation_drops_lower_tier_metadata)
+{
+	bc_tier_async_ctl_t *ctl;
+	bc_tier_t *lower;
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bool cached = false;
+	tw_t t;
+
+	env_start();
+	lower = lower_add(&ctl);
+	lower_plant_meta(lower, "\"etag-a\"", 0);
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 0);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	tw_init(&t);
+	cr_assert_eq(get_meta(o, 0, &t, &meta, &cached, NULL), 0);
+	check_meta_a(&meta);
+	cr_assert_eq(org_count("GET", "bytes=0-1023"), 1);
+	cr_assert_str_eq(org_last().if_match, "", "the invalidated metadata "
+	    "came from the tier");
+	cr_assert_eq(atomic_load(&ctl->meta_gets), 1);
+	bc_objmeta_fini(&meta);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* A prefetch of an object the cache does not know asks the tiers first:
+ * with their metadata it fetches the chunk asked for (by the chunk path:
+ * If-Match, class prefetch), never the origin's first fill. */
+LTest(cache, prefetch_of_a_cold_object_asks_the_lower_tiers_first)
+{
+	bc_tier_async_ctl_t *ctl;
+	bc_tier_t *lower;
+	fake_req_t q;
+
+	env_start();
+	lower = lower_add(&ctl);
+	lower_plant_meta(lower, "\"etag-a\"", 0);
+	org_gate(true);
+	cr_assert_eq(bc_cache_prefetch_key(E.c, BUCKET, KEY, 1, 1, false,
+	    BC_STATS_JOB_NONE), 1);
+	cr_assert(org_wait_held(1));
+	q = org_last();
+	cr_assert_str_eq(q.range, "bytes=1024-2047");
+	cr_assert_str_eq(q.if_match, "\"etag-a\"");
+	cr_assert_eq(q.cls, BC_ORIGIN_PREFETCH);
+	org_gate(false);
+	cr_assert(org_wait_quiet());
+	cr_assert_eq(org_count(NULL, NULL), 1);
+	cr_assert_eq(atomic_load(&ctl->meta_gets), 1);
 	env_stop();
 }

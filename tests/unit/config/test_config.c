@@ -1012,6 +1012,41 @@ LTest(finish, other_checks)
 	    "--max-connections: must be at least 1");
 }
 
+/* The disk tier takes both options or neither, and room for one chunk;
+ * the directory itself is checked when the tier opens (main.c). */
+LTest(finish, disk_tier_options)
+{
+	const char *env[] = { "BUCKETCACHE_DISK_DIR=/var/cache/bc",
+	    "BUCKETCACHE_DISK_SIZE=2G", NULL };
+	bc_config_t c;
+	char up[600];
+
+	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+	finish_fails(ARGS(up, "--disk-dir", tmp), NOENV,
+	    "--disk-dir: needs --disk-size (the disk tier's bound, e.g. "
+	    "100G)");
+	finish_fails(ARGS(up, "--disk-size", "1G"), NOENV,
+	    "--disk-size: needs --disk-dir (the directory the disk tier "
+	    "keeps its files in)");
+	finish_fails(ARGS(up, "--disk-dir", tmp, "--disk-size", "8M"), NOENV,
+	    "--disk-size: 8388608 is too small for one chunk (--chunk-size "
+	    "8388608, and 12288 bytes of file header and metadata)");
+	cr_assert_eq(finish(&c, ARGS(up, "--disk-dir", tmp, "--disk-size",
+	    "1G"), NOENV), 0, "%s", err);
+	cr_assert_str_eq(c.disk_dir, tmp);
+	cr_assert_eq(c.disk_size, 1ull << 30);
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS(up, "--chunk-size", "64K", "--disk-size",
+	    "1M"), env), 0, "%s", err);
+	cr_assert_str_eq(c.disk_dir, "/var/cache/bc");
+	cr_assert_eq(c.disk_size, 1ull << 20, "the flag wins over the env");
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS(up), NOENV), 0, "%s", err);
+	cr_assert_str_eq(c.disk_dir, "");
+	cr_assert_eq(c.disk_size, 0, "no disk tier by default");
+	bc_config_fini(&c);
+}
+
 LTest(finish, env_credentials_and_default_key)
 {
 	bc_config_t c;

@@ -888,3 +888,70 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	bc_buf_fini(&b);
 	bc_stats_set_clock(NULL);
 }
+
+/* Two tiers as a chain would give them; the second's name is hostile. */
+static size_t
+fake_tiers(void *arg, bc_stats_tier_t *rows, size_t max)
+{
+	unsigned *calls = arg;
+
+	(*calls)++;
+	cr_assert_geq(max, 2);
+	memset(rows, 0, 2 * sizeof(*rows));
+	snprintf(rows[0].name, sizeof(rows[0].name), "memory");
+	rows[0].v[BC_TSTAT_up] = 1;
+	rows[0].v[BC_TSTAT_hits] = 7;
+	rows[0].v[BC_TSTAT_capacity_bytes] = 1 << 20;
+	snprintf(rows[1].name, sizeof(rows[1].name), "disk\"\n");
+	rows[1].v[BC_TSTAT_corrupt] = 3;
+	rows[1].v[BC_TSTAT_scanning] = 1;
+	return 2;
+}
+
+/* The tiers family: read through the function set, a JSON object per
+ * tier and a Prometheus sample per tier with the tier label (counters
+ * _total, gauges not); none when no function is set. */
+LTest(stats, tiers_are_read_when_rendered)
+{
+	bc_buf_t b = BC_BUF_INIT;
+	unsigned calls = 0;
+	const char *t;
+
+	bc_stats_reset();
+	bc_stats_set_tiers(fake_tiers, &calls);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(calls, 1);
+	cr_assert_eq(python_check(bc_buf_str(&b),
+	    "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "t = d[\"tiers\"]\n"
+	    "assert list(t) == [\"memory\", \"disk\\\"\\n\"], t\n"
+	    "m = t[\"memory\"]\n"
+	    "assert m[\"up\"] == 1 and m[\"hits\"] == 7, m\n"
+	    "assert m[\"capacity_bytes\"] == 1048576, m\n"
+	    "assert t[\"disk\\\"\\n\"][\"corrupt\"] == 3, t\n"
+	    "assert set(m) >= {\"hits\", \"misses\", \"bytes_read\", "
+	    "\"usage_bytes\", \"evictions\", \"writes\", \"write_failures\", "
+	    "\"corrupt\", \"up\", \"scanning\"}, m\n"), 0,
+	    "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	t = bc_buf_str(&b);
+	cr_assert_gt(check_prometheus(t), 20);
+	cr_assert_eq(sample(t, "bucketcache_tier_hits_total{tier=\"memory\"}"),
+	    7);
+	cr_assert_eq(sample(t, "bucketcache_tier_up{tier=\"memory\"}"), 1);
+	cr_assert_eq(sample(t,
+	    "bucketcache_tier_corrupt_total{tier=\"disk\\\"\\n\"}"), 3);
+	cr_assert_not_null(strstr(t, "# TYPE bucketcache_tier_scanning "
+	    "gauge\n"));
+	bc_stats_set_tiers(NULL, NULL);
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"tiers\": {}"));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	cr_assert_null(strstr(bc_buf_str(&b), "{tier="));
+	cr_assert_eq(calls, 2);
+	bc_buf_fini(&b);
+}

@@ -620,8 +620,9 @@ LTest(chain, a_failed_put_marks_the_tier_down_and_later_writes_skip_it)
 	cr_assert_eq(bc_tier_chain_del_object(f.ch, "bkt", "k0", NULL), 1);
 	bc_tier_chain_flush(f.ch);
 	cr_assert_eq(atomic_load(&ctl(f.a)->puts), 1, "skipped while down");
-	cr_assert_eq(atomic_load(&ctl(f.a)->dels), 0);
-	cr_assert_eq(STAT(f.a, skips), 2);
+	cr_assert_eq(atomic_load(&ctl(f.a)->dels), 1, "an object's delete "
+	    "reaches a down tier");
+	cr_assert_eq(STAT(f.a, skips), 1);
 	cr_assert_eq(atomic_load(&ctl(f.b)->puts), 2, "b got both");
 	cr_assert_eq(atomic_load(&ctl(f.b)->dels), 1);
 	teardown(&f);
@@ -939,5 +940,50 @@ LTest(chain, meta_without_lower_tiers_and_while_down)
 	cr_assert_eq(atomic_load(&ctl(f.a)->meta_puts), 1);
 	cr_assert_eq(bc_tier_health(f.a), BC_TIER_DOWN);
 	cr_assert_eq(atomic_load(&f.a->health.last_err), BC_EIO);
+	teardown(&f);
+}
+
+/* An object's delete is never lost to a full queue or a down tier: its
+ * metadata (keyed by bucket and key, naming the ETag) would otherwise
+ * outlive a write through the gateway. */
+LTest(chain, an_objects_delete_passes_a_full_queue_and_a_down_tier)
+{
+	fix_t           f;
+	struct gate     g = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, false, false };
+	bc_policy_ctx_t ctx;
+	bc_chunk_t     *c;
+	char            blob[64];
+	size_t          from;
+
+	setup(&f, 1 * MiB, 1);
+	ctx = ctx_at(f.now);
+	cr_assert_eq(f.a->ops->meta_put(f.a, "bkt", "k", "old", 3), 0);
+	bc_tier_chain_set_queue_max(f.ch, 1);
+	atomic_store(&ctl(f.a)->put_rv, BC_ENOSPC);
+	gate_close(f.loop, &g);
+	c = mk("k0", 0, 100, 'p');
+	cr_assert_eq(bc_tier_chain_put(f.ch, c, &ctx), 0);   /* fills it */
+	bc_chunk_unref(c);
+	c = mk("k1", 0, 100, 'p');
+	cr_assert_eq(bc_tier_chain_put(f.ch, c, &ctx), 0);   /* dropped */
+	bc_chunk_unref(c);
+	cr_assert_eq(bc_tier_chain_del_object(f.ch, "bkt", "k", NULL), 0);
+	cr_assert_eq(STAT(f.a, queue_drops), 1);
+	cr_assert_eq(bc_tier_chain_queued(f.ch), 2, "the delete was dropped");
+	gate_open(&g);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(bc_tier_health(f.a), BC_TIER_DOWN, "the put failed");
+	cr_assert_eq(atomic_load(&ctl(f.a)->dels), 1);
+	atomic_store(&ctl(f.a)->put_rv, 0);
+	cr_assert_eq(f.a->ops->meta_put(f.a, "bkt", "k", "old", 3), 0);
+	cr_assert_eq(bc_tier_chain_del_object(f.ch, "bkt", "k", NULL), 0);
+	bc_tier_chain_flush(f.ch);
+	cr_assert_eq(atomic_load(&ctl(f.a)->dels), 2, "not run on a down "
+	    "tier");
+	cr_assert_eq(STAT(f.a, skips), 0);
+	bc_tier_mark_up(f.a, bc_mono_ns());
+	cr_assert_eq(meta_probe(&f, "k", false, blob, &from), BC_ENOENT,
+	    "the deleted metadata is still there");
 	teardown(&f);
 }
