@@ -60,8 +60,8 @@ on_signal(int sig)
 /*
  * Opens the disk tier over cfg's --disk-dir and appends it to the cache's
  * chain, ordered by the memory tier's policy (and the jobs' plans).
- * Chunks a disk hit brings into memory keep their file open (sendfile),
- * so the open-file limit is raised to its hard limit. Returns 0; 2 with
+ * Responses to disk hits hold the chunk's file open until sent
+ * (sendfile); the open-file limit is raised to its hard limit. Returns 0; 2 with
  * the tier's reason on stderr when the directory cannot be used; 1 on
  * another failure.
  */

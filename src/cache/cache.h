@@ -88,6 +88,12 @@ typedef struct bc_waiter_s {
 	/* Outcome too: what it waited for came from a lower tier (disk),
 	 * not the origin (a chunk, or the metadata it rechecks for). */
 	bool                tier_hit;
+	/* With a tier hit of a chunk read from a file (a disk tier): that
+	 * file, open (the waiter's; bc_waiter_reset/fini close it; take it
+	 * by setting -1), and where the chunk's bytes start in it, for
+	 * sendfile. -1 otherwise. A chunk kept in memory holds no file. */
+	int                 fd;
+	uint64_t            fd_off;
 	/* cache-internal */
 	void               *list;         /* where it is registered */
 	bool                counted;      /* a coalesced wait was counted */

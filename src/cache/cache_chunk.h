@@ -13,7 +13,9 @@
  * same bytes (fd, from fd_off on), for responses sent with sendfile; the
  * chunk owns it and closes it when freed. Every constructor sets fd to -1
  * (none); fd and fd_off, like data, are set before the chunk is shared
- * and never change after.
+ * and never change after, but for one step: the cache, holding the only
+ * reference, hands the file to the waiting responses (bc_waiter_t.fd)
+ * and closes it before the chunk is shared or kept in memory.
  *
  * Filling: a chunk made by bc_chunk_new_filling() is handed out while its
  * bytes still arrive. `filled` (release/acquire) says how many of data's

@@ -2,6 +2,7 @@
  * cache_fill.c — single-flight fills of chunks and metadata from the origin
  * (cache_int.h has the locking and reference rules).
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cache/cache_int.h"
 #include "cache/cache_math.h"
@@ -188,6 +190,19 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 	atomic_fetch_sub(&c->outside_bytes, f->charge);
 	f->charge = 0;
 	if (status == 0) {
+		/* the file the chunk was read from goes to the waiters (for
+		 * sendfile), not into memory with the chunk */
+		for (bc_waiter_t *w = f->waiters; w != NULL; w = w->next) {
+			w->tier_hit = true;
+			if (ch->fd >= 0 && atomic_load(&ch->refs) == 1) {
+				w->fd = fcntl(ch->fd, F_DUPFD_CLOEXEC, 0);
+				w->fd_off = ch->fd_off;
+			}
+		}
+		if (ch->fd >= 0 && atomic_load(&ch->refs) == 1) {
+			close(ch->fd);
+			ch->fd = -1;
+		}
 		if (o->listed) {
 			bc_policy_ctx_t ctx = bc_cache_policy_ctx(o,
 			    f->prefetch);
@@ -196,8 +211,6 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 		}
 		if (f->prefetch && f->waiters == NULL)
 			bc_chunk_mark_prefetched(ch, f->job);
-		for (bc_waiter_t *w = f->waiters; w != NULL; w = w->next)
-			w->tier_hit = true;
 		bc_waiters_end(&f->waiters, BC_WAIT_CHUNK, ch, 0, 0, NULL, 0);
 	} else {
 		BC_WARN("%s/%s chunk %u: cannot start its fetch", o->bucket,

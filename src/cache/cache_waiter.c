@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 
@@ -30,6 +31,7 @@ bc_waiter_init(bc_waiter_t *w, void (*wake)(void *), void *arg)
 	memset(w, 0, sizeof(*w));
 	w->wake = wake;
 	w->arg = arg;
+	w->fd = -1;
 	bc_buf_init(&w->up_body, 0);
 }
 
@@ -42,6 +44,9 @@ bc_waiter_reset(bc_waiter_t *w)
 	w->err = 0;
 	w->up_status = 0;
 	w->tier_hit = false;
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
 	w->list = NULL;
 	bc_buf_reset(&w->up_body);
 }
@@ -69,6 +74,9 @@ bc_waiter_fini(bc_cache_t *c, bc_waiter_t *w)
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(w->chunk);
 	w->chunk = NULL;
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
 	bc_buf_fini(&w->up_body);
 }
 

@@ -76,7 +76,7 @@ BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
 BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",
     "bytes prefetched but not yet read that the prefetcher may hold (0: a quarter of mem-size)")
-BC_OPT(prefetch_concurrency, "prefetch-concurrency", UINT, "8",
+BC_OPT(prefetch_concurrency, "prefetch-concurrency", UINT, "32",
     "prefetch fills running at once, at most (0: no prefetching from hints and plans)")
 BC_OPT(meta_ttl,      "meta-ttl",      MS,    "60s",
     "how long cached object metadata is trusted before it is revalidated")

@@ -86,6 +86,9 @@ typedef struct objreq_s {
 	bc_chunk_t      *first;      /* chunk delivered with the metadata, or
 				      waited for (chunk_waits) */
 	bool             first_tier; /* first came from a lower tier */
+	int              first_fd;   /* the file first was read from (a
+				      disk tier; owned), or -1 */
+	uint64_t         first_fd_off;   /* where first starts in it */
 	bool             first_mem;  /* first was in memory (or filling for
 				      another request) */
 	unsigned         chunk_waits;
@@ -234,6 +237,7 @@ obj_start(bc_http_req_t *r)
 	if (q == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = q;
+	q->first_fd = -1;
 	job_hints(r, q);
 	q->c = r->srv->cache;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
@@ -270,6 +274,11 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 		q->first_tier = q->w.tier_hit;
 		q->first_mem = false;
 		q->w.chunk = NULL;
+		if (q->first_fd >= 0)
+			close(q->first_fd);
+		q->first_fd = q->w.fd;   /* taken: reset would close it */
+		q->first_fd_off = q->w.fd_off;
+		q->w.fd = -1;
 		break;
 	case BC_WAIT_UPSTREAM: {
 		/* pass the upstream's error on as it came */
@@ -606,10 +615,10 @@ chunk_first(bc_http_req_t *r, objreq_t *q, hit_t *hit)
 }
 
 /* q->first, a chunk a disk tier just read, as an fd response of the
- * range from its file (sendfile), or NULL. MHD closes the descriptor it
- * is given, so it gets a duplicate; the file is never written in place
- * (the disk tier renames new files over old ones), so its bytes are the
- * ones the tier checked. */
+ * range from the file it was read from (sendfile; MHD takes q->first_fd
+ * and closes it), or NULL. The file is never written in place (the disk
+ * tier renames new files over old ones), so its bytes are the ones the
+ * tier checked. */
 static struct MHD_Response *
 disk_response(bc_http_req_t *r, objreq_t *q)
 {
@@ -617,18 +626,14 @@ disk_response(bc_http_req_t *r, objreq_t *q)
 	uint64_t from = q->range.first - bc_chunk_start(q->c0,
 	    r->srv->cfg->chunk_size);
 	struct MHD_Response *resp;
-	int fd;
 
-	if (ch->fd < 0 || bc_chunk_state(ch) != BC_CHUNK_COMPLETE ||
+	if (q->first_fd < 0 || bc_chunk_state(ch) != BC_CHUNK_COMPLETE ||
 	    from + bc_range_length(&q->range) > ch->len)
 		return NULL;
-	fd = fcntl(ch->fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return NULL;
 	resp = MHD_create_response_from_fd_at_offset64(
-	    bc_range_length(&q->range), fd, ch->fd_off + from);
-	if (resp == NULL)
-		close(fd);
+	    bc_range_length(&q->range), q->first_fd, q->first_fd_off + from);
+	if (resp != NULL)
+		q->first_fd = -1;
 	return resp;
 }
 
@@ -865,6 +870,8 @@ obj_done(bc_http_req_t *r, bool ok)
 		job_account(r, q, ok);
 	bc_waiter_fini(q->c, &q->w);
 	bc_exchange_release(q->pass);
+	if (q->first_fd >= 0)
+		close(q->first_fd);
 	bc_chunk_unref(q->first);
 	bc_chunk_unref(q->cur);
 	if (q->have_meta)
