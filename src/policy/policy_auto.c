@@ -10,7 +10,9 @@
  * PROTECTED_PCT % of c); once it is full they go to probation. A hit in
  * probation promotes the entry to protected, whose least recently used
  * entries are demoted to probation's head to make room; victims come from
- * probation's tail, then protected's. An entry read once per epoch is
+ * probation's tail, then protected's head (its newest: when the tier
+ * needs room beyond the shares, for metadata and fills, the first-filled
+ * set stays, as with pin). An entry read once per epoch is
  * seldom hit while on probation, so epochs do not churn the protected
  * set; an entry read often is, so skewed workloads keep their hot set as
  * LRU would. Admission takes everything (planned decides for entries
@@ -130,7 +132,11 @@ slru_choose_victim(bc_policy_t *p,
 		if (skip == NULL || !skip(arg, n))
 			return n;
 	}
-	BC_LIST_FOREACH_REVERSE(l, &p->prot) {
+	/* the tier needs room the segments' shares did not leave (bytes it
+	 * holds outside the policy: metadata, chunks being filled): the
+	 * protected segment gives up its newest entries, as pin does, so
+	 * the first-filled set stays */
+	BC_LIST_FOREACH(l, &p->prot) {
 		n = BC_CONTAINER_OF(l, bc_policy_node_t, link);
 		if (skip == NULL || !skip(arg, n))
 			return n;

@@ -353,6 +353,17 @@ probe_finish(bc_tier_probe_t *req, int status, bc_chunk_t *c, size_t from)
 
 static void on_get(bc_tier_get_t *g, int status, bc_chunk_t *c);
 
+/* t answered a get with rv (not a hit): a miss is an answer (up), an
+ * error marks it down. */
+static void
+tier_answered(bc_tier_t *t, int rv, uint64_t now)
+{
+	if (rv == BC_ENOENT)
+		bc_tier_mark_up(t, now);
+	else
+		bc_tier_mark_down(t, rv, now);
+}
+
 /* Loop thread: asks the next usable tier, or ends the probe. */
 static void
 probe_step(bc_tier_probe_t *req)
@@ -374,10 +385,7 @@ probe_step(bc_tier_probe_t *req)
 		rv = t->ops->get(t, &req->get, &req->key, &req->ctx, on_get);
 		if (rv == 0)
 			return;
-		if (rv == BC_ENOENT)
-			bc_tier_mark_up(t, now);
-		else
-			bc_tier_mark_down(t, rv, now);
+		tier_answered(t, rv, now);
 	}
 	probe_finish(req, BC_ENOENT, NULL, 0);
 }
@@ -396,10 +404,7 @@ on_get(bc_tier_get_t *g, int status, bc_chunk_t *c)
 		return;
 	}
 	bc_chunk_unref(c);
-	if (status == BC_ENOENT)
-		bc_tier_mark_up(t, now);
-	else
-		bc_tier_mark_down(t, status, now);
+	tier_answered(t, status, now);
 	probe_step(req);
 }
 
@@ -504,10 +509,7 @@ meta_step(bc_tier_meta_probe_t *req)
 		    on_meta);
 		if (rv == 0)
 			return;
-		if (rv == BC_ENOENT)
-			bc_tier_mark_up(t, now);
-		else
-			bc_tier_mark_down(t, rv, now);
+		tier_answered(t, rv, now);
 	}
 	meta_finish(req, BC_ENOENT, NULL, 0, 0);
 }
@@ -524,10 +526,7 @@ on_meta(bc_tier_meta_get_t *g, int status, const void *blob, size_t len)
 		meta_finish(req, 0, blob, len, req->asked);
 		return;
 	}
-	if (status == BC_ENOENT)
-		bc_tier_mark_up(t, now);
-	else
-		bc_tier_mark_down(t, status, now);
+	tier_answered(t, status, now);
 	meta_step(req);
 }
 
