@@ -50,8 +50,11 @@
 #             cache files in a temp dir under BENCH_DISK_DIR (a real disk,
 #             not tmpfs: checked) instead of /dev/shm; nginx sends them with
 #             sendfile.
-#   bucketcache-disk  (disk section) --mem-size BENCH_DISK_MEM (tiny, so that
-#             its hits come from the disk tier) --disk-dir DIR --disk-size
+#   bucketcache-disk  (disk section) --mem-size BENCH_DISK_MEM (small against
+#             the sets, so that its hits come from the disk tier, but a chunk
+#             per connection: a disk hit is read into a memory chunk before
+#             it is sent, and a GET that finds memory full of chunks in use
+#             goes to the origin uncached) --disk-dir DIR --disk-size
 #             SIZE, DIR a temp dir beside nginx-disk's, SIZE the disk set's
 #             object sizes rounded up to 4 KiB plus 12 KiB per object
 #             (header, metadata file), x 1.25, + 64 MiB; signed like the hot
@@ -103,8 +106,8 @@
 #         header); where it is not (a container, not root), that is said in
 #         the output and the results, and the cold rows are skipped.
 #         Target (issue 12): bucketcache-disk / nginx-disk req/s >= 1.0x
-#         at 128K and 4M, 64 connections, page cache warm; the 256-conn
-#         cells and the cold pass are informational.
+#         at 128K and 4M, 64 connections, page cache warm; other
+#         connection counts and the cold pass are informational.
 #   cold  unique keys never read before: per round a fresh bucketcache and,
 #         for the static upstream, a fresh nginx proxy_cache (its own
 #         proxy_cache_path under /dev/shm) and a fresh Varnish (its own -n
@@ -154,17 +157,22 @@
 #   BENCH_VARNISH_MEM   varnish malloc storage: 2G
 #   BENCH_BC_ARGS       extra daemon flags, word-split: none
 #   BENCH_DISK_SIZES    disk section object sizes: "128K 4M"
-#   BENCH_DISK_KEYS     objects per size: "128K:8192 4M:256" (1 GiB each)
-#                       ["128K:2048 4M:64"] (a size not listed: 1 GiB [256
-#                       MiB] of it, 16..65536 objects)
-#   BENCH_DISK_CONNS    wrk connections: "64 256" ["64"]
-#   BENCH_DISK_MEM      bucketcache-disk --mem-size: 16M
+#   BENCH_DISK_KEYS     objects per size "SIZE:KEYS"; a size not listed:
+#                       max(2 GiB [256 MiB], 4 x BENCH_DISK_MEM) of it,
+#                       16..65536 objects (defaults: 128K:10240 4M:512
+#                       [128K:10240 4M:320])
+#   BENCH_DISK_CONNS    wrk connections: "64" (more needs a bigger memory
+#                       tier, see bucketcache-disk above)
+#   BENCH_DISK_MEM      bucketcache-disk --mem-size: the most connections x
+#                       the largest size x 1.25, at least 16M (320M)
 #   BENCH_DISK_DIR      where the disk caches' temp dir is made (a real
 #                       disk; tmpfs is refused): /var/tmp
 #   BENCH_DISK_AUTH     bucketcache-disk: signed (presigned URLs) or anon
 #                       (--anonymous, plain URLs): signed
 #   BENCH_DISK_COLD     auto: the page-cache-cold pass where drop_caches is
-#                       permitted; 0: never: auto
+#                       permitted (it drops the whole machine's page cache:
+#                       use 0 on a machine shared with other work); 0:
+#                       never: auto
 #   BENCH_DISK_COLD_CLIENTS  transfers at once in the cold pass: 64
 #   BENCH_COLD_SIZES    cold throughput sets "SIZE:KEYS": "128K:4096 4M:128"
 #                       ["128K:1024 4M:64"]
@@ -208,12 +216,12 @@ if [ "$QUICK" = 1 ]; then
 	d_hot_keys="4K:256 128K:64 4M:16 64M:4"; d_conns="64 256"; d_rounds=1
 	d_duration=2; d_warmup=1; d_cold_sizes="128K:1024 4M:64"; d_ttfb=32
 	d_cold_rounds=1; d_soak_s=30; d_soak_mem=256M; d_soak_int=2; d_timeout=900
-	d_disk_keys="128K:2048 4M:64"; d_disk_conns=64; d_disk_bytes=268435456
+	d_disk_conns=64; d_disk_bytes=268435456
 else
 	d_hot_keys="4K:1024 128K:256 4M:64 64M:8"; d_conns="1 16 64 256"; d_rounds=3
 	d_duration=5; d_warmup=1; d_cold_sizes="128K:4096 4M:128"; d_ttfb=64
 	d_cold_rounds=3; d_soak_s=600; d_soak_mem=1G; d_soak_int=5; d_timeout=5400
-	d_disk_keys="128K:8192 4M:256"; d_disk_conns="64 256"; d_disk_bytes=1073741824
+	d_disk_conns=64; d_disk_bytes=2147483648
 fi
 BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
@@ -230,9 +238,9 @@ BC_MEM=${BENCH_BC_MEM:-2G}
 VARNISH_MEM=${BENCH_VARNISH_MEM:-2G}
 BC_ARGS=${BENCH_BC_ARGS:-}
 DISK_SIZES=${BENCH_DISK_SIZES:-128K 4M}
-DISK_KEYS=${BENCH_DISK_KEYS:-$d_disk_keys}
+DISK_KEYS=${BENCH_DISK_KEYS:-}
 DISK_CONNS=${BENCH_DISK_CONNS:-$d_disk_conns}
-DISK_MEM=${BENCH_DISK_MEM:-16M}
+DISK_MEM=${BENCH_DISK_MEM:-}
 DISK_DIR=${BENCH_DISK_DIR:-/var/tmp}
 DISK_AUTH=${BENCH_DISK_AUTH:-signed}
 DISK_COLD=${BENCH_DISK_COLD:-auto}
@@ -331,6 +339,24 @@ case $DISK_DIR in
 /*) ;;
 *) die_usage "BENCH_DISK_DIR must be an absolute path" ;;
 esac
+# bucketcache-disk's memory tier: a disk hit is read into a memory chunk
+# before it is sent (and a GET that finds memory full of chunks in use is
+# passed through to the origin, uncached), so the tier must hold a chunk
+# per connection: the most connections x the largest size x 1.25, 16 MiB
+# at least
+if [ -z "$DISK_MEM" ]; then
+	maxc=0 maxs=0
+	for c in $DISK_CONNS; do
+		[ "$c" -le "$maxc" ] || maxc=$c
+	done
+	for s in $DISK_SIZES; do
+		to_bytes "$s" >/dev/null || die_usage "BENCH_DISK_SIZES: bad size [$s]"
+		[ "$(to_bytes "$s")" -le "$maxs" ] || maxs=$(to_bytes "$s")
+	done
+	DISK_MEM=$(( (maxc * maxs * 5 / 4 + 1048575) / 1048576 ))
+	[ "$DISK_MEM" -ge 16 ] || DISK_MEM=16
+	DISK_MEM=${DISK_MEM}M
+fi
 for m in BC_MEM VARNISH_MEM SOAK_MEM DISK_MEM; do
 	to_bytes "${!m}" >/dev/null || die_usage "BENCH_$m: bad size [${!m}]"
 done
@@ -364,7 +390,11 @@ done
 for s in $DISK_SIZES; do
 	to_bytes "$s" >/dev/null || die_usage "BENCH_DISK_SIZES: bad size [$s]"
 	if [ -z "${DISK_N[$s]:-}" ]; then
-		n=$((d_disk_bytes / $(to_bytes "$s")))
+		# at least 4 x the memory tier, so that the rotation over the
+		# keys finds next to nothing in memory
+		b=$d_disk_bytes
+		[ "$b" -ge $((4 * $(to_bytes "$DISK_MEM"))) ] || b=$((4 * $(to_bytes "$DISK_MEM")))
+		n=$((b / $(to_bytes "$s")))
 		[ "$n" -ge 16 ] || n=16
 		[ "$n" -le 65536 ] || n=65536
 		DISK_N[$s]=$n
@@ -1342,17 +1372,21 @@ disk_warm() {
 		out=$DATA/warm.$tg.$s
 		st=$DATA/stats/warm-$tg-$s
 		want=$((want + n))
-		for pass in 1 2; do
-			curl_keys "${DURLS["$tg $s"]}" "$out.fill$pass"
+		# a fill whose object the memory tier dropped meanwhile is not
+		# written to the disk (it is no longer listed): more passes, one
+		# transfer at a time, until the disk holds every chunk
+		for pass in 1 2 3 4; do
+			curl_keys "${DURLS["$tg $s"]}" "$out.fill$pass" "$([ "$pass" = 1 ] && echo 8 || echo 1)"
 			bad=$(awk -v b="$bytes" '$1 != 200 || $2 != b' "$out.fill$pass" | wc -l)
 			[ "$bad" = 0 ] && [ "$(wc -l <"$out.fill$pass")" = "$n" ] ||
 				{ head -n 5 "$out.fill$pass" "$out.fill$pass.err" >&2; fail "$tg: fill pass over disk/$s: $bad of $n not '200, $bytes bytes'"; }
 			[ "$tg" = bucketcache-disk ] || break
 			disk_settle "$url" "$want" && break
 			read -r q wr ch drops wf rej _ <<<"$DISK_SETTLE"
-			[ "$pass" = 1 ] ||
-				fail "$tg: after two fill passes over disk/$s its disk tier holds $ch chunks, not $want (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej)"
-			say "warm: $tg $s: its disk tier holds $ch chunks of $want after the fill pass (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej): one more fill pass"
+			[ "$pass" != 4 ] ||
+				fail "$tg: after $pass fill passes over disk/$s its disk tier holds $ch chunks, not $want (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej)"
+			say "warm: $tg $s: its disk tier holds $ch chunks of $want (all sizes so far) after fill pass $pass (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej): one more fill pass, one transfer at a time"
+			echo "disk: bucketcache-disk's disk tier held $ch of $want chunks after fill pass $pass over disk/$s (8 transfers at a time on pass 1), with no queue drop, write failure or reject: chunks whose object the memory tier (--mem-size $DISK_MEM) dropped during their fill are not written to disk" >>"$DATA/warnings.txt"
 		done
 		[ "$tg" != bucketcache-disk ] || stats_save "$url" "$st-1.json"
 		curl_keys "${DURLS["$tg $s"]}" "$out.hit"

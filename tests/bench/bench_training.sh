@@ -46,16 +46,16 @@
 #      BENCH_DISK_MEM_PCT % of them and DISK_CAP = BENCH_DISK_PCT % of them
 #      plus 12 KiB per object (4 KiB rounding of every file, the chunk
 #      file's header, the object's metadata file) plus 16 MiB: with the
-#      default 100 % the whole data set fits on disk, for both. A policy the
-#      binary does not accept makes its system "n/a" (with the daemon's
-#      message) in the report, not an error. The disk systems are not in the
-#      default BENCH_SYSTEMS (each adds a cold epoch and two warm ones, and
-#      writes the data set to disk); run them with
+#      default 100 % the whole data set fits on disk, for both. The disk
+#      systems are not in the default BENCH_SYSTEMS (together they add a
+#      third to the run, and write the data set to disk twice); run them
+#      with
 #        BENCH_SYSTEMS="direct nginx-disk bucketcache-disk" tests/bench/bench_training.sh
 #      (any BENCH_SYSTEMS with a -disk system writes results/training-disk.*,
 #      not training.*); their targets (issue 12): epochs 2-3 hit ratio >= 0.98
-#      for bucketcache-disk, and its epochs 2+ time <= nginx-disk's. A policy the
-#      binary does not accept makes its system "n/a" (with the daemon's
+#      for bucketcache-disk, and its epochs 2+ time <= nginx-disk's; the
+#      report adds per epoch the disk and memory tiers' hits, misses, writes
+#      and drops and cache_disk_sendfile. A policy the binary does not accept makes its system "n/a" (with the daemon's
 #      message) in the report, not an error. Per system, BENCH_JOBS copies of
 #      training/loader.py run at once against it (jobs j1, j2, ...: the same
 #      data set, seeds BENCH_SEED, BENCH_SEED+1, ...; BENCH_EPOCHS epochs,
