@@ -24,12 +24,13 @@ Subcommands (bench_peers.sh is the only caller):
 
   report DATA RESULTS
       reads what bench_peers.sh wrote to DATA (meta.tsv, hot_runs.tsv,
-      cold_runs.tsv, cold_xfers.tsv, cold_peers.tsv, soak.tsv, stats/*.json,
-      windows.tsv,
+      disk_runs.tsv, disk_cold.tsv, cold_runs.tsv, cold_xfers.tsv,
+      cold_peers.tsv, soak.tsv, stats/*.json, windows.tsv,
       origin_access.log, anomalies.txt, warnings.txt, conf/, commands.txt,
       report.txt), checks the measured phases (no upstream fetch by any
       cache during a measured run, each bucketcache's counters, the signed
-      row's requests all authenticated), computes
+      rows' requests all authenticated, bucketcache-disk's GETs sent from
+      its disk tier), computes
       medians, ratios and the target verdicts, prints them, and unless
       RESULTS is "none" regenerates RESULTS/: benchmarks.md, PNG plots,
       CSV and summary.json. Exit status: 0 all targets passed, 3 a target
@@ -234,7 +235,8 @@ def round_ratios(cells, size, conns, a, b, key):
 
 def parse_origin_log(path, meta):
     port_to = {}
-    for t in ('nginx', 'varnish', 'bucketcache', 'bucketcache-anon', 'direct'):
+    for t in ('nginx', 'varnish', 'bucketcache', 'bucketcache-anon', 'direct', 'nginx-disk',
+              'bucketcache-disk'):
         p = meta.get('origin_port_' + t)
         if p:
             port_to[p] = t
@@ -317,7 +319,7 @@ def check_hot(data, meta, runs, entries, anomalies, checks):
         if meta.get('auth_probe'):
             checks.append('hot: after the measured phase, bucketcache (signed) refused the first presigned '
                           'URL with its signature altered: %s' % meta['auth_probe'])
-        elif not any('wrong signature' in a for a in anomalies):
+        elif not any(a.startswith('hot:') and 'wrong signature' in a for a in anomalies):
             anomalies.append('hot: the probe of bucketcache (signed) with a wrong signature did not run')
 
 
@@ -486,6 +488,187 @@ def cold_peers_check(data, meta, per_round, anomalies, checks):
         if hits != 0 or miss is None or not per_round <= miss <= per_round + 1:
             anomalies.append('%s counted %s misses and %s hits for %d cold GETs'
                              % (what, p['misses'], p['hits'], per_round))
+
+
+# ---- report: the disk section ------------------------------------------------
+
+
+DISK_TARGETS = ('bucketcache-disk', 'nginx-disk')
+
+
+def disk_cold_summary(data):
+    """(size, target) -> rounds of the page-cache-cold pass: req/s, MB/s."""
+    out = {}
+    for r in read_tsv(os.path.join(data, 'disk_cold.tsv')):
+        t = float(r['t1']) - float(r['t0'])
+        if t <= 0:
+            continue
+        x = out.setdefault((r['size'], r['target']), dict(rps=[], mbps=[], rounds=[], bad=0))
+        x['rps'].append(int(r['ok']) / t)
+        x['mbps'].append(int(r['bytes']) / t / 1e6)
+        x['rounds'].append(int(r['round']))
+        x['bad'] += int(r['bad']) + int(r['nothit'])
+    return out
+
+
+def check_disk(data, meta, runs, entries, anomalies, checks):
+    """The disk section's measured runs: no origin GET by either row, no wrk
+    error, and bucketcache-disk's counters per size: no miss, no upstream
+    byte, its GETs sent from disk files. Returns size -> the gateway's
+    deltas over that size's measured runs."""
+    bad = {}
+    heads = 0
+    for r in runs:
+        tg = r['target']
+        g, h, b = upstream_in(entries, tg, float(r['t0']), float(r['t1']) + 0.5)
+        if tg == 'bucketcache-disk':
+            heads += h
+            h = 0
+        if g + h:
+            bad.setdefault(tg, []).append('%s c=%s r%s: %d upstream requests, %d bytes'
+                                          % (r['size'], r['conns'], r['round'], g + h, b))
+        e = sum(int(r[k]) for k in ('err_connect', 'err_read', 'err_write', 'err_status', 'err_timeout'))
+        if e:
+            anomalies.append('disk: wrk saw %d errors against %s (%s, %s conns, round %s: '
+                             'connect %s read %s write %s status %s timeout %s)'
+                             % (e, tg, r['size'], r['conns'], r['round'], r['err_connect'],
+                                r['err_read'], r['err_write'], r['err_status'], r['err_timeout']))
+    for tg in DISK_TARGETS:
+        if bad.get(tg):
+            anomalies.append('disk: %s fetched from the origin during %d measured runs (first: %s)'
+                             % (tg, len(bad[tg]), bad[tg][0]))
+        else:
+            checks.append('disk: origin log: no request from %s during any measured run%s'
+                          % (tg, ' (%d background HEAD revalidations, --meta-ttl)' % heads
+                             if tg == 'bucketcache-disk' else ''))
+    signed = meta.get('disk_auth') == 'signed'
+    info = {}
+    c = lambda d, n: d.get('counters', {}).get(n, 0)
+    t = lambda d, tr, n: d.get('tiers', {}).get(tr, {}).get(n, 0)
+    op = lambda d, s: d.get('requests_by_op', {}).get('GetObject', {}).get(s, 0)
+    for s in meta.get('disk_sizes', '').split():
+        b = load_json(os.path.join(data, 'stats', 'disk-%s-before.json' % s))
+        a = load_json(os.path.join(data, 'stats', 'disk-%s-after.json' % s))
+        if not a or not b:
+            anomalies.append('disk: bucketcache-disk stats before/after the measured runs of %s missing' % s)
+            continue
+        d = {n: c(a, n) - c(b, n) for n in (
+            'cache_hits', 'cache_misses', 'cache_partial_hits', 'upstream_bytes_in',
+            'cache_bytes_upstream', 'cache_disk_sendfile', 'cache_bytes_disk', 'auth_failures')}
+        for tr in ('disk', 'memory'):
+            for n in ('hits', 'misses'):
+                d['%s_%s' % (tr, n)] = t(a, tr, n) - t(b, tr, n)
+        d['get_2xx'] = op(a, '2xx') - op(b, '2xx')
+        d['get_bad'] = sum(op(a, x) - op(b, x) for x in ('3xx', '4xx', '5xx'))
+        d['wrk'] = sum(int(r['requests']) for r in runs
+                       if r['target'] == 'bucketcache-disk' and r['size'] == s)
+        # of the GETs it answered (wrk's count leaves out those in flight
+        # when a run stopped)
+        d['sendfile_share'] = d['cache_disk_sendfile'] / d['get_2xx'] if d['get_2xx'] else None
+        info[s] = d
+        if d['cache_misses'] or d['cache_partial_hits'] or d['upstream_bytes_in'] or d['cache_bytes_upstream']:
+            anomalies.append('disk %s: bucketcache-disk missed during the measured runs: cache_misses +%d, '
+                             'partial +%d, upstream_bytes_in +%d, cache_bytes_upstream +%d'
+                             % (s, d['cache_misses'], d['cache_partial_hits'], d['upstream_bytes_in'],
+                                d['cache_bytes_upstream']))
+        if d['sendfile_share'] is None or d['sendfile_share'] < 0.5:
+            anomalies.append('disk %s: only %s of bucketcache-disk\'s GETs were sent from its disk tier '
+                             '(cache_disk_sendfile +%d for GetObject 2xx +%d; memory tier hits +%d): '
+                             'the row did not measure the disk tier'
+                             % (s, fmt(100 * d['sendfile_share'] if d['sendfile_share'] is not None else None,
+                                       '%.0f%%'), d['cache_disk_sendfile'], d['get_2xx'], d['memory_hits']))
+        if d['get_bad']:
+            # wrk counts every non-2xx/3xx response it reads (err_status,
+            # an anomaly above); these are GETs wrk cut when it stopped
+            checks.append('disk %s: bucketcache-disk counted %d GETs outside 2xx over the measured runs, '
+                          'none of them a response wrk read (its err_status is 0): requests in flight '
+                          'when a run stopped' % (s, d['get_bad']))
+        if signed and (d['auth_failures'] or d['get_2xx'] < d['wrk']):
+            anomalies.append('disk %s: bucketcache-disk (signed): auth_failures +%d, GetObject 2xx +%d for '
+                             '%d GETs wrk completed' % (s, d['auth_failures'], d['get_2xx'], d['wrk']))
+        checks.append('disk %s: bucketcache-disk over the measured runs: %d GETs by wrk, GetObject 2xx +%d%s, '
+                      'cache_hits +%d, cache_misses +%d; cache_disk_sendfile +%d (%s of the GETs sent '
+                      'from a disk file), disk tier hits +%d, memory tier hits +%d, misses +%d; '
+                      'cache_bytes_disk +%.0f MiB, upstream bytes +%d'
+                      % (s, d['wrk'], d['get_2xx'], ', auth_failures +%d' % d['auth_failures'] if signed else '',
+                         d['cache_hits'], d['cache_misses'], d['cache_disk_sendfile'],
+                         fmt(100 * d['sendfile_share'] if d['sendfile_share'] is not None else None, '%.0f%%'),
+                         d['disk_hits'], d['memory_hits'], d['memory_misses'], d['cache_bytes_disk'] / MiB,
+                         d['upstream_bytes_in']))
+    if signed:
+        if meta.get('disk_auth_probe'):
+            checks.append('disk: after the measured runs, bucketcache-disk (signed) refused the first presigned '
+                          'URL with its signature altered: %s' % meta['disk_auth_probe'])
+        elif not any(a.startswith('disk:') and 'wrong signature' in a for a in anomalies):
+            anomalies.append('disk: the probe of bucketcache-disk (signed) with a wrong signature did not run')
+    return info
+
+
+def disk_targets(V, dcells, dinfo, dcold, meta):
+    """Issue 12's target: hot GETs from the disk tier >= 1.0x nginx proxy_cache on the same disk,
+    at 128 KiB and 4 MiB, 64 connections, page cache warm."""
+    for s in ('128K', '4M'):
+        what = 'disk tier %s, 64 conns, page cache warm: bucketcache-disk / nginx-disk, req/s' % s
+        bc = cell_median(dcells, s, 64, 'bucketcache-disk', 'rps')
+        ng = cell_median(dcells, s, 64, 'nginx-disk', 'rps')
+        if bc is None or ng is None or not ng:
+            V.add('disk', what, 'not measured', '>= 1.0x', None,
+                  'cell not in this run (BENCH_SECTIONS needs disk; BENCH_DISK_SIZES %s and '
+                  'BENCH_DISK_CONNS 64)' % s)
+            continue
+        ratio = bc / ng
+        per = round_ratios(dcells, s, 64, 'bucketcache-disk', 'nginx-disk', 'rps')
+        share = (dinfo.get(s) or {}).get('sendfile_share')
+        cold = ''
+        xb, xn = dcold.get((s, 'bucketcache-disk')), dcold.get((s, 'nginx-disk'))
+        if xb and xn and med(xn['rps']):
+            cold = '; page cache cold (informational): %.2fx (%.0f vs %.0f req/s)' % (
+                med(xb['rps']) / med(xn['rps']), med(xb['rps']), med(xn['rps']))
+        V.add('disk', what, '%.2fx' % ratio, '>= 1.0x', ratio >= 1.0,
+              'bucketcache-disk %.0f req/s, %.0f MB/s vs nginx-disk %.0f req/s, %.0f MB/s; per round %s; '
+              '%s of bucketcache-disk\'s GETs sent from disk files (cache_disk_sendfile)%s'
+              % (bc, 1000 * cell_median(dcells, s, 64, 'bucketcache-disk', 'gbps'), ng,
+                 1000 * cell_median(dcells, s, 64, 'nginx-disk', 'gbps'),
+                 ' '.join('%.2fx' % x for x in per),
+                 fmt(100 * share if share is not None else None, '%.0f%%'), cold))
+
+
+def disk_text_lines(dcells, dcold, meta):
+    sizes = meta.get('disk_sizes', '').split()
+    conns = [int(c) for c in meta.get('disk_conns', '').split()]
+    out = ['(bucketcache-disk: --mem-size %s, --disk-size %s bytes, %s; nginx-disk: proxy_cache on the same '
+           'disk; page cache warm; medians over rounds; MB = 10^6 bytes)'
+           % (meta.get('disk_mem', '?'), meta.get('disk_bc_size', '?'),
+              'signed' if meta.get('disk_auth') == 'signed' else '--anonymous')]
+    for s in sizes:
+        out.append('%s objects (%s keys): req/s | MB/s | p50 ms | p99 ms   (bucketcache-disk / nginx-disk)'
+                   % (s, meta.get('disk_keys_' + s, '?')))
+        for c in conns:
+            parts = []
+            for t in DISK_TARGETS:
+                r = cell_median(dcells, s, c, t, 'rps')
+                if r is None:
+                    continue
+                parts.append('%s %.0f|%.1f|%.2f|%.1f' % (
+                    t, r, 1000 * cell_median(dcells, s, c, t, 'gbps'), cell_median(dcells, s, c, t, 'p50'),
+                    cell_median(dcells, s, c, t, 'p99')))
+            a = cell_median(dcells, s, c, 'bucketcache-disk', 'rps')
+            b = cell_median(dcells, s, c, 'nginx-disk', 'rps')
+            per = round_ratios(dcells, s, c, 'bucketcache-disk', 'nginx-disk', 'rps')
+            out.append('  c=%-3d %s   (%s; per round %s)' % (
+                c, '  '.join(parts), '%.2fx' % (a / b) if a is not None and b else '—',
+                ' '.join('%.2f' % x for x in per)))
+    if dcold:
+        for s in sizes:
+            xb, xn = dcold.get((s, 'bucketcache-disk')), dcold.get((s, 'nginx-disk'))
+            parts = ['%s %.0f req/s, %.1f MB/s' % (t, med(x['rps']), med(x['mbps']))
+                     for t, x in (('bucketcache-disk', xb), ('nginx-disk', xn)) if x]
+            ratio = ('%.2fx' % (med(xb['rps']) / med(xn['rps']))) if xb and xn and med(xn['rps']) else '—'
+            out.append('%s, page cache cold (every key once, %s transfers at a time, after drop_caches): %s (%s)'
+                       % (s, meta.get('disk_cold_clients', '?'), '; '.join(parts), ratio))
+    else:
+        out.append('page cache cold: %s' % meta.get('disk_cold', 'not measured'))
+    return out
 
 
 # ---- report: soak ------------------------------------------------------------------
@@ -889,6 +1072,85 @@ def plots(results, cells, sizes, conns, targets, cold, soak):
 # ---- report: the document -------------------------------------------------------------
 
 
+def disk_md(meta, dcells, dinfo, dcold):
+    """The benchmarks.md section of the disk tier."""
+    L = ['## Disk tier: hot GETs from disk (issue 12)', '']
+    sizes = meta.get('disk_sizes', '').split()
+    conns = [int(c) for c in meta.get('disk_conns', '').split()]
+    signed = meta.get('disk_auth') == 'signed'
+    L.append('**bucketcache-disk**: a gateway with a memory tier small against the sets but holding a chunk '
+             'per connection (`--mem-size %s`: a disk hit is read into a memory chunk before it is sent, and '
+             'a GET that finds memory full of chunks in use goes to the origin uncached) and a disk tier '
+             '(`--disk-dir` a temp dir, `--disk-size %s`: every object of the sets in 4 KiB blocks plus 12 KiB '
+             'each, x 1.25, + 64 MiB), %s, so that its hits come from the disk tier, sent with sendfile; '
+             '**nginx-disk**: the hot section\'s nginx proxy_cache config with its cache files in a temp dir '
+             'beside it ([nginx-proxy-cache-disk.conf](nginx-proxy-cache-disk.conf)), which nginx sends with '
+             'sendfile. Both on %s (%s). Objects: %s (their own keys), read in rotation by wrk (rotate.lua) '
+             'as in the hot section: %s rounds of %s s per (size, connections) cell, the order rotated every '
+             'round, %s s of unrecorded load each first. Before measuring, each was filled and checked warm (a '
+             'pass that was a hit for every key in its own header; for bucketcache-disk, after its disk '
+             'writes had settled, cache_hits +keys and at least half the keys from the disk tier, '
+             'tiers.disk.hits and cache_disk_sendfile), and the files synced. Page cache warm: the files were '
+             'just written and read, and the machine has the memory to keep them. MB = 10^6 bytes.'
+             % (meta.get('disk_mem', '?'), meta.get('disk_bc_size', '?'),
+                'signed (presigned URLs made by boto3, as in the hot section)' if signed else
+                '`--anonymous` (plain URLs)',
+                meta.get('disk_fs', '?'), meta.get('disk_dir', '?'),
+                ', '.join('%s x %s' % (meta.get('disk_keys_' + s, '?'), s) for s in sizes),
+                meta.get('rounds'), meta.get('duration'), meta.get('warmup')))
+    L.append('')
+    rows = []
+    for s in sizes:
+        for c in conns:
+            a = cell_median(dcells, s, c, 'bucketcache-disk', 'rps')
+            b = cell_median(dcells, s, c, 'nginx-disk', 'rps')
+            for t in DISK_TARGETS:
+                if (s, c, t) not in dcells:
+                    continue
+                ratio = '—'
+                if t == 'bucketcache-disk' and a is not None and b:
+                    per = round_ratios(dcells, s, c, 'bucketcache-disk', 'nginx-disk', 'rps')
+                    ratio = '%s%.2fx%s (%s)' % ('**' if a < b else '', a / b, '**' if a < b else '',
+                                                ' '.join('%.2f' % x for x in per))
+                rows.append([s, c, t, fmt(cell_median(dcells, s, c, t, 'rps'), '%.0f'),
+                             fmt(1000 * cell_median(dcells, s, c, t, 'gbps'), '%.1f'),
+                             fmt(cell_median(dcells, s, c, t, 'p50'), '%.2f'),
+                             fmt(cell_median(dcells, s, c, t, 'p99'), '%.2f'), ratio])
+    L += md_table(['size', 'conns', 'target', 'req/s', 'MB/s', 'p50 ms', 'p99 ms',
+                   'bucketcache-disk / nginx-disk (per round)'], rows,
+                  [':---', '---:', ':---', '---:', '---:', '---:', '---:', ':---'])
+    L.append('')
+    for s in sizes:
+        d = dinfo.get(s)
+        if d:
+            L.append('- %s: bucketcache-disk over its measured runs: %d GETs (wrk), cache_disk_sendfile +%d (%s), '
+                     'disk tier hits +%d, memory tier hits +%d / misses +%d, cache_misses +%d.'
+                     % (s, d['wrk'], d['cache_disk_sendfile'],
+                        fmt(100 * d['sendfile_share'] if d['sendfile_share'] is not None else None, '%.0f%%'),
+                        d['disk_hits'], d['memory_hits'], d['memory_misses'], d['cache_misses']))
+    L.append('')
+    if dcold:
+        L.append('Page cache cold: per size and round, each target read every key once, %s transfers at a '
+                 'time (one curl), right after `sync; echo 1 > /proc/sys/vm/drop_caches`; req/s and MB/s = '
+                 'keys and bytes / wall time (informational, no target).' % meta.get('disk_cold_clients', '?'))
+        L.append('')
+        rows = []
+        for s in sizes:
+            xb, xn = dcold.get((s, 'bucketcache-disk')), dcold.get((s, 'nginx-disk'))
+            for t, x in (('bucketcache-disk', xb), ('nginx-disk', xn)):
+                if not x:
+                    continue
+                rows.append([s, t, '%.0f' % med(x['rps']), '%.1f' % med(x['mbps']), len(x['rps']),
+                             '%.2fx' % (med(xb['rps']) / med(xn['rps']))
+                             if t == 'bucketcache-disk' and xb and xn and med(xn['rps']) else '—'])
+        L += md_table(['size', 'target', 'req/s', 'MB/s', 'rounds', 'bucketcache-disk / nginx-disk'], rows,
+                      [':---', ':---', '---:', '---:', '---:', '---:'])
+    else:
+        L.append('Page cache cold: %s.' % meta.get('disk_cold', 'not measured'))
+    L.append('')
+    return L
+
+
 def md_table(header, rows, align=None):
     out = ['| ' + ' | '.join(header) + ' |',
            '|' + '|'.join(align or ['---:'] * len(header)) + '|']
@@ -913,7 +1175,7 @@ def report(data, results):
     cells = hot_cells(runs)
     if runs:
         for w in wins:
-            if w[0].startswith('warm-') and w[0][5:] in ('nginx', 'varnish') + GATEWAYS:
+            if w[0].startswith('warm-') and w[0][5:] in ('nginx', 'varnish') + GATEWAYS + DISK_TARGETS:
                 g, h, b = upstream_in(entries, w[0][5:], float(w[1]), float(w[2]) + 1.0)
                 checks.append('warm-up of %s: %d origin GETs, %d HEADs, %.0f MiB from the origin'
                               % (w[0][5:], g, h, b / MiB))
@@ -924,12 +1186,31 @@ def report(data, results):
             warnings.append('the machine was busy: median load average %.1f (max %.1f) at the start of '
                             'the measured runs, on %d CPUs; other work competed with every target'
                             % (med(loads), max(loads), ncpu))
+    druns = read_tsv(os.path.join(data, 'disk_runs.tsv'))
+    dcells = hot_cells(druns)
+    dcold = disk_cold_summary(data) if 'disk' in sections else {}
+    dinfo = {}
+    if druns:
+        if not runs:
+            for w in wins:
+                if w[0].startswith('warm-') and w[0][5:] in DISK_TARGETS:
+                    g, h, b = upstream_in(entries, w[0][5:], float(w[1]), float(w[2]) + 1.0)
+                    checks.append('warm-up of %s: %d origin GETs, %d HEADs, %.0f MiB from the origin'
+                                  % (w[0][5:], g, h, b / MiB))
+        dinfo = check_disk(data, meta, druns, entries, anomalies, checks)
+        loads = [float(r['load1'] or 0) for r in druns]
+        ncpu = int(meta.get('nproc', '1') or 1)
+        if med(loads) > ncpu:
+            warnings.append('the machine was busy during the disk section: median load average %.1f (max %.1f) '
+                            'at the start of its measured runs, on %d CPUs' % (med(loads), max(loads), ncpu))
     cold = cold_summary(data, meta, anomalies, checks) if 'cold' in sections else {}
     soak = soak_summary(data, meta, anomalies, checks) if 'soak' in sections else None
 
     V = Verdicts()
     if 'hot' in sections:
         hot_targets(V, cells, sizes, conns, targets)
+    if 'disk' in sections:
+        disk_targets(V, dcells, dinfo, dcold, meta)
     if 'cold' in sections:
         cold_targets(V, cold)
     if 'soak' in sections:
@@ -948,6 +1229,11 @@ def report(data, results):
         print('')
         print('=== hot GETs: medians ===')
         for line in hot_text_tables(cells, sizes, conns, targets):
+            print(line)
+    if 'disk' in sections:
+        print('')
+        print('=== disk tier: hot GETs from disk (bucketcache-disk vs nginx-disk) ===')
+        for line in disk_text_lines(dcells, dcold, meta):
             print(line)
     print('')
     print('=== targets ===')
@@ -968,7 +1254,7 @@ def report(data, results):
 
     if results != 'none':
         write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
-                      V, checks, anomalies, warnings, verdict_line)
+                      V, checks, anomalies, warnings, verdict_line, dcells, dinfo, dcold)
         print('results: %s/benchmarks.md' % results)
     if anomalies:
         return 1
@@ -1005,14 +1291,16 @@ def hot_text_tables(cells, sizes, conns, targets):
 
 
 def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold, soak,
-                  V, checks, anomalies, warnings, verdict_line):
+                  V, checks, anomalies, warnings, verdict_line, dcells=None, dinfo=None, dcold=None):
+    dcells, dinfo, dcold = dcells or {}, dinfo or {}, dcold or {}
     os.makedirs(results, exist_ok=True)
     sections = meta.get('sections', '').split()
     ours = ('benchmarks.md', 'hot_runs.csv', 'hot_medians.csv', 'cold_runs.csv', 'cold_xfers.csv',
             'soak_samples.csv', 'summary.json', 'hot_reqs.png', 'hot_gbps.png', 'hot_p99.png',
             'hot_ratios.png', 'cold.png', 'soak_rss.png', 'origin-nginx.conf',
             'nginx-proxy-cache.conf', 'varnish.vcl', 'nginx-proxy-cache-cold.conf', 'varnish-cold.vcl',
-            'cold_peers.csv', 'report.txt')
+            'cold_peers.csv', 'report.txt', 'disk_runs.csv', 'disk_cold.csv',
+            'nginx-proxy-cache-disk.conf')
     for f in ours:
         p = os.path.join(results, f)
         if os.path.exists(p):
@@ -1020,7 +1308,8 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
     # raw data
     for src, dst in (('hot_runs.tsv', 'hot_runs.csv'), ('cold_runs.tsv', 'cold_runs.csv'),
                      ('cold_xfers.tsv', 'cold_xfers.csv'), ('cold_peers.tsv', 'cold_peers.csv'),
-                     ('soak.tsv', 'soak_samples.csv')):
+                     ('soak.tsv', 'soak_samples.csv'), ('disk_runs.tsv', 'disk_runs.csv'),
+                     ('disk_cold.tsv', 'disk_cold.csv')):
         rows = read_tsv(os.path.join(data, src))
         if rows:
             with open(os.path.join(results, dst), 'w', newline='') as f:
@@ -1044,7 +1333,7 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                         w.writerow(row)
                         med_rows.append(row)
     confs = [f for f in ('origin-nginx.conf', 'nginx-proxy-cache.conf', 'varnish.vcl',
-                         'nginx-proxy-cache-cold.conf', 'varnish-cold.vcl')
+                         'nginx-proxy-cache-disk.conf', 'nginx-proxy-cache-cold.conf', 'varnish-cold.vcl')
              if os.path.exists(os.path.join(data, 'conf', f))]
     for f in confs:
         p = os.path.join(data, 'conf', f)
@@ -1066,6 +1355,14 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                                    rounds=len(v['gbps']))
               for k, v in cold.items()},
         cold_peers_informational=cold_peer_lines(cold),
+        disk={'%s/%d/%s' % k: dict(rounds=len(v), rps=med([x['rps'] for x in v]),
+                                   mb_per_s=1000 * med([x['gbps'] for x in v]),
+                                   p50_ms=med([x['p50'] for x in v]), p99_ms=med([x['p99'] for x in v]))
+              for k, v in dcells.items()},
+        disk_gateway=dinfo or None,
+        disk_cold={'%s/%s' % k: dict(rps_median=med(v['rps']), mb_per_s_median=med(v['mbps']),
+                                     rounds=len(v['rps'])) for k, v in dcold.items()} or
+        meta.get('disk_cold'),
         soak={k: v for k, v in (soak or {}).items() if k != 'points'} or None)
     with open(os.path.join(results, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1, sort_keys=True)
@@ -1275,6 +1572,8 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
                         int(meta.get('hot_rss_kib_end_' + g, 0) or 0) / 1024.0,
                         int(meta.get('hot_bytes_held_end_' + g, 0) or 0) / MiB))
             L.append('')
+    if 'disk' in sections:
+        L += disk_md(meta, dcells, dinfo, dcold)
     if cold:
         L.append('## Cold GETs (nothing cached)')
         L.append('')
@@ -1398,6 +1697,9 @@ def write_results(results, data, meta, runs, cells, sizes, conns, targets, cold,
              'every cold transfer with curl\'s timings (seconds) and cache headers; '
              '[cold_peers.csv](cold_peers.csv): what the cold nginx and Varnish held after each round')
     L.append('- [soak_samples.csv](soak_samples.csv): the soak\'s samples')
+    if 'disk' in sections:
+        L.append('- [disk_runs.csv](disk_runs.csv): the disk section\'s measured wrk runs (page cache warm)%s'
+                 % ('; [disk_cold.csv](disk_cold.csv): its page-cache-cold passes' if dcold else ''))
     L.append('- [summary.json](summary.json): the verdicts and medians; [report.txt](report.txt): the run\'s log')
     L.append('')
     with open(os.path.join(results, 'benchmarks.md'), 'w') as f:

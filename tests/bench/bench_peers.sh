@@ -3,8 +3,9 @@
 # nginx proxy_cache and Varnish, and the bucket itself (direct), all on this
 # machine's loopback, in front of the same upstream. One command:
 #
-#   tests/bench/bench_peers.sh                  # full run, ~30-40 min on 2 cores
-#   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~3 min
+#   tests/bench/bench_peers.sh                  # full run, ~35-45 min on 2 cores
+#   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~5 min
+#   BENCH_QUICK=1 BENCH_SECTIONS=disk tests/bench/bench_peers.sh  # disk tier, ~2 min
 #
 # Not part of `make check`. It measures a daemon binary, BC_BIN (default
 # build/bucketcache, built with contrib/build when missing), with default
@@ -19,8 +20,9 @@
 #             client of the hot section — direct (not logged), and one each
 #             for the nginx cache, Varnish and each bucketcache (access-logged
 #             with $server_port), so that every upstream request can be
-#             attributed to its cache — and on a "bulk" port (not logged)
-#             for the caches of the cold section and the soak's gateway.
+#             attributed to its cache, the disk section's two included — and
+#             on a "bulk" port (not logged) for the caches of the cold
+#             section and the soak's gateway.
 #   nginx     proxy_cache in front of origin: slice 8m (ranges), cache key
 #             with $slice_range, proxy_cache_lock on, proxy_cache_valid
 #             200 206 1h, keepalive upstream, cache files on /dev/shm,
@@ -44,8 +46,22 @@
 #             --anonymous gateways with plain URLs.
 #   s3rver    (cold GETs only, if tests/integration/node_modules has it): the
 #             slow reference S3 server, informational.
+#   nginx-disk  (disk section) the nginx proxy_cache config above with its
+#             cache files in a temp dir under BENCH_DISK_DIR (a real disk,
+#             not tmpfs: checked) instead of /dev/shm; nginx sends them with
+#             sendfile.
+#   bucketcache-disk  (disk section) --mem-size BENCH_DISK_MEM (small against
+#             the sets, so that its hits come from the disk tier, but a chunk
+#             per connection: a disk hit is read into a memory chunk before
+#             it is sent, and a GET that finds memory full of chunks in use
+#             goes to the origin uncached) --disk-dir DIR --disk-size
+#             SIZE, DIR a temp dir beside nginx-disk's, SIZE the disk set's
+#             object sizes rounded up to 4 KiB plus 12 KiB per object
+#             (header, metadata file), x 1.25, + 64 MiB; signed like the hot
+#             section's targets' row (presigned URLs), or --anonymous with
+#             BENCH_DISK_AUTH=anon.
 #
-# Sections (BENCH_SECTIONS, default "hot cold soak"):
+# Sections (BENCH_SECTIONS, default "hot disk cold soak"):
 #   hot   objects of each size in BENCH_SIZES, every cache warmed and checked
 #         warm (a second pass must be a hit for every key in each cache's
 #         own header, and each bucketcache's cache_hits must grow by the key
@@ -63,6 +79,35 @@
 #         wrk completed; and one presigned URL with a wrong signature must
 #         then be refused by it (403 SignatureDoesNotMatch, auth_failures
 #         +1), so the row is known to have verified signatures.
+#   disk  hot GETs from disk: objects of each size in BENCH_DISK_SIZES
+#         (their own keys, bench/disk/SIZE/k-NNNNN), bucketcache-disk
+#         against nginx-disk. Each is warmed: a fill pass (then, for
+#         bucketcache-disk, until its disk tier has no write queued or
+#         running and holds every chunk: write-behind; one more fill pass if
+#         it does not), then a pass that must be a hit for every key in its
+#         own header; for bucketcache-disk also cache_hits +keys,
+#         cache_misses +0, and at least half the keys from the disk tier
+#         (tiers.disk.hits, cache_disk_sendfile; the memory tier's hits and
+#         misses printed); sha256 of the first and last object. Then the
+#         files are synced (no writeback during the runs) and, page cache
+#         warm, per (size, conns) cell BENCH_ROUNDS rounds of wrk
+#         (rotate.lua) for BENCH_DURATION s on each, in an order rotated
+#         every round, after BENCH_WARMUP s of unrecorded load each. The
+#         origin log must show no GET from either during a measured run,
+#         the gateway no miss or upstream byte, and at least half its GETs
+#         sent from a disk file (cache_disk_sendfile / wrk's requests), or
+#         the row did not measure the disk tier (ANOMALY); signed: the
+#         auth checks of the hot section, and the wrong-signature probe.
+#         Page cache cold (BENCH_DISK_COLD=auto): where `echo 1 >
+#         /proc/sys/vm/drop_caches` is permitted, per size and round each
+#         target reads every key once with BENCH_DISK_COLD_CLIENTS curl
+#         transfers at a time right after the page cache was dropped (req/s
+#         and MB/s = keys and bytes / wall time; every GET a hit in its own
+#         header); where it is not (a container, not root), that is said in
+#         the output and the results, and the cold rows are skipped.
+#         Target (issue 12): bucketcache-disk / nginx-disk req/s >= 1.0x
+#         at 128K and 4M, 64 connections, page cache warm; other
+#         connection counts and the cold pass are informational.
 #   cold  unique keys never read before: per round a fresh bucketcache and,
 #         for the static upstream, a fresh nginx proxy_cache (its own
 #         proxy_cache_path under /dev/shm) and a fresh Varnish (its own -n
@@ -96,7 +141,7 @@
 # Environment (full-run defaults; BENCH_QUICK=1 defaults in brackets):
 #   BC_BIN              daemon binary [<srcdir>/build/bucketcache]
 #   BENCH_QUICK         1: the smoke-run defaults below [0]
-#   BENCH_SECTIONS      "hot cold soak"
+#   BENCH_SECTIONS      "hot disk cold soak"
 #   BENCH_SIZES         hot object sizes: "4K 128K 4M 64M"
 #   BENCH_HOT_KEYS      objects per size: "4K:1024 128K:256 4M:64 64M:8"
 #                       ["4K:256 128K:64 4M:16 64M:4"]
@@ -111,6 +156,24 @@
 #   BENCH_BC_MEM        hot/cold bucketcache --mem-size: 2G
 #   BENCH_VARNISH_MEM   varnish malloc storage: 2G
 #   BENCH_BC_ARGS       extra daemon flags, word-split: none
+#   BENCH_DISK_SIZES    disk section object sizes: "128K 4M"
+#   BENCH_DISK_KEYS     objects per size "SIZE:KEYS"; a size not listed:
+#                       max(2 GiB [256 MiB], 4 x BENCH_DISK_MEM) of it,
+#                       16..65536 objects (defaults: 128K:10240 4M:512
+#                       [128K:10240 4M:320])
+#   BENCH_DISK_CONNS    wrk connections: "64" (more needs a bigger memory
+#                       tier, see bucketcache-disk above)
+#   BENCH_DISK_MEM      bucketcache-disk --mem-size: the most connections x
+#                       the largest size x 1.25, at least 16M (320M)
+#   BENCH_DISK_DIR      where the disk caches' temp dir is made (a real
+#                       disk; tmpfs is refused): /var/tmp
+#   BENCH_DISK_AUTH     bucketcache-disk: signed (presigned URLs) or anon
+#                       (--anonymous, plain URLs): signed
+#   BENCH_DISK_COLD     auto: the page-cache-cold pass where drop_caches is
+#                       permitted (it drops the whole machine's page cache:
+#                       use 0 on a machine shared with other work); 0:
+#                       never: auto
+#   BENCH_DISK_COLD_CLIENTS  transfers at once in the cold pass: 64
 #   BENCH_COLD_SIZES    cold throughput sets "SIZE:KEYS": "128K:4096 4M:128"
 #                       ["128K:1024 4M:64"]
 #   BENCH_TTFB_KEYS     keys per size for time to first byte: 64 [32]
@@ -153,14 +216,16 @@ if [ "$QUICK" = 1 ]; then
 	d_hot_keys="4K:256 128K:64 4M:16 64M:4"; d_conns="64 256"; d_rounds=1
 	d_duration=2; d_warmup=1; d_cold_sizes="128K:1024 4M:64"; d_ttfb=32
 	d_cold_rounds=1; d_soak_s=30; d_soak_mem=256M; d_soak_int=2; d_timeout=900
+	d_disk_conns=64; d_disk_bytes=268435456
 else
 	d_hot_keys="4K:1024 128K:256 4M:64 64M:8"; d_conns="1 16 64 256"; d_rounds=3
 	d_duration=5; d_warmup=1; d_cold_sizes="128K:4096 4M:128"; d_ttfb=64
 	d_cold_rounds=3; d_soak_s=600; d_soak_mem=1G; d_soak_int=5; d_timeout=5400
+	d_disk_conns=64; d_disk_bytes=2147483648
 fi
 BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
-SECTIONS=${BENCH_SECTIONS:-hot cold soak}
+SECTIONS=${BENCH_SECTIONS:-hot disk cold soak}
 SIZES=${BENCH_SIZES:-4K 128K 4M 64M}
 HOT_KEYS=${BENCH_HOT_KEYS:-$d_hot_keys}
 CONNS=${BENCH_CONNS:-$d_conns}
@@ -172,6 +237,14 @@ WRK_THREADS=${BENCH_WRK_THREADS:-2}
 BC_MEM=${BENCH_BC_MEM:-2G}
 VARNISH_MEM=${BENCH_VARNISH_MEM:-2G}
 BC_ARGS=${BENCH_BC_ARGS:-}
+DISK_SIZES=${BENCH_DISK_SIZES:-128K 4M}
+DISK_KEYS=${BENCH_DISK_KEYS:-}
+DISK_CONNS=${BENCH_DISK_CONNS:-$d_disk_conns}
+DISK_MEM=${BENCH_DISK_MEM:-}
+DISK_DIR=${BENCH_DISK_DIR:-/var/tmp}
+DISK_AUTH=${BENCH_DISK_AUTH:-signed}
+DISK_COLD=${BENCH_DISK_COLD:-auto}
+DISK_COLD_CLIENTS=${BENCH_DISK_COLD_CLIENTS:-64}
 COLD_SIZES=${BENCH_COLD_SIZES:-$d_cold_sizes}
 TTFB_KEYS=${BENCH_TTFB_KEYS:-$d_ttfb}
 COLD_CLIENTS=${BENCH_COLD_CLIENTS:-16}
@@ -240,10 +313,10 @@ in_list() {
 }
 
 for s in $SECTIONS; do
-	in_list "$s" "hot cold soak" || die_usage "BENCH_SECTIONS: unknown section [$s] (hot cold soak)"
+	in_list "$s" "hot disk cold soak" || die_usage "BENCH_SECTIONS: unknown section [$s] (hot disk cold soak)"
 done
 for v in ROUNDS DURATION WRK_THREADS COLD_CLIENTS COLD_ROUNDS TTFB_KEYS SOAK_SECONDS \
-    SOAK_FACTOR SOAK_CONNS SOAK_INTERVAL TIMEOUT; do
+    SOAK_FACTOR SOAK_CONNS SOAK_INTERVAL TIMEOUT DISK_COLD_CLIENTS; do
 	is_uint "${!v}" && [ "${!v}" -ge 1 ] || die_usage "BENCH_$v must be a whole number >= 1"
 done
 is_uint "$WARMUP" || die_usage "BENCH_WARMUP must be a number of seconds"
@@ -256,7 +329,35 @@ for t in $TARGETS; do
 		die_usage "BENCH_TARGETS: unknown target [$t]"
 done
 in_list bucketcache "$TARGETS" || die_usage "BENCH_TARGETS must include bucketcache"
-for m in BC_MEM VARNISH_MEM SOAK_MEM; do
+for c in $DISK_CONNS; do
+	is_uint "$c" && [ "$c" -ge 1 ] && [ "$c" -le 10000 ] || die_usage "BENCH_DISK_CONNS: bad value [$c]"
+done
+[ -n "${DISK_CONNS// /}" ] || die_usage "BENCH_DISK_CONNS is empty"
+in_list "$DISK_AUTH" "signed anon" || die_usage "BENCH_DISK_AUTH must be signed or anon"
+in_list "$DISK_COLD" "auto 0" || die_usage "BENCH_DISK_COLD must be auto or 0"
+case $DISK_DIR in
+/*) ;;
+*) die_usage "BENCH_DISK_DIR must be an absolute path" ;;
+esac
+# bucketcache-disk's memory tier: a disk hit is read into a memory chunk
+# before it is sent (and a GET that finds memory full of chunks in use is
+# passed through to the origin, uncached), so the tier must hold a chunk
+# per connection: the most connections x the largest size x 1.25, 16 MiB
+# at least
+if [ -z "$DISK_MEM" ]; then
+	maxc=0 maxs=0
+	for c in $DISK_CONNS; do
+		[ "$c" -le "$maxc" ] || maxc=$c
+	done
+	for s in $DISK_SIZES; do
+		to_bytes "$s" >/dev/null || die_usage "BENCH_DISK_SIZES: bad size [$s]"
+		[ "$(to_bytes "$s")" -le "$maxs" ] || maxs=$(to_bytes "$s")
+	done
+	DISK_MEM=$(( (maxc * maxs * 5 / 4 + 1048575) / 1048576 ))
+	[ "$DISK_MEM" -ge 16 ] || DISK_MEM=16
+	DISK_MEM=${DISK_MEM}M
+fi
+for m in BC_MEM VARNISH_MEM SOAK_MEM DISK_MEM; do
 	to_bytes "${!m}" >/dev/null || die_usage "BENCH_$m: bad size [${!m}]"
 done
 for u in $COLD_UPSTREAMS; do
@@ -279,6 +380,39 @@ for s in $SIZES; do
 		HOT_N[$s]=$n
 	fi
 done
+declare -A DISK_N=()
+for kv in $DISK_KEYS; do
+	to_bytes "${kv%%:*}" >/dev/null && is_uint "${kv#*:}" && [ "${kv#*:}" -ge 1 ] &&
+		[ "${kv#*:}" -lt 100000 ] || die_usage "BENCH_DISK_KEYS: bad entry [$kv] (SIZE:KEYS)"
+	DISK_N[${kv%%:*}]=${kv#*:}
+done
+[ -n "${DISK_SIZES// /}" ] || die_usage "BENCH_DISK_SIZES is empty"
+for s in $DISK_SIZES; do
+	to_bytes "$s" >/dev/null || die_usage "BENCH_DISK_SIZES: bad size [$s]"
+	if [ -z "${DISK_N[$s]:-}" ]; then
+		# at least 4 x the memory tier, so that the rotation over the
+		# keys finds next to nothing in memory
+		b=$d_disk_bytes
+		[ "$b" -ge $((4 * $(to_bytes "$DISK_MEM"))) ] || b=$((4 * $(to_bytes "$DISK_MEM")))
+		n=$((b / $(to_bytes "$s")))
+		[ "$n" -ge 16 ] || n=16
+		[ "$n" -le 65536 ] || n=65536
+		DISK_N[$s]=$n
+	fi
+done
+# bucketcache-disk's --disk-size: every object in 4 KiB blocks, 12 KiB more
+# each (the file's header, the object's metadata file), a quarter more,
+# 64 MiB more: the whole disk set fits, with room
+DISK_BC_SIZE=0
+for s in $DISK_SIZES; do
+	b=$(to_bytes "$s")
+	DISK_BC_SIZE=$((DISK_BC_SIZE + DISK_N[$s] * ((b + 4095) / 4096 * 4096 + 12288)))
+done
+DISK_SET_BYTES=0
+for s in $DISK_SIZES; do
+	DISK_SET_BYTES=$((DISK_SET_BYTES + DISK_N[$s] * $(to_bytes "$s")))
+done
+DISK_BC_SIZE=$((DISK_BC_SIZE * 5 / 4 + 67108864))
 COLD_LIST=()
 for kv in $COLD_SIZES; do
 	to_bytes "${kv%%:*}" >/dev/null && is_uint "${kv#*:}" && [ "${kv#*:}" -ge 1 ] &&
@@ -301,7 +435,8 @@ if [ -x "$PY" ] && ! "$PY" -c 'import matplotlib' >/dev/null 2>&1; then
 	missing+=(python3-matplotlib)
 fi
 # the signed row's presigned URLs
-if in_list hot "$SECTIONS" && [ -x "$PY" ] && ! "$PY" -c 'import boto3' >/dev/null 2>&1; then
+if { in_list hot "$SECTIONS" || { in_list disk "$SECTIONS" && [ "$DISK_AUTH" = signed ]; }; } &&
+    [ -x "$PY" ] && ! "$PY" -c 'import boto3' >/dev/null 2>&1; then
 	missing+=(python3-boto3)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -347,6 +482,13 @@ else
 	SHM=$TMP/shm
 	mkdir -p "$SHM"
 fi
+# the disk section's caches: a temp dir on a real disk (checked below)
+DISKTMP=
+if in_list disk "$SECTIONS"; then
+	[ -d "$DISK_DIR" ] && [ -w "$DISK_DIR" ] || { echo "$ME: BENCH_DISK_DIR=$DISK_DIR is not a writable directory" >&2; rm -rf "$TMP" "$SHM"; exit 1; }
+	DISKTMP=$(mktemp -d "$DISK_DIR/bc-peers-disk.XXXXXX")
+	chmod 755 "$DISKTMP"
+fi
 # run as root, nginx's workers drop to nobody and varnish's to vcache
 chmod 755 "$TMP" "$SHM"
 DATA=$TMP/data
@@ -367,9 +509,9 @@ cleanup() {
 	set +e
 	bench_stop_pids "${PIDS[@]}"
 	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
-		echo "# kept $TMP and $SHM" >&2
+		echo "# kept $TMP and $SHM${DISKTMP:+ and $DISKTMP}" >&2
 	else
-		rm -rf "$TMP" "$SHM"
+		rm -rf "$TMP" "$SHM" ${DISKTMP:+"$DISKTMP"}
 	fi
 	exit "$rc"
 }
@@ -494,6 +636,16 @@ meta sections "$SECTIONS"
 meta bc_mem "$BC_MEM"
 meta varnish_mem "$VARNISH_MEM"
 meta bc_args "$BC_ARGS"
+if in_list disk "$SECTIONS"; then
+	meta disk_sizes "$DISK_SIZES"
+	meta disk_conns "$DISK_CONNS"
+	meta disk_mem "$DISK_MEM"
+	meta disk_bc_size "$DISK_BC_SIZE"
+	meta disk_set_bytes "$DISK_SET_BYTES"
+	meta disk_auth "$DISK_AUTH"
+	meta disk_dir "$DISKTMP"
+	meta disk_cold_clients "$DISK_COLD_CLIENTS"
+fi
 
 say "$ME: $CMDLINE"
 say "machine: $(nproc) CPUs, $(cpu_model), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); load avg $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -516,6 +668,13 @@ if in_list hot "$SECTIONS"; then
 		note "creating ${HOT_N[$s]} objects of $s (hot)"
 		mkset hot "$s" "${HOT_N[$s]}"
 		meta "hot_keys_$s" "${HOT_N[$s]}"
+	done
+fi
+if in_list disk "$SECTIONS"; then
+	for s in $DISK_SIZES; do
+		note "creating ${DISK_N[$s]} objects of $s (disk)"
+		mkset disk "$s" "${DISK_N[$s]}"
+		meta "disk_keys_$s" "${DISK_N[$s]}"
 	done
 fi
 if in_list cold "$SECTIONS"; then
@@ -562,6 +721,8 @@ start_origin() {
 		ORIGIN_PORT[varnish]=$(free_port)
 		ORIGIN_PORT[bucketcache]=$(free_port)
 		ORIGIN_PORT[bucketcache-anon]=$(free_port)
+		ORIGIN_PORT[nginx-disk]=$(free_port)
+		ORIGIN_PORT[bucketcache-disk]=$(free_port)
 		ORIGIN_PORT[bulk]=$(free_port)
 		cat >"$d/nginx.conf" <<EOF
 # bench_peers.sh origin: anonymous static files, BUCKET/KEY under $WWW
@@ -590,6 +751,8 @@ $(NGINX_TEMPS "$d")
 		listen 127.0.0.1:${ORIGIN_PORT[varnish]};
 		listen 127.0.0.1:${ORIGIN_PORT[bucketcache]};
 		listen 127.0.0.1:${ORIGIN_PORT[bucketcache-anon]};
+		listen 127.0.0.1:${ORIGIN_PORT[nginx-disk]};
+		listen 127.0.0.1:${ORIGIN_PORT[bucketcache-disk]};
 		root $WWW;
 		access_log $d/access.log origin buffer=64k flush=1s;
 	}
@@ -604,7 +767,7 @@ EOF
 			cp "$d/nginx.conf" "$DATA/conf/origin-nginx.conf"
 			command_note "origin: nginx -p $d -c $d/nginx.conf -g 'daemon off;'   (config: origin-nginx.conf)"
 			meta origin_pid "$pid"
-			for t in direct nginx varnish bucketcache bucketcache-anon bulk; do
+			for t in direct nginx varnish bucketcache bucketcache-anon nginx-disk bucketcache-disk bulk; do
 				meta "origin_port_$t" "${ORIGIN_PORT[$t]}"
 			done
 			return 0
@@ -616,12 +779,13 @@ EOF
 	fail "origin nginx did not start"
 }
 
-# start_nginx_cache NAME ORIGIN_PORT CONF LABEL: an nginx proxy_cache in
-# $TMP/NAME, its cache files in $SHM/NAME, in front of the origin's
-# ORIGIN_PORT; its config copied to conf/CONF, its command noted as LABEL.
-# Sets PEER_PID and PEER_URL. The caller stops it and removes $SHM/NAME.
+# start_nginx_cache NAME ORIGIN_PORT CONF LABEL [ROOT]: an nginx
+# proxy_cache in $TMP/NAME, its cache files in ROOT/NAME (ROOT: $SHM), in
+# front of the origin's ORIGIN_PORT; its config copied to conf/CONF, its
+# command noted as LABEL. Sets PEER_PID and PEER_URL. The caller stops it
+# and removes ROOT/NAME.
 start_nginx_cache() {
-	local name=$1 oport=$2 conf=$3 label=$4 d=$TMP/$1 pid port
+	local name=$1 oport=$2 conf=$3 label=$4 root=${5:-$SHM} d=$TMP/$1 pid port
 	mkdir -p "$d/tmp"
 	chmod 755 "$d"
 	for _ in 1 2 3; do
@@ -638,7 +802,7 @@ http {
 	tcp_nopush on;
 	keepalive_requests 1000000;
 $(NGINX_TEMPS "$d")
-	proxy_cache_path $SHM/$name levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
+	proxy_cache_path $root/$name levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
 	upstream origin {
 		server 127.0.0.1:$oport;
 		keepalive 64;
@@ -738,12 +902,15 @@ EOF
 	fail "varnishd ($name) did not start"
 }
 
-# start_gateway NAME UPSTREAM_URL MEM AK SK AUTH: a bucketcache; AUTH
-# "signed" (client signatures verified against its default client key, its
-# own AK/SK) or "anon" (--anonymous). Sets GW_PID, GW_URL, GW_LOG.
+# start_gateway NAME UPSTREAM_URL MEM AK SK AUTH [FLAGS...]: a bucketcache;
+# AUTH "signed" (client signatures verified against its default client key,
+# its own AK/SK) or "anon" (--anonymous); FLAGS after the others. Sets
+# GW_PID, GW_URL, GW_LOG.
 GW_N=0
 start_gateway() {
-	local name=$1 up=$2 mem=$3 ak=$4 sk=$5 auth=$6 pid port log anon=()
+	local name=$1 up=$2 mem=$3 ak=$4 sk=$5 auth=$6 pid port log anon=() extra
+	shift 6
+	extra=("$@")
 	GW_N=$((GW_N + 1))
 	log=$TMP/gateway.$GW_N.${name//[^A-Za-z0-9_.-]/_}.log
 	case $auth in
@@ -757,7 +924,7 @@ start_gateway() {
 		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		    AWS_ACCESS_KEY_ID="$ak" AWS_SECRET_ACCESS_KEY="$sk" \
 		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$up" \
-		    "${anon[@]}" --mem-size "$mem" $BC_ARGS >>"$log" 2>&1 &
+		    "${anon[@]}" --mem-size "$mem" $BC_ARGS "${extra[@]}" >>"$log" 2>&1 &
 		pid=$!
 		if wait_port "$port" "$pid" 15 &&
 		    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$port/_bucketcache/health"; then
@@ -765,7 +932,7 @@ start_gateway() {
 			GW_PID=$pid
 			GW_URL=http://127.0.0.1:$port
 			GW_LOG=$log
-			command_note "bucketcache ($name): AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk $BC_BIN --listen 127.0.0.1:$port --upstream $up${anon[*]:+ ${anon[*]}} --mem-size $mem${BC_ARGS:+ $BC_ARGS}"
+			command_note "bucketcache ($name): AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk $BC_BIN --listen 127.0.0.1:$port --upstream $up${anon[*]:+ ${anon[*]}} --mem-size $mem${BC_ARGS:+ $BC_ARGS}${extra[*]:+ ${extra[*]}}"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
@@ -821,8 +988,8 @@ curl_keys() {
 # hit_word TARGET: what the target's cache header says on a hit.
 hit_word() {
 	case $1 in
-	nginx | varnish) echo HIT ;;
-	bucketcache | bucketcache-anon) echo hit ;;
+	nginx | varnish | nginx-disk) echo HIT ;;
+	bucketcache | bucketcache-anon | bucketcache-disk) echo hit ;;
 	*) echo '' ;;
 	esac
 }
@@ -919,28 +1086,36 @@ sha_check() {
 	say "sha256: $tg == source for the first and last object of each size"
 }
 
-# auth_probe: the signed bucketcache refuses the first presigned URL with
-# its signature's last digit changed (403, auth_failures +1): the signed row
-# did verify signatures. Run after the measured phase (its auth_failures
-# stays 0 until then); a failure is an anomaly.
+# auth_probe [TARGET URLFILE SECTION]: a signed bucketcache (TARGET,
+# default the hot section's) refuses the first presigned URL of URLFILE
+# (default its first size's) with its signature's last digit changed (403,
+# auth_failures +1): the signed row did verify signatures. Run after the
+# measured phase (its auth_failures stays 0 until then); a failure is an
+# anomaly. meta SECTION_auth_probe (hot: auth_probe) says how it went.
 auth_probe() {
-	local s1 u last bad code a0 a1 errcode pre=$DATA/stats/auth-probe
-	read -r s1 _ <<<"$SIZES"
-	u=$(head -n 1 "${URLS["bucketcache $s1"]}")
+	local tg=${1:-bucketcache} f=${2:-} sect=${3:-hot} s1 u last bad code a0 a1 errcode mkey
+	local pre=$DATA/stats/auth-probe-$sect
+	mkey=auth_probe
+	[ "$sect" = hot ] || mkey=${sect}_auth_probe
+	if [ -z "$f" ]; then
+		read -r s1 _ <<<"$SIZES"
+		f=${URLS["bucketcache $s1"]}
+	fi
+	u=$(head -n 1 "$f")
 	last=${u: -1}
 	if [ "$last" = 0 ]; then bad=${u%?}1; else bad=${u%?}0; fi
-	stats_save "${URL[bucketcache]}" "$pre-before.json"
+	stats_save "${URL[$tg]}" "$pre-before.json"
 	code=$(curl -s --globoff --max-time 10 -o "$pre.body" -w '%{http_code}' "$bad") || true
-	stats_save "${URL[bucketcache]}" "$pre-after.json"
+	stats_save "${URL[$tg]}" "$pre-after.json"
 	a0=$(stats_get "$pre-before.json" auth_failures)
 	a1=$(stats_get "$pre-after.json" auth_failures)
 	errcode=$(sed -n 's:.*<Code>\([^<]*\)</Code>.*:\1:p' "$pre.body" | head -n 1)
 	if [ "$code" = 403 ] && [ $((a1 - a0)) = 1 ]; then
-		say "auth: bucketcache (signed) refused a presigned URL with a wrong signature: $code ${errcode:-?}, auth_failures +1"
-		meta auth_probe "$code ${errcode:-?}, auth_failures $a0 -> $a1"
+		say "auth: $tg (signed) refused a presigned URL with a wrong signature: $code ${errcode:-?}, auth_failures +1"
+		meta "$mkey" "$code ${errcode:-?}, auth_failures $a0 -> $a1"
 	else
-		say "auth: bucketcache (signed) answered a presigned URL with a wrong signature: ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1"
-		echo "hot: bucketcache (signed) did not refuse a presigned URL with a wrong signature (HTTP ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1, not 403 and +1): did the signed row verify signatures?" >>"$DATA/anomalies.txt"
+		say "auth: $tg (signed) answered a presigned URL with a wrong signature: ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1"
+		echo "$sect: $tg (signed) did not refuse a presigned URL with a wrong signature (HTTP ${code:-?} ${errcode:-}, auth_failures $a0 -> $a1, not 403 and +1): did the signed row verify signatures?" >>"$DATA/anomalies.txt"
 	fi
 }
 
@@ -1095,6 +1270,362 @@ hot_section() {
 		stop_pid "$pid"
 	done
 	rm -rf "$SHM/nginx-cache"
+}
+
+# ---- disk tier: hot GETs from disk ----------------------------------------------------
+
+# The disk section's rows (see the header): bucketcache-disk, whose memory
+# tier is tiny so that its hits come from its disk tier, and nginx-disk, the
+# hot section's proxy_cache config with its cache files on the same disk.
+DISK_TARGETS="bucketcache-disk nginx-disk"
+DISK_PEER_PID=
+DISK_GW_PID=
+DISK_GW_LOG=
+# DURLS["TARGET SIZE"]: the file of the URLs through which TARGET's clients
+# read the disk set of SIZE, one a line, in key order.
+declare -A DURLS=()
+
+# disk_urls TARGET SIZE: writes DURLS["TARGET SIZE"] (presigned URLs for a
+# signed bucketcache-disk, plain ones otherwise).
+disk_urls() {
+	local tg=$1 s=$2 n=${DISK_N[$2]} f=$DATA/urls/$1.$2.urls i k
+	if [ "$tg" = bucketcache-disk ] && [ "$DISK_AUTH" = signed ]; then
+		"$PY" "$HELPER" presign "${URL[$tg]}" "$PRESIGN_REGION" "$PRESIGN_AK" "$PRESIGN_SK" \
+		    "$PRESIGN_EXPIRES" "$BUCKET" "disk/$s/k-" "$n" "$f" ||
+			fail "presigning the URLs of disk/$s (bench_peers.py presign) failed"
+	else
+		for ((i = 0; i < n; i++)); do
+			printf -v k 'k-%0*d' "$KEY_DIGITS" "$i"
+			printf '%s/%s/disk/%s/%s\n' "${URL[$tg]}" "$BUCKET" "$s" "$k"
+		done >"$f"
+	fi
+	[ "$(wc -l <"$f")" = "$n" ] || fail "$f: not $n URLs"
+	DURLS["$tg $s"]=$f
+}
+
+# disk_tier_line URL: "queued writing chunks queue_drops write_failures
+# rejects up capacity_bytes usage_bytes" of the gateway's disk tier.
+disk_tier_line() {
+	curl -sf --max-time 10 "$1/_bucketcache/stats" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin).get("tiers", {}).get("disk")
+if d is None:
+    print("none")
+else:
+    print(" ".join(str(d.get(k, 0)) for k in ("queued", "writing", "chunks", "queue_drops",
+          "write_failures", "rejects", "up", "capacity_bytes", "usage_bytes")))'
+}
+
+# disk_settle URL CHUNKS: waits (120 s at most) until the gateway's disk
+# tier has no write queued or running (write-behind: a chunk reaches the
+# disk after its response) and holds CHUNKS chunks; returns 1 if it is idle
+# (for 2 s) or the time is up and it holds fewer. DISK_SETTLE: the last
+# disk_tier_line.
+disk_settle() {
+	local url=$1 want=$2 idle=0 q w ch
+	for _ in $(seq 600); do
+		DISK_SETTLE=$(disk_tier_line "$url") || fail "cannot read $url/_bucketcache/stats"
+		read -r q w ch _ <<<"$DISK_SETTLE"
+		if [ "$q" = 0 ] && [ "$w" = 0 ]; then
+			[ "$ch" -ge "$want" ] && return 0
+			idle=$((idle + 1))
+			[ "$idle" -lt 10 ] || return 1
+		else
+			idle=0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# disk_deltas BEFORE AFTER: the gateway's counters from one stats file to
+# the other: "cache_hits cache_misses cache_partial_hits upstream_requests
+# upstream_bytes_in disk.hits disk.misses memory.hits memory.misses
+# cache_disk_sendfile cache_bytes_disk auth_failures GetObject_2xx".
+disk_deltas() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+c = lambda d, k: d.get('counters', {}).get(k, 0)
+t = lambda d, tier, k: d.get('tiers', {}).get(tier, {}).get(k, 0)
+g = lambda d: d.get('requests_by_op', {}).get('GetObject', {}).get('2xx', 0)
+v = [c(b, k) - c(a, k) for k in ('cache_hits', 'cache_misses', 'cache_partial_hits',
+                                 'upstream_requests', 'upstream_bytes_in')]
+v += [t(b, tr, k) - t(a, tr, k) for tr, k in (('disk', 'hits'), ('disk', 'misses'),
+                                             ('memory', 'hits'), ('memory', 'misses'))]
+v += [c(b, k) - c(a, k) for k in ('cache_disk_sendfile', 'cache_bytes_disk', 'auth_failures')]
+v.append(g(b) - g(a))
+print(' '.join(str(x) for x in v))
+PYEOF
+}
+
+# disk_warm TARGET: fills TARGET with every key of the disk sets and checks
+# that it answers them all as hits (bucketcache-disk: from its disk tier).
+disk_warm() {
+	local tg=$1 url=${URL[$1]} s n bytes out st bad pass want=0 t0 w
+	local q wr ch drops wf rej
+	local hits miss part upr dh dm mh mm sf af g2
+	t0=$(now)
+	w=$(hit_word "$tg")
+	for s in $DISK_SIZES; do
+		n=${DISK_N[$s]}
+		bytes=$(to_bytes "$s")
+		out=$DATA/warm.$tg.$s
+		st=$DATA/stats/warm-$tg-$s
+		want=$((want + n))
+		# a fill whose object the memory tier dropped meanwhile is not
+		# written to the disk (it is no longer listed): more passes, one
+		# transfer at a time, until the disk holds every chunk
+		for pass in 1 2 3 4; do
+			curl_keys "${DURLS["$tg $s"]}" "$out.fill$pass" "$([ "$pass" = 1 ] && echo 8 || echo 1)"
+			bad=$(awk -v b="$bytes" '$1 != 200 || $2 != b' "$out.fill$pass" | wc -l)
+			[ "$bad" = 0 ] && [ "$(wc -l <"$out.fill$pass")" = "$n" ] ||
+				{ head -n 5 "$out.fill$pass" "$out.fill$pass.err" >&2; fail "$tg: fill pass over disk/$s: $bad of $n not '200, $bytes bytes'"; }
+			[ "$tg" = bucketcache-disk ] || break
+			disk_settle "$url" "$want" && break
+			read -r q wr ch drops wf rej _ <<<"$DISK_SETTLE"
+			[ "$pass" != 4 ] ||
+				fail "$tg: after $pass fill passes over disk/$s its disk tier holds $ch chunks, not $want (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej)"
+			say "warm: $tg $s: its disk tier holds $ch chunks of $want (all sizes so far) after fill pass $pass (queued $q, writing $wr, queue_drops $drops, write_failures $wf, rejects $rej): one more fill pass, one transfer at a time"
+			echo "disk: bucketcache-disk's disk tier held $ch of $want chunks after fill pass $pass over disk/$s (8 transfers at a time on pass 1), with no queue drop, write failure or reject: chunks whose object the memory tier (--mem-size $DISK_MEM) dropped during their fill are not written to disk" >>"$DATA/warnings.txt"
+		done
+		[ "$tg" != bucketcache-disk ] || stats_save "$url" "$st-1.json"
+		curl_keys "${DURLS["$tg $s"]}" "$out.hit"
+		bad=$(awk -v b="$bytes" -v w="[$w]" '$1 != 200 || $2 != b || $4 != w' "$out.hit" | wc -l)
+		[ "$bad" = 0 ] && [ "$(wc -l <"$out.hit")" = "$n" ] ||
+			{ awk -v w="[$w]" '$4 != w' "$out.hit" | head -n 5 >&2; fail "$tg: hit pass over disk/$s: $bad of $n keys not '200 $w'"; }
+		if [ "$tg" != bucketcache-disk ]; then
+			say "warm: $tg $s: $n keys, the pass after the fill all '200 X-Cache-Status: HIT'"
+			continue
+		fi
+		stats_save "$url" "$st-2.json"
+		read -r hits miss part upr _ dh dm mh mm sf _ af g2 <<<"$(disk_deltas "$st-1.json" "$st-2.json")"
+		[ "$hits" = "$n" ] && [ "$miss" = 0 ] && [ "$part" = 0 ] ||
+			fail "$tg: over the hit pass over disk/$s: cache_hits +$hits, cache_misses +$miss, cache_partial_hits +$part (want +$n, 0, 0)"
+		[ $((2 * dh)) -ge "$n" ] && [ $((2 * sf)) -ge "$n" ] ||
+			fail "$tg: over the hit pass over disk/$s ($n keys): tiers.disk.hits +$dh, cache_disk_sendfile +$sf: not half the keys from the disk tier (memory: hits +$mh, misses +$mm); is --mem-size $DISK_MEM tiny against the set?"
+		if [ "$DISK_AUTH" = signed ]; then
+			[ "$g2" = "$n" ] && [ "$af" = 0 ] ||
+				fail "$tg (signed): over the hit pass over disk/$s: GetObject 2xx +$g2 (want +$n), auth_failures +$af (want 0)"
+		fi
+		say "warm: $tg $s: $n keys, the pass after the fill all '200 x-bucketcache: hit': cache_hits +$hits, misses +0; disk tier hits +$dh, misses +$dm; memory tier hits +$mh, misses +$mm; cache_disk_sendfile +$sf; upstream requests +$upr$([ "$DISK_AUTH" = signed ] && echo ", GetObject 2xx +$g2, auth_failures 0")"
+	done
+	window "warm-$tg" "$t0" "$(now)"
+}
+
+# disk_sha TARGET: the first and last object of each disk size via the
+# target's URLs == source.
+disk_sha() {
+	local tg=$1 s n i k u want got
+	for s in $DISK_SIZES; do
+		n=${DISK_N[$s]}
+		for i in 0 $((n - 1)); do
+			k=$(keyname "$i")
+			u=$(sed -n "$((i + 1))p" "${DURLS["$tg $s"]}")
+			want=$(sha256sum <"$WWW/$BUCKET/disk/$s/$k" | cut -c1-64)
+			got=$(curl -sf --globoff --max-time 60 "$u" | sha256sum | cut -c1-64)
+			[ "$got" = "$want" ] || fail "$tg: sha256 of disk/$s/$k is $got, the file's is $want"
+		done
+	done
+	say "sha256: $tg == source for the first and last object of each disk size"
+}
+
+# drop_caches: sync, then echo 1 > /proc/sys/vm/drop_caches; returns 1 with
+# DROP_WHY when that is not permitted.
+DROP_WHY=
+drop_caches() {
+	sync
+	if ! { echo 1 >/proc/sys/vm/drop_caches; } 2>"$DATA/drop_caches.err"; then
+		DROP_WHY=$(sed 's/^.*drop_caches: //' "$DATA/drop_caches.err" | head -n 1)
+		DROP_WHY=${DROP_WHY:-refused}
+		return 1
+	fi
+	return 0
+}
+
+# disk_cold: per size and round, each target reads every key once,
+# DISK_COLD_CLIENTS transfers at a time, right after the page cache was
+# dropped; one row in disk_cold.tsv each. Skipped (and said) where
+# drop_caches is not permitted.
+disk_cold() {
+	local s n r tg order_list shift_ i cfg out t0 t1 bytes ok bad nothit w
+	local -a tgs
+	read -r -a tgs <<<"$DISK_TARGETS"
+	if [ "$DISK_COLD" = 0 ]; then
+		say "disk, page cache cold: not measured (BENCH_DISK_COLD=0)"
+		meta disk_cold "not measured: BENCH_DISK_COLD=0"
+		return 0
+	fi
+	if ! drop_caches; then
+		say "disk, page cache cold: not measured: echo 1 > /proc/sys/vm/drop_caches is not permitted here ($DROP_WHY; uid $(id -u)); only the page-cache-warm rows were measured"
+		meta disk_cold "not measured: echo 1 > /proc/sys/vm/drop_caches is not permitted on this machine ($DROP_WHY, uid $(id -u))"
+		echo "disk: the page-cache-cold rows were not measured: echo 1 > /proc/sys/vm/drop_caches is not permitted on this machine ($DROP_WHY)" >>"$DATA/warnings.txt"
+		return 0
+	fi
+	meta disk_cold "measured: echo 1 > /proc/sys/vm/drop_caches (after sync) before every pass"
+	printf 'size\tsize_bytes\tnkeys\tclients\tround\ttarget\tt0\tt1\tbytes\tok\tbad\tnothit\n' >"$DATA/disk_cold.tsv"
+	command_note "curl (disk, page cache cold): sync; echo 1 > /proc/sys/vm/drop_caches; curl -sS --parallel --parallel-max $DISK_COLD_CLIENTS --max-time 120 -w ... -K CFG   (CFG: a url/output pair per key of the size; req/s and MB/s = keys and bytes / wall time of the command)"
+	for s in $DISK_SIZES; do
+		n=${DISK_N[$s]}
+		for tg in $DISK_TARGETS; do
+			cfg=$DATA/cold-disk.$tg.$s.cfg
+			while IFS= read -r i; do
+				printf 'url = "%s"\noutput = "/dev/null"\n' "$i"
+			done <"${DURLS["$tg $s"]}" >"$cfg"
+		done
+		for ((r = 1; r <= ROUNDS; r++)); do
+			shift_=$(( (r - 1) % ${#tgs[@]} ))
+			order_list=("${tgs[@]:$shift_}" "${tgs[@]:0:$shift_}")
+			for tg in "${order_list[@]}"; do
+				cfg=$DATA/cold-disk.$tg.$s.cfg
+				out=$DATA/cold-disk.$tg.$s.r$r
+				w=$(hit_word "$tg")
+				drop_caches || fail "drop_caches worked once, then failed ($DROP_WHY)"
+				t0=$(now)
+				curl -sS --no-progress-meter --globoff --parallel --parallel-max "$DISK_COLD_CLIENTS" --max-time 120 \
+				    -w '%{http_code} %{size_download} %{url} [%header{x-cache-status}%header{x-bucketcache}]\n' \
+				    -K "$cfg" >"$out" 2>"$out.err" || true
+				t1=$(now)
+				bytes=$(awk '{ s += $2 } END { print s + 0 }' "$out")
+				ok=$(awk -v b="$(to_bytes "$s")" '$1 == 200 && $2 == b' "$out" | wc -l)
+				nothit=$(awk -v w="[$w]" '$1 == 200 && $4 != w' "$out" | wc -l)
+				bad=$((n - ok))
+				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$(to_bytes "$s")" "$n" \
+				    "$DISK_COLD_CLIENTS" "$r" "$tg" "$t0" "$t1" "$bytes" "$ok" "$bad" "$nothit" >>"$DATA/disk_cold.tsv"
+				awk -v t0="$t0" -v t1="$t1" -v b="$bytes" -v ok="$ok" -v tg="$tg" -v s="$s" -v r="$r" -v n="$n" \
+				    -v bad="$bad" -v nh="$nothit" 'BEGIN {
+					printf "  cold %-4s r%s %-16s %6d keys %7.3f s %9.0f req/s %8.1f MB/s%s%s\n", s, r, tg, n,
+					    t1 - t0, ok / (t1 - t0), b / (t1 - t0) / 1e6, bad ? "  NOT OK: " bad : "",
+					    nh ? "  NOT HITS: " nh : "" }' | tee -a "$REPORT"
+				[ "$bad" = 0 ] && [ "$nothit" = 0 ] ||
+					echo "disk cold $s round $r $tg: $bad of $n GETs not '200, full size', $nothit not a hit" >>"$DATA/anomalies.txt"
+			done
+		done
+	done
+}
+
+disk_section() {
+	local tg s n bytes c r i shift_ order_list cell=0 line maxc=0 fstype avail need pid u
+	local miss upr upb dh mh mm sf af g2
+	local -a tgs
+	read -r -a tgs <<<"$DISK_TARGETS"
+	say ""
+	say "=== disk tier: hot GETs from disk ==="
+	fstype=$(stat -f -c %T "$DISKTMP")
+	case $fstype in
+	tmpfs | ramfs) fail "BENCH_DISK_DIR=$DISK_DIR is on $fstype: the disk section needs a real disk (set BENCH_DISK_DIR)" ;;
+	esac
+	avail=$(df -P -B1 "$DISKTMP" | awk 'NR == 2 { print $4 }')
+	# bucketcache-disk's bound, nginx-disk's copy (a header and a block
+	# more per object) and 1 GiB to spare
+	need=$((DISK_BC_SIZE + DISK_SET_BYTES + DISK_BC_SIZE / 4 + 1073741824))
+	[ "$avail" -ge "$need" ] ||
+		fail "$DISKTMP: $avail bytes free, the disk section needs $need (BENCH_DISK_KEYS smaller, or BENCH_DISK_DIR elsewhere)"
+	meta disk_fs "$fstype on $(df -P "$DISKTMP" | awk 'NR == 2 { print $1 }') ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS --target "$DISKTMP" 2>/dev/null | head -n 1 || echo '?'))"
+	say "disk: caches in $DISKTMP ($fstype, $(df -P -h "$DISKTMP" | awk 'NR == 2 { print $1 ", " $4 " free" }')); sets: $(for s in $DISK_SIZES; do printf '%s x %s, ' "${DISK_N[$s]}" "$s"; done)$((DISK_SET_BYTES / 1048576)) MiB in all"
+	mkdir -p "$DISKTMP/bucketcache"
+	start_nginx_cache nginx-disk "${ORIGIN_PORT[nginx-disk]}" nginx-proxy-cache-disk.conf nginx-disk "$DISKTMP"
+	DISK_PEER_PID=$PEER_PID
+	URL[nginx-disk]=$PEER_URL
+	start_gateway "disk, $DISK_AUTH" "http://127.0.0.1:${ORIGIN_PORT[bucketcache-disk]}" "$DISK_MEM" S3RVER S3RVER \
+	    "$DISK_AUTH" --disk-dir "$DISKTMP/bucketcache" --disk-size "$DISK_BC_SIZE"
+	DISK_GW_PID=$GW_PID
+	DISK_GW_LOG=$GW_LOG
+	URL[bucketcache-disk]=$GW_URL
+	line=$(disk_tier_line "$GW_URL") || fail "cannot read $GW_URL/_bucketcache/stats"
+	[ "$line" != none ] || fail "bucketcache-disk: no disk tier in /_bucketcache/stats \"tiers\" (does $BC_BIN have one?)"
+	read -r _ _ _ _ _ _ u c _ <<<"$line"
+	[ "$u" = 1 ] && [ "$c" = "$DISK_BC_SIZE" ] ||
+		fail "bucketcache-disk: its disk tier is up=$u with capacity_bytes $c, not up with --disk-size $DISK_BC_SIZE"
+	say "bucketcache-disk: --mem-size $DISK_MEM --disk-dir $DISKTMP/bucketcache --disk-size $DISK_BC_SIZE ($((DISK_BC_SIZE / 1048576)) MiB), $([ "$DISK_AUTH" = signed ] && echo 'signed (presigned URLs)' || echo '--anonymous (plain URLs)'); nginx-disk: proxy_cache_path $DISKTMP/nginx-disk (the hot section's config otherwise)"
+	for tg in $DISK_TARGETS; do
+		for s in $DISK_SIZES; do
+			disk_urls "$tg" "$s"
+		done
+	done
+	for tg in $DISK_TARGETS; do
+		note "warming $tg (${URL[$tg]})"
+		disk_warm "$tg"
+		disk_sha "$tg"
+	done
+	# what both wrote is on the disk: no writeback during the measured runs
+	sync -f "$DISKTMP"
+	say "disk: sizes on disk after warming: nginx-disk $(du -sB1 "$DISKTMP/nginx-disk" | cut -f1) bytes in $(find "$DISKTMP/nginx-disk" -type f | wc -l) files; bucketcache-disk $(du -sB1 "$DISKTMP/bucketcache" | cut -f1) bytes in $(find "$DISKTMP/bucketcache" -type f | wc -l) files"
+
+	printf 'size\tsize_bytes\tnkeys\tconns\tround\torder\ttarget\tt0\tt1\tload1\trequests\tbytes\tduration_us\tp50_us\tp99_us\tmean_us\tmax_us\terr_connect\terr_read\terr_write\terr_status\terr_timeout\n' >"$DATA/disk_runs.tsv"
+	command_note "wrk (disk, page cache warm): BENCH_NKEYS=N BENCH_PREFIX=/$BUCKET/disk/SIZE/k- BENCH_KEYDIGITS=$KEY_DIGITS wrk -t min(CONNS,$WRK_THREADS) -c CONNS -d ${DURATION}s --timeout 10s -s $ROTATE_LUA URL/$([ "$DISK_AUTH" = signed ] && echo "   (bucketcache-disk: BENCH_PATHS_FILE=its presigned URLs of the size)")"
+	for c in $DISK_CONNS; do
+		[ "$c" -le "$maxc" ] || maxc=$c
+	done
+	window disk-measured-start "$(now)" "$(now)"
+	for s in $DISK_SIZES; do
+		n=${DISK_N[$s]}
+		bytes=$(to_bytes "$s")
+		export BENCH_NKEYS=$n BENCH_PREFIX="/$BUCKET/disk/$s/k-" BENCH_KEYDIGITS=$KEY_DIGITS
+		if [ "$WARMUP" -gt 0 ]; then
+			for tg in $DISK_TARGETS; do
+				note "disk $s: ${WARMUP}s unrecorded warm-up of $tg at $maxc conns"
+				run_wrk "$DATA/wrk/disk-warmup.$s.$tg.out" "$maxc" "$WARMUP" "${URL[$tg]}" "$ROTATE_LUA" "$(disk_paths_for "$tg" "$s")"
+				window "wrk-disk-warmup-$s-$tg" "$WRK_T0" "$WRK_T1"
+			done
+		fi
+		stats_save "${URL[bucketcache-disk]}" "$DATA/stats/disk-$s-before.json"
+		for c in $DISK_CONNS; do
+			cell=$((cell + 1))
+			for ((r = 1; r <= ROUNDS; r++)); do
+				shift_=$(( (r - 1 + cell) % ${#tgs[@]} ))
+				order_list=("${tgs[@]:$shift_}" "${tgs[@]:0:$shift_}")
+				i=0
+				for tg in "${order_list[@]}"; do
+					i=$((i + 1))
+					note "disk $s, $c conns, round $r/$ROUNDS: $tg"
+					run_wrk "$DATA/wrk/disk.$s.c$c.r$r.$tg.out" "$c" "$DURATION" "${URL[$tg]}" "$ROTATE_LUA" "$(disk_paths_for "$tg" "$s")"
+					line=$(printf '%s' "$WRK_LINE" | sed 's/^BENCHRESULT //; s/[a-z_0-9]*=//g; s/ /\t/g')
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$bytes" "$n" "$c" "$r" "$i" "$tg" \
+					    "$WRK_T0" "$WRK_T1" "$WRK_LOAD" "$line" >>"$DATA/disk_runs.tsv"
+					printf '%s' "$WRK_LINE" | awk -v tg="$tg" -v c="$c" -v r="$r" -v s="$s" '{
+						for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+						e = v["err_connect"] + v["err_read"] + v["err_write"] + v["err_status"] + v["err_timeout"]
+						d = v["duration_us"] / 1e6
+						printf "  %-4s c=%-3s r%s %-16s %9.0f req/s %8.1f MB/s p50 %8.2f ms p99 %8.2f ms%s\n",
+						    s, c, r, tg, v["requests"] / d, v["bytes"] / d / 1e6,
+						    v["p50_us"] / 1000, v["p99_us"] / 1000, e ? "  errors " e : ""
+					}' | tee -a "$REPORT"
+				done
+			done
+		done
+		stats_save "${URL[bucketcache-disk]}" "$DATA/stats/disk-$s-after.json"
+		read -r _ miss _ upr upb dh _ mh mm sf _ af g2 <<<"$(disk_deltas "$DATA/stats/disk-$s-before.json" "$DATA/stats/disk-$s-after.json")"
+		say "disk $s: bucketcache-disk over the measured runs: GetObject 2xx +$g2, cache_disk_sendfile +$sf, disk tier hits +$dh, memory tier hits +$mh misses +$mm, cache_misses +$miss, upstream requests +$upr ($upb bytes), auth_failures +$af"
+	done
+	unset BENCH_NKEYS BENCH_PREFIX BENCH_KEYDIGITS
+	window disk-measured-end "$(now)" "$(now)"
+	disk_cold
+	kill -0 "$DISK_GW_PID" 2>/dev/null || echo "disk: the bucketcache-disk process died" >>"$DATA/anomalies.txt"
+	kill -0 "$DISK_PEER_PID" 2>/dev/null || echo "disk: the nginx-disk process died" >>"$DATA/anomalies.txt"
+	stats_save "${URL[bucketcache-disk]}" "$DATA/stats/disk-end.json"
+	if [ "$DISK_AUTH" = signed ]; then
+		read -r s _ <<<"$DISK_SIZES"
+		auth_probe bucketcache-disk "${DURLS["bucketcache-disk $s"]}" disk
+	fi
+	gateway_log_check "disk, $DISK_AUTH" "$DISK_GW_LOG"
+	n=$(grep -Ec '\[(error|crit|alert|emerg)\]' "$TMP/nginx-disk/error.log" 2>/dev/null || true)
+	say "nginx-disk: error log: ${n:-0} error lines"
+	if [ "${n:-0}" != 0 ]; then
+		grep -E '\[(error|crit|alert|emerg)\]' "$TMP/nginx-disk/error.log" | head -n 3 | sed 's/^/  /' | tee -a "$REPORT"
+		echo "nginx-disk logged $n errors" >>"$DATA/anomalies.txt"
+	fi
+	for pid in $DISK_PEER_PID $DISK_GW_PID; do
+		stop_pid "$pid"
+	done
+	rm -rf "${DISKTMP:?}/nginx-disk" "${DISKTMP:?}/bucketcache"
+}
+
+# disk_paths_for TARGET SIZE: the paths file wrk reads for TARGET (the
+# presigned URLs for a signed bucketcache-disk), or "" (BENCH_PREFIX names).
+disk_paths_for() {
+	if [ "$1" = bucketcache-disk ] && [ "$DISK_AUTH" = signed ]; then
+		printf '%s' "${DURLS["bucketcache-disk $2"]}"
+	fi
 }
 
 # ---- cold GETs -------------------------------------------------------------------------
@@ -1382,9 +1913,12 @@ soak_section() {
 
 T0=$(date +%s)
 start_origin
-say "origin: nginx static on 127.0.0.1, ports direct ${ORIGIN_PORT[direct]}, bulk ${ORIGIN_PORT[bulk]} (cold, soak), for nginx ${ORIGIN_PORT[nginx]}, varnish ${ORIGIN_PORT[varnish]}, bucketcache ${ORIGIN_PORT[bucketcache]}, bucketcache-anon ${ORIGIN_PORT[bucketcache-anon]}"
+say "origin: nginx static on 127.0.0.1, ports direct ${ORIGIN_PORT[direct]}, bulk ${ORIGIN_PORT[bulk]} (cold, soak), for nginx ${ORIGIN_PORT[nginx]}, varnish ${ORIGIN_PORT[varnish]}, bucketcache ${ORIGIN_PORT[bucketcache]}, bucketcache-anon ${ORIGIN_PORT[bucketcache-anon]}, nginx-disk ${ORIGIN_PORT[nginx-disk]}, bucketcache-disk ${ORIGIN_PORT[bucketcache-disk]}"
 if in_list hot "$SECTIONS"; then
 	hot_section
+fi
+if in_list disk "$SECTIONS"; then
+	disk_section
 fi
 if in_list cold "$SECTIONS"; then
 	cold_section

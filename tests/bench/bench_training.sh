@@ -30,14 +30,32 @@
 #                     --upstream http://DELAY-PROXY --policy POLICY -> static
 #                     nginx (lru, pin, auto, or any policy the binary knows)
 #        bucketcache  the same with no --policy: the binary's default
+#        nginx-disk   the nginx system with max_size = DISK_CAP and its cache
+#                     dir in a temp dir under BENCH_DISK_DIR (a real disk)
+#        bucketcache-disk
+#                     bucketcache --mem-size MEM_CAP --disk-dir DIR
+#                     --disk-size DISK_CAP (the default policy), DIR a fresh
+#                     temp dir beside nginx-disk's
 #        bucketcache-plans
 #                     bucketcache --policy BENCH_PLANS_POLICY (auto), and each
 #                     job wraps its sampler in contrib/python's HintedSampler
 #                     (posts its plans for the current and the next epoch)
 #                     with the helper's boto3 hook (x-bucketcache-epoch and
 #                     the next 8 keys in x-bucketcache-next)
-#      where CAP = BENCH_CACHE_PCT % of the data set's bytes. A policy the
-#      binary does not accept makes its system "n/a" (with the daemon's
+#      where CAP = BENCH_CACHE_PCT % of the data set's bytes, MEM_CAP =
+#      BENCH_DISK_MEM_PCT % of them and DISK_CAP = BENCH_DISK_PCT % of them
+#      plus 12 KiB per object (4 KiB rounding of every file, the chunk
+#      file's header, the object's metadata file) plus 16 MiB: with the
+#      default 100 % the whole data set fits on disk, for both. The disk
+#      systems are not in the default BENCH_SYSTEMS (together they add a
+#      third to the run, and write the data set to disk twice); run them
+#      with
+#        BENCH_SYSTEMS="direct nginx-disk bucketcache-disk" tests/bench/bench_training.sh
+#      (any BENCH_SYSTEMS with a -disk system writes results/training-disk.*,
+#      not training.*); their targets (issue 12): epochs 2-3 hit ratio >= 0.98
+#      for bucketcache-disk, and its epochs 2+ time <= nginx-disk's; the
+#      report adds per epoch the disk and memory tiers' hits, misses, writes
+#      and drops and cache_disk_sendfile. A policy the binary does not accept makes its system "n/a" (with the daemon's
 #      message) in the report, not an error. Per system, BENCH_JOBS copies of
 #      training/loader.py run at once against it (jobs j1, j2, ...: the same
 #      data set, seeds BENCH_SEED, BENCH_SEED+1, ...; BENCH_EPOCHS epochs,
@@ -77,6 +95,11 @@
 #   BENCH_PLANS_POLICY  the --policy of bucketcache-plans [auto]
 #   BENCH_DELAY_MS    delay per upstream request, ms [20]
 #   BENCH_CACHE_PCT   cache size, % of the data set's bytes [50]
+#   BENCH_DISK_MEM_PCT  bucketcache-disk's --mem-size, % of the data set [25]
+#   BENCH_DISK_PCT    the disk systems' disk bound, % of the data set, plus
+#                     12 KiB per object and 16 MiB [100]
+#   BENCH_DISK_DIR    where the disk systems' temp dir is made (a real
+#                     disk; tmpfs is refused) [/var/tmp]
 #   BENCH_WORKERS     DataLoader workers [4]
 #   BENCH_BATCH       batch size [64]
 #   BENCH_COMPUTE_MS  the per-batch "training step" (a sleep), ms [200]:
@@ -91,7 +114,9 @@
 #   BENCH_BC_ARGS     extra bucketcache flags, word-split [none]
 #   BENCH_TIMEOUT     seconds one system's loader run may take [900/5400]
 #   BENCH_RESULTS     Markdown results file, or "none"
-#                     [tests/bench/results/training-quick.md / training.md]
+#                     [tests/bench/results/training-quick.md / training.md;
+#                     with a -disk system: training-disk-quick.md /
+#                     training-disk.md]
 #   BENCH_KEEP_TMP    1: keep the temp dir (logs, JSON, configs) [0]
 
 # shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
@@ -115,10 +140,22 @@ BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 NOBJ=${BENCH_NOBJ:-$d_nobj}
 EPOCHS=${BENCH_EPOCHS:-$d_epochs}
 SYSTEMS=${BENCH_SYSTEMS:-direct nginx bucketcache-lru bucketcache-pin bucketcache-auto bucketcache-plans}
+case " $SYSTEMS " in
+*-disk\ *)
+	if [ "$QUICK" = 1 ]; then
+		d_results=$BENCH_DIR/results/training-disk-quick.md
+	else
+		d_results=$BENCH_DIR/results/training-disk.md
+	fi
+	;;
+esac
 JOBS=${BENCH_JOBS:-2}
 PLANS_POLICY=${BENCH_PLANS_POLICY:-auto}
 DELAY_MS=${BENCH_DELAY_MS:-20}
 CACHE_PCT=${BENCH_CACHE_PCT:-50}
+DISK_MEM_PCT=${BENCH_DISK_MEM_PCT:-25}
+DISK_PCT=${BENCH_DISK_PCT:-100}
+DISK_DIR=${BENCH_DISK_DIR:-/var/tmp}
 WORKERS=${BENCH_WORKERS:-4}
 BATCH=${BENCH_BATCH:-64}
 COMPUTE_MS=${BENCH_COMPUTE_MS:-200}
@@ -137,7 +174,8 @@ cmdline() {
 	local v out=
 	for v in BC_BIN BENCH_QUICK BENCH_NOBJ BENCH_EPOCHS BENCH_SYSTEMS \
 	    BENCH_JOBS BENCH_PLANS_POLICY \
-	    BENCH_DELAY_MS BENCH_CACHE_PCT BENCH_WORKERS BENCH_BATCH \
+	    BENCH_DELAY_MS BENCH_CACHE_PCT BENCH_DISK_MEM_PCT BENCH_DISK_PCT \
+	    BENCH_DISK_DIR BENCH_WORKERS BENCH_BATCH \
 	    BENCH_COMPUTE_MS BENCH_SEED BENCH_DATA BENCH_BC_ARGS BENCH_TIMEOUT \
 	    BENCH_RESULTS BENCH_KEEP_TMP; do
 		if [ -n "${!v+set}" ]; then
@@ -169,6 +207,12 @@ is_uint "$NOBJ" && [ "$NOBJ" -ge 1 ] && [ "$NOBJ" -le 1000000 ] || die_usage "BE
 is_uint "$EPOCHS" && [ "$EPOCHS" -ge 1 ] && [ "$EPOCHS" -le 100 ] || die_usage "BENCH_EPOCHS must be 1..100"
 is_uint "$DELAY_MS" && [ "$DELAY_MS" -le 60000 ] || die_usage "BENCH_DELAY_MS must be 0..60000"
 is_uint "$CACHE_PCT" && [ "$CACHE_PCT" -ge 1 ] && [ "$CACHE_PCT" -le 1000 ] || die_usage "BENCH_CACHE_PCT must be 1..1000"
+is_uint "$DISK_MEM_PCT" && [ "$DISK_MEM_PCT" -ge 1 ] && [ "$DISK_MEM_PCT" -le 1000 ] || die_usage "BENCH_DISK_MEM_PCT must be 1..1000"
+is_uint "$DISK_PCT" && [ "$DISK_PCT" -ge 1 ] && [ "$DISK_PCT" -le 1000 ] || die_usage "BENCH_DISK_PCT must be 1..1000"
+case $DISK_DIR in
+/*) ;;
+*) die_usage "BENCH_DISK_DIR must be an absolute path" ;;
+esac
 is_uint "$WORKERS" && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 64 ] || die_usage "BENCH_WORKERS must be 1..64"
 is_uint "$BATCH" && [ "$BATCH" -ge 1 ] || die_usage "BENCH_BATCH must be >= 1"
 is_uint "$JOBS" && [ "$JOBS" -ge 1 ] && [ "$JOBS" -le 8 ] || die_usage "BENCH_JOBS must be 1..8"
@@ -179,14 +223,19 @@ is_uint "$TIMEOUT" && [ "$TIMEOUT" -ge 10 ] || die_usage "BENCH_TIMEOUT must be 
 [ -n "${SYSTEMS// /}" ] || die_usage "BENCH_SYSTEMS is empty"
 for s in $SYSTEMS; do
 	case $s in
-	direct | nginx | bucketcache | bucketcache-[a-z]*)
-		[[ $s =~ ^(direct|nginx|bucketcache|bucketcache-[a-z]+)$ ]] ||
+	direct | nginx | nginx-disk | bucketcache | bucketcache-[a-z]*)
+		[[ $s =~ ^(direct|nginx|nginx-disk|bucketcache|bucketcache-[a-z]+)$ ]] ||
 			die_usage "BENCH_SYSTEMS: bad system name [$s]"
 		;;
-	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, bucketcache, bucketcache-POLICY, bucketcache-plans)" ;;
+	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, nginx-disk, bucketcache, bucketcache-POLICY, bucketcache-plans, bucketcache-disk)" ;;
 	esac
 done
+# shellcheck disable=SC2086 # one system a line
 [ "$(printf '%s\n' $SYSTEMS | sort | uniq -d)" = "" ] || die_usage "BENCH_SYSTEMS names a system twice"
+HAVE_DISK=0
+case " $SYSTEMS " in
+*-disk\ *) HAVE_DISK=1 ;;
+esac
 case $DATA_ROOT in
 /*) ;;
 *) die_usage "BENCH_DATA must be an absolute path" ;;
@@ -232,6 +281,14 @@ PIDS=()
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-train.XXXXXX")
 HEADER=$TMP/header.txt
 : >"$HEADER"
+# the disk systems' caches: a temp dir on a real disk (checked below)
+DISKTMP=
+if [ "$HAVE_DISK" = 1 ]; then
+	[ -d "$DISK_DIR" ] && [ -w "$DISK_DIR" ] ||
+		{ echo "bench_training.sh: BENCH_DISK_DIR=$DISK_DIR is not a writable directory" >&2; rm -rf "$TMP"; exit 1; }
+	DISKTMP=$(mktemp -d "$DISK_DIR/bc-train-disk.XXXXXX")
+	chmod 755 "$DISKTMP"
+fi
 
 cleanup() {
 	local rc=$?
@@ -239,9 +296,9 @@ cleanup() {
 	set +e
 	bench_stop_pids "${PIDS[@]}"
 	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
-		echo "# kept $TMP" >&2
+		echo "# kept $TMP${DISKTMP:+ and $DISKTMP}" >&2
 	else
-		rm -rf "$TMP"
+		rm -rf "$TMP" ${DISKTMP:+"$DISKTMP"}
 	fi
 	exit "$rc"
 }
@@ -348,8 +405,20 @@ ds_field() { printf '%s\n' "$DS_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 DS_BYTES=$(ds_field bytes)
 is_uint "$DS_BYTES" && [ "$DS_BYTES" -gt 0 ] || fail "gen_data.py said [$DS_LINE]"
 CAP=$((DS_BYTES * CACHE_PCT / 100))
+MEM_CAP=$((DS_BYTES * DISK_MEM_PCT / 100))
+DISK_CAP=$((DS_BYTES * DISK_PCT / 100 + NOBJ * 12288 + 16777216))
 say "data set:    $NOBJ objects in s3://$BUCKET/train/..., $DS_BYTES bytes ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.1f MB", b / 1e6 }')), log-normal sizes (median ${MEDIAN_KIB} KiB, sigma $SIGMA, seed $SEED): min $(ds_field min), median $(ds_field median), mean $(ds_field mean), max $(ds_field max) bytes; $DATA"
 say "cache cap:   $CACHE_PCT% of the data set = $CAP bytes ($(awk -v b="$CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')) for nginx (max_size) and bucketcache (--mem-size)"
+if [ "$HAVE_DISK" = 1 ]; then
+	fstype=$(stat -f -c %T "$DISKTMP")
+	case $fstype in
+	tmpfs | ramfs) fail "BENCH_DISK_DIR=$DISK_DIR is on $fstype: the disk systems need a real disk (set BENCH_DISK_DIR)" ;;
+	esac
+	avail=$(df -P -B1 "$DISKTMP" | awk 'NR == 2 { print $4 }')
+	[ "$avail" -ge $((2 * DISK_CAP + 1073741824)) ] ||
+		fail "$DISKTMP: $avail bytes free; the disk systems need $((2 * DISK_CAP + 1073741824)) (two caches of $DISK_CAP and 1 GiB to spare)"
+	say "disk caps:   bucketcache-disk --mem-size $DISK_MEM_PCT% = $MEM_CAP bytes ($(awk -v b="$MEM_CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')), --disk-size and nginx-disk max_size $DISK_PCT% + 12 KiB per object + 16 MiB = $DISK_CAP bytes ($(awk -v b="$DISK_CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')); both in $DISKTMP ($fstype, $(df -P -h "$DISKTMP" | awk 'NR == 2 { print $1 ", " $4 " free" }'))"
+fi
 say "workload:    $JOBS job(s) at once per system, $EPOCHS epochs each; DataLoader(num_workers=$WORKERS, batch_size=$BATCH, sampler=randperm seeded seed*1000+epoch, seed $SEED for job j1, +1 per further job, persistent_workers=True, prefetch_factor=2); one boto3 client per worker (UNSIGNED, path-style, x-bucketcache-job: SYSTEM-jN); a ${COMPUTE_MS} ms sleep per batch as the training step; the jobs wait for each other between epochs (not timed)"
 say "upstream:    static nginx (the S3 stand-in) behind delay_proxy.py, +$DELAY_MS ms per request"
 
@@ -440,13 +509,17 @@ say "delay proxy: $PROXY_URL -> $UP_URL, +$DELAY_MS ms per request (tests/bench/
 
 # ---- the systems ----------------------------------------------------------------
 
+# the nginx systems' cache: its max_size and directory (nginx: CAP, in its
+# temp dir; nginx-disk: DISK_CAP, under DISKTMP)
+NGX_MAX=$CAP
+NGX_CACHE=
 nginx_cache_conf() {
 	cat <<EOF
 	sendfile on;
 	keepalive_requests 1000000;
 	log_format train '\$msec \$status \$upstream_cache_status \$upstream_bytes_received \$body_bytes_sent \$request_time \$http_x_bucketcache_job "\$request"';
 	access_log $2/access.log train;
-	proxy_cache_path $2/cache levels=2 keys_zone=train:32m max_size=$CAP inactive=7d use_temp_path=off;
+	proxy_cache_path ${NGX_CACHE:-$2/cache} levels=2 keys_zone=train:32m max_size=$NGX_MAX inactive=7d use_temp_path=off;
 	upstream delay_proxy {
 		server 127.0.0.1:${PROXY_URL##*:};
 		keepalive 64;
@@ -469,10 +542,13 @@ EOF
 }
 
 BC_N=0
-# start_bucketcache [FLAGS...]: runs the daemon with FLAGS after the usual
-# ones; sets BC_PID, BC_LOG, BC_URL, BC_DESC. Returns 3 with BC_REFUSED
-# (the daemon's message) when it exits at once naming --policy: a policy
-# this binary does not have. Any other failure ends the benchmark.
+# the --mem-size of the next start_bucketcache
+BC_MEM=$CAP
+# start_bucketcache [FLAGS...]: runs the daemon with --mem-size BC_MEM and
+# FLAGS after the usual ones; sets BC_PID, BC_LOG, BC_URL, BC_DESC. Returns
+# 3 with BC_REFUSED (the daemon's message) when it exits at once naming the
+# first of FLAGS (--policy, --disk-dir): a policy or tier this binary does
+# not have. Any other failure ends the benchmark.
 start_bucketcache() {
 	local pid port log
 	BC_N=$((BC_N + 1))
@@ -484,20 +560,20 @@ start_bucketcache() {
 		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
 		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$PROXY_URL" \
-		    --anonymous --mem-size "$CAP" $BC_ARGS "$@" >>"$log" 2>&1 &
+		    --anonymous --mem-size "$BC_MEM" $BC_ARGS "$@" >>"$log" 2>&1 &
 		pid=$!
 		if wait_http "http://127.0.0.1:$port/_bucketcache/health" "$pid" 15; then
 			PIDS+=("$pid")
 			BC_PID=$pid
 			BC_LOG=$log
 			BC_URL=http://127.0.0.1:$port
-			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $CAP${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
+			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $BC_MEM${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
-		if [ $# -gt 0 ] && grep -q -- '--policy' "$log"; then
-			BC_REFUSED=$(grep -- '--policy' "$log" | head -n 1)
+		if [ $# -gt 0 ] && grep -q -- "$1" "$log"; then
+			BC_REFUSED=$(grep -- "$1" "$log" | head -n 1)
 			return 3
 		fi
 		grep -qi 'in use' "$log" || break
@@ -511,6 +587,7 @@ bc_flags() {
 	case $1 in
 	bucketcache) ;;
 	bucketcache-plans) printf '%s\n' --policy "$PLANS_POLICY" ;;
+	bucketcache-disk) printf '%s\n' --disk-dir "$DISKTMP/bucketcache" --disk-size "$DISK_CAP" ;;
 	bucketcache-*) printf '%s\n' --policy "${1#bucketcache-}" ;;
 	esac
 }
@@ -518,7 +595,7 @@ bc_flags() {
 # run_loader LABEL ENDPOINT [loader args...]: the measured run, BENCH_JOBS
 # loaders at once (jobs LABEL-j1, ...), each job's JSON in RUNS.
 run_loader() {
-	local label=$1 ep=$2 j rc bad= pids=()
+	local label=$1 ep=$2 j rc bad='' pids=()
 	shift 2
 	note "$label: $JOBS job(s) x $EPOCHS epochs over $NOBJ objects via $ep"
 	rm -rf "$TMP/$label.barrier"
@@ -558,7 +635,9 @@ case " $SYSTEMS " in
 esac
 
 RUNS=()
-NGINX_LOG=
+# per system: the nginx access logs (--nginx-log LABEL=FILE) and the caps
+# the cache-held column is read against (--cap-for LABEL=BYTES)
+REPORT_ARGS=()
 T0=$(date +%s)
 for s in $SYSTEMS; do
 	case $s in
@@ -566,22 +645,42 @@ for s in $SYSTEMS; do
 		say "direct:      endpoint $PROXY_URL (the delay proxy itself; no cache)"
 		run_loader direct "$PROXY_URL"
 		;;
-	nginx)
-		start_nginx nginx-cache nginx_cache_conf
-		NGINX_LOG=$TMP/nginx-cache/access.log
-		say "nginx:       endpoint $NG_URL, nginx proxy_cache -> delay proxy; config:"
-		sed -n '/proxy_cache_path/,/^	}$/p; /^	server {/,$p' "$TMP/nginx-cache/nginx.conf" |
+	nginx | nginx-disk)
+		if [ "$s" = nginx ]; then
+			NGX_MAX=$CAP NGX_CACHE=
+			d=$TMP/nginx-cache
+			cdir=$d/cache
+			start_nginx nginx-cache nginx_cache_conf
+		else
+			NGX_MAX=$DISK_CAP NGX_CACHE=$DISKTMP/nginx-disk
+			d=$TMP/nginx-disk
+			cdir=$NGX_CACHE
+			start_nginx nginx-disk nginx_cache_conf
+		fi
+		REPORT_ARGS+=(--nginx-log "$s=$d/access.log" --cap-for "$s=$NGX_MAX")
+		say "$s:$([ "$s" = nginx ] && echo '      ' || echo ' ') endpoint $NG_URL, nginx proxy_cache -> delay proxy; config:"
+		sed -n '/proxy_cache_path/,/^	}$/p; /^	server {/,$p' "$d/nginx.conf" |
 			grep -Ev '^}$|_ping' | sed 's/^/               /' | tee -a "$HEADER"
 		# walking the cache dir costs CPU: every 3 s, not every second
-		run_loader nginx "$NG_URL" --nginx-log "$NGINX_LOG" \
-		    --cache-dir "$TMP/nginx-cache/cache" --sample-interval 3
+		run_loader "$s" "$NG_URL" --nginx-log "$d/access.log" \
+		    --cache-dir "$cdir" --sample-interval 3
 		sleep 1   # the cache manager trims to max_size now and then
-		say "nginx:       cache dir after the run: $(du -sb "$TMP/nginx-cache/cache" | cut -f1) bytes apparent, $(du -sB1 "$TMP/nginx-cache/cache" | cut -f1) bytes on disk, $(find "$TMP/nginx-cache/cache" -type f | wc -l) files; max_size $CAP (nginx counts disk blocks)"
+		say "$s: cache dir after the run: $(du -sb "$cdir" | cut -f1) bytes apparent, $(du -sB1 "$cdir" | cut -f1) bytes on disk, $(find "$cdir" -type f | wc -l) files; max_size $NGX_MAX (nginx counts disk blocks)"
 		stop_pid "$NG_PID"
+		if [ "$s" = nginx-disk ]; then
+			rm -rf "$cdir"
+		fi
 		;;
 	bucketcache*)
 		mapfile -t flags < <(bc_flags "$s")
 		src=0
+		BC_MEM=$CAP
+		if [ "$s" = bucketcache-disk ]; then
+			BC_MEM=$MEM_CAP
+			rm -rf "$DISKTMP/bucketcache"
+			mkdir -p "$DISKTMP/bucketcache"
+		fi
+		REPORT_ARGS+=(--cap-for "$s=$BC_MEM")
 		start_bucketcache "${flags[@]}" || src=$?
 		if [ "$src" = 3 ]; then
 			say "$s: n/a: $BC_BIN ${flags[*]}: $BC_REFUSED"
@@ -591,7 +690,13 @@ for s in $SYSTEMS; do
 		lim=$(curl -sf "$BC_URL/_bucketcache/stats" |
 			"$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"]["cache_bytes_limit"])') ||
 			fail "cannot read $BC_URL/_bucketcache/stats"
-		[ "$lim" = "$CAP" ] || fail "bucketcache reports cache_bytes_limit $lim, not --mem-size $CAP"
+		[ "$lim" = "$BC_MEM" ] || fail "bucketcache reports cache_bytes_limit $lim, not --mem-size $BC_MEM"
+		if [ "$s" = bucketcache-disk ]; then
+			dcap=$(curl -sf "$BC_URL/_bucketcache/stats" |
+				"$PY" -c 'import json, sys; print(json.load(sys.stdin).get("tiers", {}).get("disk", {}).get("capacity_bytes", "none"))') ||
+				fail "cannot read $BC_URL/_bucketcache/stats"
+			[ "$dcap" = "$DISK_CAP" ] || fail "bucketcache-disk: its disk tier's capacity_bytes is $dcap, not --disk-size $DISK_CAP"
+		fi
 		say "$s: endpoint $BC_URL: $BC_DESC"
 		say "$s: cache_bytes_limit $lim (= --mem-size; counts chunks, per-entry overhead and metadata); default chunk size, readahead, meta-ttl, prefetch budgets (see --help) unless given above"
 		plans=()
@@ -602,6 +707,18 @@ for s in $SYSTEMS; do
 		run_loader "$s" "$BC_URL" --bc-stats "$BC_URL/_bucketcache/stats" \
 		    --bc-jobs "$BC_URL/_bucketcache/v1/jobs" "${plans[@]}"
 		curl -sf "$BC_URL/_bucketcache/stats" >"$TMP/$s.stats.json" || true
+		if [ "$s" = bucketcache-disk ]; then
+			say "$s: at the end: $("$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+c, t = d.get("counters", {}), d.get("tiers", {})
+m, k = t.get("memory", {}), t.get("disk", {})
+print("disk tier hits %d, misses %d, writes %d, chunks %d, usage %d of %d bytes, evictions %d, queue_drops %d, write_failures %d, rejects %d, corrupt %d, up %d; memory tier hits %d, misses %d; cache_disk_sendfile %d, cache_bytes_disk %d" % (
+    k.get("hits", 0), k.get("misses", 0), k.get("writes", 0), k.get("chunks", 0), k.get("usage_bytes", 0),
+    k.get("capacity_bytes", 0), k.get("evictions", 0), k.get("queue_drops", 0), k.get("write_failures", 0),
+    k.get("rejects", 0), k.get("corrupt", 0), k.get("up", 0), m.get("hits", 0), m.get("misses", 0),
+    c.get("cache_disk_sendfile", 0), c.get("cache_bytes_disk", 0)))' "$TMP/$s.stats.json" 2>/dev/null || echo 'stats unreadable')"
+			say "$s: disk dir after the run: $(du -sB1 "$DISKTMP/bucketcache" | cut -f1) bytes on disk, $(find "$DISKTMP/bucketcache" -type f | wc -l) files"
+		fi
 		n=$(grep -Ec ' (error|warn):' "$BC_LOG" || true)
 		say "$s: log: $(wc -l <"$BC_LOG") lines, $n warn/error"
 		if [ "$n" -gt 0 ]; then
@@ -609,6 +726,9 @@ for s in $SYSTEMS; do
 		fi
 		kill -0 "$BC_PID" 2>/dev/null || fail "$s: bucketcache died during the run"
 		stop_pid "$BC_PID"
+		if [ "$s" = bucketcache-disk ]; then
+			rm -rf "$DISKTMP/bucketcache"
+		fi
 		;;
 	esac
 done
@@ -629,10 +749,10 @@ fi
 STEM=${MD%.md}
 say ""
 rc=0
-"$PY" "$TDIR/report.py" "${RUNS[@]}" ${NGINX_LOG:+--nginx-log "$NGINX_LOG"} \
+"$PY" "$TDIR/report.py" "${RUNS[@]}" "${REPORT_ARGS[@]}" \
     --header "$HEADER" --md "$TMP/body.md" --csv "$STEM.csv" --png "$STEM.png" \
     --manifest "$DATA/manifest.tsv" --cap "$CAP" --jobs "$JOBS" \
-    --title "$JOBS job(s), $NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%, +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
+    --title "$JOBS job(s), $NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%$([ "$HAVE_DISK" = 1 ] && echo " (disk systems: memory $DISK_MEM_PCT%, disk $DISK_PCT%+)"), +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
 	rc=$?
 {
 	echo "# bucketcache training-shaped benchmark$([ "$QUICK" = 1 ] && echo ' (BENCH_QUICK=1 smoke run)')"
@@ -647,6 +767,16 @@ rc=0
 	echo "half the data set under LRU keeps mostly objects that the epoch has already"
 	echo "read (hit ratio about 0.15 for one job, 0.33 for two); a policy that fills"
 	echo "once and keeps reaches $CACHE_PCT%; knowing the jobs' plans, more (issue 11)."
+	if [ "$HAVE_DISK" = 1 ]; then
+		echo "The disk systems (issue 12) keep the whole data set on this machine's disk:"
+		echo "nginx-disk, nginx proxy_cache with max_size $DISK_CAP bytes ($DISK_PCT% of the data"
+		echo "set, plus 12 KiB per object and 16 MiB), and bucketcache-disk, a memory tier of"
+		echo "$DISK_MEM_PCT% in front of a disk tier of the same $DISK_CAP bytes (--disk-size),"
+		echo "both in a temp dir under $DISK_DIR; from epoch 2 on both should hit on every"
+		echo "read (target: bucketcache-disk >= 0.98, and its epochs 2+ no slower than"
+		echo "nginx-disk's). Their cache-held column is read against their memory tier"
+		echo "(bucketcache-disk) and max_size (nginx-disk)."
+	fi
 	echo ""
 	echo "Rows: one per system, job (j1, j2, ...) and epoch, and with several jobs an"
 	echo "\"all\" row per epoch (epoch s: the slowest job; data wait s: the sum over the"

@@ -5,10 +5,12 @@ table of the training benchmark: a Markdown report, a CSV and (when
 matplotlib is there) a PNG plot of the epoch times.
 
 Inputs: one --run LABEL=FILE per system (loader.py's JSON: epochs and
-counter snapshots taken between epochs), --nginx-log FILE for the nginx
-system (its access log, in bench_training.sh's log_format "train"), and
---header FILE (preformatted text: machine, versions, command, cache
-configs) that goes at the top of the report.
+counter snapshots taken between epochs), --nginx-log LABEL=FILE for each
+nginx system (its access log, in bench_training.sh's log_format "train";
+a bare FILE is the "nginx" system's), --cap-for LABEL=BYTES where a
+system's cache is not --cap bytes (the disk systems: the cache-held column
+is read against it), and --header FILE (preformatted text: machine,
+versions, command, cache configs) that goes at the top of the report.
 
 Per system and epoch:
   epoch s, data wait s      from the loader;
@@ -32,6 +34,9 @@ replayed through an LRU of --cap bytes (object sizes, no overhead) and
 through "fill once, never evict" (admit until full, then keep): what LRU
 should give at this cap, and what a policy that keeps a fixed part of the
 data set would.
+Targets: issue 11's (bucketcache-auto, bucketcache-plans, prefetch) and
+issue 12's (bucketcache-disk: hit ratio epochs 2-3 >= 0.98, epochs 2+
+time <= nginx-disk's), PASS, MISS or n/a (a system not run).
 Checks (printed, and "CHECK FAILED" lines in the report; exit status 1):
 every epoch read every object once with no error, the epoch's index order
 is the same for every system, the system's upstream bytes agree with the
@@ -150,6 +155,17 @@ def add_system_counters(r, s0, s1, nginx_log, label, items, read_bytes):
         r['_bc_partial'] = d['cache_partial_hits']
         r['_bc_up_requests'] = d['upstream_requests']
         r['_bc_up_errors'] = d['upstream_errors']
+        t0, t1 = s0['bc'].get('tiers', {}), s1['bc'].get('tiers', {})
+        if 'disk' in t1:
+            td = {'%s_%s' % (tr, k): t1.get(tr, {}).get(k, 0) - t0.get(tr, {}).get(k, 0)
+                  for tr in ('memory', 'disk') for k in ('hits', 'misses', 'writes', 'queue_drops',
+                                                         'write_failures', 'corrupt')}
+            td['sendfile'] = d.get('cache_disk_sendfile', 0)
+            td['bytes_disk'] = d.get('cache_bytes_disk', 0)
+            td['disk_chunks'] = t1['disk'].get('chunks', 0)
+            td['disk_usage'] = t1['disk'].get('usage_bytes', 0)
+            td['disk_capacity'] = t1['disk'].get('capacity_bytes', 0)
+            r['_tiers'] = td
     elif 'nginx_log_size' in s1 and nginx_log:
         ls = nginx_lines(nginx_log, s0['nginx_log_size'], s1['nginx_log_size'])
         hits = sum(1 for x in ls if x['cache'] == 'HIT')
@@ -327,7 +343,8 @@ def models(orders, sizes, cap):
 
 COLORS = {'direct': 'tab:blue', 'nginx': 'tab:orange', 'bucketcache': 'tab:green',
           'bucketcache-lru': 'tab:green', 'bucketcache-pin': 'tab:olive',
-          'bucketcache-auto': 'tab:purple', 'bucketcache-plans': 'tab:red'}
+          'bucketcache-auto': 'tab:purple', 'bucketcache-plans': 'tab:red',
+          'nginx-disk': 'tab:brown', 'bucketcache-disk': 'tab:cyan'}
 
 
 def plot(rows, systems, path, title):
@@ -430,6 +447,31 @@ def targets(rows, systems, na, njobs, epochs):
                    '%.1f%% below)' % (name, 'PASS' if wd and cut >= 0.90 else 'MISS', wp, wd,
                                       100 * cut, wp_all, wd_all,
                                       100 * (1 - wp_all / wd_all) if wd_all else 0))
+    disk_hint = ' (run: BENCH_SYSTEMS="direct nginx-disk bucketcache-disk")'
+    name = 'hit ratio %s, bucketcache-disk (memory and disk tiers) >= 0.98' % span
+    why = absent('bucketcache-disk')
+    if why and 'not in BENCH_SYSTEMS' in why:
+        why += disk_hint
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        h = hit('bucketcache-disk')
+        out.append('TARGET %s: %s (%.3f)' % (name, 'PASS' if h >= 0.98 else 'MISS', h))
+    name = 'epochs 2+ time, bucketcache-disk <= nginx-disk (the same disk bound)'
+    why = absent('bucketcache-disk') or absent('nginx-disk')
+    if why and 'not in BENCH_SYSTEMS' in why:
+        why += disk_hint
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        tb = sum(r['epoch_s'] for r in combined(rows, 'bucketcache-disk') if r['epoch'] >= 2)
+        tn = sum(r['epoch_s'] for r in combined(rows, 'nginx-disk') if r['epoch'] >= 2)
+        wb = sum(r['data_wait_s'] for r in combined(rows, 'bucketcache-disk') if r['epoch'] >= 2)
+        wn = sum(r['data_wait_s'] for r in combined(rows, 'nginx-disk') if r['epoch'] >= 2)
+        out.append('TARGET %s: %s (%.1f s vs %.1f s, %.2fx; data wait %.1f s vs %.1f s; nginx-disk hit '
+                   'ratio %s %s)' % (name, 'PASS' if tn and tb <= tn else 'MISS', tb, tn,
+                                     tb / tn if tn else float('inf'), wb, wn, span,
+                                     num(hit('nginx-disk'), '%.3f')))
     name = 'prefetch wasted <= 5% of prefetched'
     any_pf = False
     for s in systems:
@@ -460,7 +502,10 @@ def main():
                     help='LABEL=FILE, once per job (same LABEL for a system\'s jobs)')
     ap.add_argument('--na', action='append', default=[],
                     help='LABEL=REASON: a system that could not run')
-    ap.add_argument('--nginx-log')
+    ap.add_argument('--nginx-log', action='append', default=[],
+                    help='LABEL=FILE, once per nginx system (a bare FILE: "nginx")')
+    ap.add_argument('--cap-for', action='append', default=[],
+                    help='LABEL=BYTES: the cache size of a system whose cache is not --cap')
     ap.add_argument('--header', required=True)
     ap.add_argument('--md', required=True)
     ap.add_argument('--csv', required=True)
@@ -481,8 +526,19 @@ def main():
     for spec in a.na:
         label, _, why = spec.partition('=')
         na[label] = why
+    nginx_logs, caps = {}, {}
+    for spec in a.nginx_log:
+        label, eq, path = spec.partition('=')
+        if eq and label and '/' not in label:
+            nginx_logs[label] = path
+        else:
+            nginx_logs['nginx'] = spec
+    for spec in a.cap_for:
+        label, _, v = spec.partition('=')
+        caps[label] = int(v)
+    cap_of = lambda s: caps.get(s, a.cap)
     for label in systems:
-        rows += rows_for(label, runs[label], a.nginx_log if label == 'nginx' else None)
+        rows += rows_for(label, runs[label], nginx_logs.get(label))
 
     # checks
     problems = []
@@ -535,7 +591,7 @@ def main():
     for s in systems:
         for r in sorted((r for r in rows if r['system'] == s),
                         key=lambda r: (r['epoch'], r['job'] == 'all', r['job'])):
-            out.append(fmt_row(r, a.cap))
+            out.append(fmt_row(r, cap_of(s)))
     for s, why in na.items():
         out.append('| %s | - | - | n/a: %s |||||||||||||' % (s, why.replace('|', '/')))
     out.append('')
@@ -602,6 +658,15 @@ def main():
                            100.0 * r['_bc_held'] / r['_bc_limit'] if r['_bc_limit'] else 0,
                            r['evictions'], r['_bc_partial'], r['_bc_up_requests'],
                            r['retries'], r['prefetch_issued'], r['prefetch_late']))
+        if '_tiers' in r:
+            t = r['_tiers']
+            out.append('%s %s epoch %d: disk tier hits %d, misses %d, writes %d, queue_drops %d, '
+                       'write_failures %d, corrupt %d, holds %d chunks, %d of %d bytes; memory tier '
+                       'hits %d, misses %d; cache_disk_sendfile %d, cache_bytes_disk %.1f MB' % (
+                           r['system'], r['job'], r['epoch'], t['disk_hits'], t['disk_misses'],
+                           t['disk_writes'], t['disk_queue_drops'], t['disk_write_failures'],
+                           t['disk_corrupt'], t['disk_chunks'], t['disk_usage'], t['disk_capacity'],
+                           t['memory_hits'], t['memory_misses'], t['sendfile'], t['bytes_disk'] / 1e6))
         if '_nginx_status' in r:
             out.append('%s %s epoch %d: %d log lines: %s; retries %d' % (
                 r['system'], r['job'], r['epoch'], r['_nginx_lines'],
@@ -621,10 +686,11 @@ def main():
                 out.append('%s: /_bucketcache/v1/jobs at the end: %s' % (
                     s, json.dumps(last, sort_keys=True)[:1000]))
     for r in rows:
-        if a.cap and r['held_peak_mb'] != '' and r['held_peak_mb'] * 1e6 > 1.02 * a.cap:
+        cap = cap_of(r['system'])
+        if cap and r['held_peak_mb'] != '' and r['held_peak_mb'] * 1e6 > 1.02 * cap:
             out.append('NOTE: %s %s epoch %d: the cache held up to %.1f MB, %.0f%% of the '
                        '%.1f MB cap' % (r['system'], r['job'], r['epoch'], r['held_peak_mb'],
-                                        100.0 * r['held_peak_mb'] * 1e6 / a.cap, a.cap / 1e6))
+                                        100.0 * r['held_peak_mb'] * 1e6 / cap, cap / 1e6))
     out.append('mean GET ms per tenth of the epoch (batches in order; shows drift, '
                'e.g. once a cache is full and evicting):')
     for s_ in systems:
