@@ -68,6 +68,7 @@ typedef enum bc_wait_result_e {
 	BC_WAIT_RESTART,    /* the object changed or was invalidated */
 	BC_WAIT_UPSTREAM,   /* the upstream answered an error: pass it on */
 	BC_WAIT_FAILED,     /* transport failure: w->err */
+	BC_WAIT_FILE,       /* w->fd: the chunk's file (bc_cache_chunk_file) */
 } bc_wait_result_t;
 
 typedef struct bc_waiter_s {
@@ -94,6 +95,7 @@ typedef struct bc_waiter_s {
 	 * sendfile. -1 otherwise. A chunk kept in memory holds no file. */
 	int                 fd;
 	uint64_t            fd_off;
+	uint64_t            fd_len;       /* BC_WAIT_FILE: the chunk's bytes */
 	/* cache-internal */
 	void               *list;         /* where it is registered */
 	bool                counted;      /* a coalesced wait was counted */
@@ -231,6 +233,23 @@ void bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
 bc_exchange_t *bc_cache_passthrough(bc_cache_t *c, bc_object_t *o,
     const char *etag, uint64_t first, uint64_t last, bool anon,
     bc_exchange_wake_fn wake, void *arg);
+
+/*
+ * Asks the lower tier that keeps files (the disk tier) for chunk i of o
+ * (version etag) as a file, to send it with sendfile without reading it
+ * into memory; for a chunk memory lacks (the caller looked) and no fill
+ * brings. Returns 0 when the tier opened it at once: w->fd, w->fd_off,
+ * w->fd_len and w->tier_hit set as below, nothing registered. Returns
+ * BC_EAGAIN after registering w: woken with
+ * BC_WAIT_FILE (w->fd open on the file, the waiter's; the chunk's
+ * w->fd_len bytes start at w->fd_off; w->tier_hit set) or BC_WAIT_RECHECK
+ * (no file: ask bc_cache_chunk). Returns BC_ENOTSUP when no file is to be
+ * had now (no such tier, it is down, a fill of the chunk runs, the file
+ * is being written or not indexed yet) and BC_ECANCELED when o changed.
+ * A hit may start the chunk's promotion to memory (cache_file.c).
+ */
+int bc_cache_chunk_file(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t i, bc_waiter_t *w);
 
 /*
  * For a chunk that may still be filling: returns the bytes readable now

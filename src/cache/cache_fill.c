@@ -109,6 +109,58 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 	return 0;
 }
 
+/* c->mu held: f's charge moves to n bytes (0: it ends), in the counter
+ * it is charged to. */
+static void
+fill_charge(bc_cache_t *c, bc_fill_t *f, size_t n)
+{
+	if (f->transit) {
+		atomic_fetch_add(&c->transit_bytes, n);
+		atomic_fetch_sub(&c->transit_bytes, f->charge);
+	} else {
+		atomic_fetch_add(&c->outside_bytes, n);
+		atomic_fetch_sub(&c->outside_bytes, f->charge);
+	}
+	f->charge = n;
+}
+
+/* on_free of a transit fill's chunk: its bytes leave the transit
+ * budget when the last reader and lower-tier write let it go. */
+static void
+transit_on_free(bc_chunk_t *ch)
+{
+	bc_cache_t *c = ch->tier_data;
+
+	atomic_fetch_sub(&c->transit_bytes, bc_chunk_charge(ch));
+}
+
+/*
+ * c->mu held: a demand fill of a chunk memory has no room for (its chunks
+ * are all in use), with lower tiers: it runs as a transit fill when the
+ * transit budget (bc_cache_transit_max) holds its cost. Its waiters get the
+ * chunk as from any fill, and it is written to the lower tiers only, so
+ * that a set read through a memory tier too small for the readers still
+ * lands on disk. Returns whether f became one (its charge set).
+ */
+static bool
+fill_transit(bc_cache_t *c, const bc_object_t *o, bc_fill_t *f)
+{
+	size_t id = strlen(o->bucket) + strlen(o->key) + 3 +
+	    sizeof(o->meta.etag);
+	uint64_t len = f->kind == BC_FILL_FIRST ? c->cs :
+	    bc_chunk_len(f->index, o->meta.size, c->cs);
+	size_t cost = bc_chunk_charge_for((size_t)len, id);
+
+	if (bc_tier_chain_count(c->tiers) < 2 ||
+	    atomic_load(&c->transit_bytes) + cost > bc_cache_transit_max(c))
+		return false;
+	f->transit = true;
+	f->charge = 0;
+	fill_charge(c, f, cost);
+	BC_STATS_INC(cache_transit_fills);
+	return true;
+}
+
 /* c->mu held: f runs (counted by class) / f is over. */
 static void
 fill_started(bc_cache_t *c, bc_fill_t *f)
@@ -187,8 +239,7 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 		return;
 	}
 	fill_unlink(o, f);
-	atomic_fetch_sub(&c->outside_bytes, f->charge);
-	f->charge = 0;
+	fill_charge(c, f, 0);
 	if (status == 0) {
 		/* the file the chunk was read from goes to the waiters (for
 		 * sendfile), not into memory with the chunk */
@@ -247,6 +298,10 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
 	rv = fill_reserve(c, o, kind, index, cls, &f->charge);
+	if (rv == BC_ENOSPC && cls == BC_ORIGIN_DEMAND &&
+	    (kind == BC_FILL_CHUNK || kind == BC_FILL_FIRST) &&
+	    fill_transit(c, o, f))
+		rv = 0;
 	if (rv < 0) {
 		free(f);
 		return rv;
@@ -275,7 +330,7 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	if (rv < 0) {
 		o->fills = f->next;
 		o->refs--;
-		atomic_fetch_sub(&c->outside_bytes, f->charge);
+		fill_charge(c, f, 0);
 		free(f);
 		return rv;
 	}
@@ -552,9 +607,7 @@ fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
 		bc_exchange_set_sink(x, f->chunk->data, f->chunk->len);
 		/* the bound covers chunks being filled: what fill_reserve()
 		 * estimated becomes what the chunk costs */
-		atomic_fetch_add(&c->outside_bytes, bc_chunk_charge(f->chunk));
-		atomic_fetch_sub(&c->outside_bytes, f->charge);
-		f->charge = bc_chunk_charge(f->chunk);
+		fill_charge(c, f, bc_chunk_charge(f->chunk));
 		if (!f->recheck && f->waiters != NULL) {
 			bc_waiters_give_partial(&f->waiters, f->chunk);
 			woke = true;
@@ -618,7 +671,11 @@ fill_finish_accepted(bc_cache_t *c, bc_object_t *o, bc_fill_t *f, int rv)
 	if (f->prefetch)   /* no client waited on it */
 		bc_chunk_mark_prefetched(ch, f->job);
 	bc_waiters_end(&ch->fill_waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL, 0);
-	if (o->listed) {
+	if (o->listed && f->transit) {
+		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, false);
+
+		bc_tier_chain_put_lower(c->tiers, ch, &ctx);
+	} else if (o->listed) {
 		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, f->prefetch);
 
 		/* may not admit: a prefetch it refuses is dropped unread */
@@ -695,9 +752,16 @@ fill_done(bc_exchange_t *x, void *arg)
 		rv = bc_exchange_error(x);
 	pthread_mutex_lock(&c->mu);
 	fill_unlink(o, f);
-	/* from here the tier counts the chunk, or nobody keeps it */
-	atomic_fetch_sub(&c->outside_bytes, f->charge);
-	f->charge = 0;
+	/* from here the tier counts the chunk, or nobody keeps it; a
+	 * transit chunk counts itself until freed */
+	if (f->transit && f->chunk != NULL &&
+	    f->charge == bc_chunk_charge(f->chunk)) {
+		f->chunk->tier_data = c;
+		f->chunk->on_free = transit_on_free;
+		f->charge = 0;
+	} else {
+		fill_charge(c, f, 0);
+	}
 	if (f->accepted) {
 		fill_finish_accepted(c, o, f, rv);
 		goto out;

@@ -66,7 +66,11 @@ typedef struct bc_fill_s {
 	bool           recheck;     /* stored as another chunk than asked */
 	bc_chunk_t    *chunk;       /* filling from the headers on (a ref) */
 	size_t         woke_at;     /* bytes filled at the last progress wake */
-	size_t         charge;      /* bytes of chunk in c->outside_bytes */
+	size_t         charge;      /* bytes of chunk in c->outside_bytes
+				       (transit: in c->transit_bytes) */
+	/* Memory had no room: the chunk goes to the lower tiers only, its
+	 * bytes held outside the memory bound (cache_fill.c, fill_reserve). */
+	bool           transit;
 	bc_exchange_t *x;           /* NULL while the lower tiers are asked */
 	/* A chunk fill asks the lower tiers first (probe) and starts its
 	 * exchange only when none has the chunk. */
@@ -119,6 +123,10 @@ struct bc_cache_s {
 	/* Bytes held outside the memory tier that count against its bound:
 	 * metadata plus chunks being filled (the tier's external_bytes). */
 	_Atomic uint64_t       outside_bytes;
+	/* Chunks of transit fills (cache_fill.c), from their reservation
+	 * until the last reference goes (their on_free): at most
+	 * bc_cache_transit_max(). */
+	_Atomic uint64_t       transit_bytes;
 	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
 	/* fills running, by the class they started with (the prefetcher's
 	 * concurrency budget and its yielding to demand read these) */
@@ -127,6 +135,13 @@ struct bc_cache_s {
 	_Atomic uint64_t       fetch_us;
 	bc_cache_opts_t        o;
 };
+
+/* The transit budget: half of mem_size, at least 8 chunks. */
+static inline uint64_t
+bc_cache_transit_max(const bc_cache_t *c)
+{
+	return c->mem_size / 2 > 8 * c->cs ? c->mem_size / 2 : 8 * c->cs;
+}
 
 /* The policy context of an event on o's chunks. No jobs are known yet:
  * the dataset is the bucket. */

@@ -89,6 +89,11 @@ typedef struct objreq_s {
 	int              first_fd;   /* the file first was read from (a
 				      disk tier; owned), or -1 */
 	uint64_t         first_fd_off;   /* where first starts in it */
+	uint64_t         first_fd_len;   /* a file hit: the chunk's bytes */
+	/* the chunk asked for as a disk file (bc_cache_chunk_file): not
+	 * yet, waiting, or done (file_hit: first_fd is that file) */
+	enum { FILE_UNTRIED, FILE_PENDING, FILE_DONE } file_state;
+	bool             file_hit;
 	bool             first_mem;  /* first was in memory (or filling for
 				      another request) */
 	unsigned         chunk_waits;
@@ -296,8 +301,20 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 		*e = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
 		    BC_S3E_BadGateway;
 		return -1;
+	case BC_WAIT_FILE:
+		if (q->first_fd >= 0)
+			close(q->first_fd);
+		q->first_fd = q->w.fd;   /* taken: reset would close it */
+		q->first_fd_off = q->w.fd_off;
+		q->first_fd_len = q->w.fd_len;
+		q->w.fd = -1;
+		q->file_hit = true;
+		q->file_state = FILE_DONE;
+		break;
 	case BC_WAIT_RECHECK:
-		if (q->w.tier_hit)
+		if (q->file_state == FILE_PENDING)
+			q->file_state = FILE_DONE;   /* no file: fill it */
+		else if (q->w.tier_hit)
 			q->meta_tier = true;
 		break;
 	case BC_WAIT_RESTART:
@@ -637,6 +654,59 @@ disk_response(bc_http_req_t *r, objreq_t *q)
 	return resp;
 }
 
+/*
+ * The range lies in one chunk that memory lacks and no fill brings: asks
+ * the disk tier for the chunk's file (bc_cache_chunk_file), to send it
+ * with sendfile without reading it. Returns 1 with *resp, the range from
+ * the file (MHD takes q->first_fd); 0 after suspending on the ask; -1
+ * when there is no file to send (the chunk path goes on as before).
+ */
+static int
+file_first(bc_http_req_t *r, objreq_t *q, struct MHD_Response **resp)
+{
+	uint64_t cs = r->srv->cfg->chunk_size;
+	uint64_t from = q->range.first - bc_chunk_start(q->c0, cs);
+	uint64_t len = bc_range_length(&q->range);
+	int rv;
+
+	if (q->file_hit) {
+		q->file_hit = false;
+		if (q->first_fd < 0 || from + len > q->first_fd_len ||
+		    q->first_fd_len != bc_chunk_len(q->c0, q->meta.size, cs))
+			return -1;
+		*resp = MHD_create_response_from_fd_at_offset64(len,
+		    q->first_fd, q->first_fd_off + from);
+		if (*resp == NULL)
+			return -1;
+		q->first_fd = -1;
+		return 1;
+	}
+	if (q->file_state != FILE_UNTRIED || q->c0 != q->c1 ||
+	    q->first != NULL)
+		return -1;
+	q->file_state = FILE_PENDING;
+	rv = bc_cache_chunk_file(q->c, q->o, q->meta.etag, q->c0, &q->w);
+	if (rv == 0) {   /* opened at once */
+		if (q->first_fd >= 0)
+			close(q->first_fd);
+		q->first_fd = q->w.fd;
+		q->first_fd_off = q->w.fd_off;
+		q->first_fd_len = q->w.fd_len;
+		q->w.fd = -1;
+		bc_waiter_reset(&q->w);
+		q->file_state = FILE_DONE;
+		q->file_hit = true;
+		return file_first(r, q, resp);
+	}
+	if (rv != BC_EAGAIN) {
+		q->file_state = FILE_DONE;
+		return -1;
+	}
+	wait_begin(q);
+	bc_http_wait(r);
+	return 0;
+}
+
 /* S3's answer to a Range that starts past the end: 416 with its XML error
  * (InvalidRange) and Content-Range: bytes * /SIZE. The body's length is
  * read before the buffer is taken from it: one call doing both (argument
@@ -681,6 +751,7 @@ respond(bc_http_req_t *r, objreq_t *q)
 	unsigned status = 200;
 	uint64_t len = q->meta.size;
 	uint32_t present = 0;
+	bool from_file = false;
 	hit_t hit;
 	bc_s3err_t e;
 
@@ -728,8 +799,15 @@ respond(bc_http_req_t *r, objreq_t *q)
 	} else {
 		bc_chunk_span(&q->range, r->srv->cfg->chunk_size, &q->c0,
 		    &q->c1);
-		resp = zero_copy(r, q, &present);
-		if (resp != NULL) {
+		/* a file asked for is sent, even when the chunk's promotion
+		 * got it into memory meanwhile */
+		if (q->file_hit && file_first(r, q, &resp) == 1)
+			from_file = true;
+		else
+			resp = zero_copy(r, q, &present);
+		if (from_file) {
+			hit = HIT;
+		} else if (resp != NULL) {
 			hit = HIT;
 			BC_STATS_ADD(cache_bytes_memory, len);
 			bc_stats_bucket_add(r->s3.bucket,
@@ -737,7 +815,17 @@ respond(bc_http_req_t *r, objreq_t *q)
 		} else {
 			hit = present == q->c1 - q->c0 + 1 ? HIT :
 			    present > 0 ? PARTIAL : MISS;
-			switch (chunk_first(r, q, &hit)) {
+			switch (present == 0 ? file_first(r, q, &resp) : -1) {
+			case 0:
+				return BC_S3E_NONE;   /* suspended */
+			case 1:
+				hit = HIT;
+				from_file = true;
+				break;
+			default:
+				break;
+			}
+			switch (from_file ? -1 : chunk_first(r, q, &hit)) {
 			case 0:
 				return BC_S3E_NONE;   /* suspended */
 			case 1:
@@ -757,6 +845,10 @@ respond(bc_http_req_t *r, objreq_t *q)
 			if (resp == NULL)
 				resp = MHD_create_response_from_callback(len,
 				    READER_BLOCK, obj_reader, r, NULL);
+		}
+		if (from_file) {   /* the chunk's disk file, by sendfile */
+			BC_STATS_INC(cache_disk_sendfile);
+			BC_STATS_ADD(cache_bytes_disk, len);
 		}
 	}
 	if (resp == NULL)

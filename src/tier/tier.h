@@ -52,6 +52,7 @@ typedef struct bc_tier_meta_get_s bc_tier_meta_get_t;
 	X(misses,         "look-ups and gets that did not")                \
 	X(bytes_read,     "chunk bytes those hits returned")               \
 	X(writes,         "puts that stored a chunk")                      \
+	X(bytes_written,  "bytes those puts stored (as usage counts them)")\
 	X(rejects,        "puts refused: not admitted or too big")         \
 	X(write_failures, "puts that failed (I/O, connection, memory)")    \
 	X(deletes,        "chunks dropped by del, del_object, replacement")\
@@ -133,6 +134,30 @@ struct bc_tier_get_s {
 	bc_tier_get_cb         cb;
 	void                  *priv;   /* the tier's per-request state */
 	bc_tier_get_t         *next;   /* the tier's, to queue requests */
+};
+
+/*
+ * A chunk's file, for sendfile without reading it into memory
+ * (open_file). The callback: on the loop thread, once per open_file()
+ * that returned 0. status 0: req->fd is open on the file (the
+ * callback's to close), the chunk's bytes are req->len bytes from
+ * req->off, checked as a get checks them; BC_ENOENT: a miss; another
+ * negative code: the tier failed (fd -1). req is the caller's again from
+ * the call on.
+ */
+typedef struct bc_tier_file_s bc_tier_file_t;
+typedef void (*bc_tier_file_cb)(bc_tier_file_t *req, int status);
+
+/* An open_file request: caller-owned, valid from open_file() until its
+ * callback (or open_file()'s error return). */
+struct bc_tier_file_s {
+	void                  *data;   /* the caller's; tiers never touch it */
+	/* The answer, valid in the callback with status 0. */
+	int                    fd;
+	uint64_t               off, len;
+	/* Set by open_file(); the tier's until the callback. */
+	bc_tier_t             *tier;
+	bc_tier_file_cb        cb;
 };
 
 /*
@@ -222,6 +247,22 @@ struct bc_tier_ops_s {
 	 */
 	int      (*meta_get)(bc_tier_t *t, bc_tier_meta_get_t *req,
 	    const char *bucket, const char *key, bc_tier_meta_cb cb);
+	/*
+	 * Optional (NULL: the tier keeps no files). Opens k's file for a
+	 * response sent from it (sendfile). Returns 0, and cb(req, ...)
+	 * fires later on the loop thread (never before open_file returns);
+	 * 1 when it answered at once, req's answer set and cb never fires (a
+	 * file it checked before, opened without reading it: an open and an
+	 * fstat on the calling thread, as a server sending files does);
+	 * or a negative code and cb never fires: BC_ENOENT, a miss known at
+	 * once; BC_ENOTSUP, the chunk cannot be answered as a file now
+	 * (being written, or not indexed yet: get() answers it). k's
+	 * strings and ctx need to stay valid only during the call. A hit is
+	 * the policy's on_hit with ctx.
+	 */
+	int      (*open_file)(bc_tier_t *t, bc_tier_file_t *req,
+	    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+	    bc_tier_file_cb cb);
 	/* Drops its references; no other op may run on t during or after
 	 * it, no get may be in flight. */
 	void     (*close)(bc_tier_t *t);

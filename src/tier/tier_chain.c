@@ -470,6 +470,25 @@ bc_tier_chain_probe(bc_tier_chain_t *ch, bc_tier_probe_t *req,
 	return rv;
 }
 
+int
+bc_tier_chain_open_file(bc_tier_chain_t *ch, bc_tier_file_t *req,
+    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+    bc_tier_file_cb cb)
+{
+	for (size_t i = 1; i < ch->n; i++) {
+		bc_tier_t *t = ch->tiers[i];
+
+		if (t->ops->open_file == NULL)
+			continue;
+		if (atomic_load(&t->health.state) != BC_TIER_UP ||
+		    (t->ops->health != NULL &&
+		    t->ops->health(t) == BC_TIER_DOWN))
+			return BC_ENOTSUP;
+		return t->ops->open_file(t, req, k, ctx, cb);
+	}
+	return BC_ENOTSUP;
+}
+
 /* ---- metadata probes ---------------------------------------------------- */
 
 static void
@@ -582,15 +601,13 @@ bc_tier_chain_meta_probe(bc_tier_chain_t *ch, bc_tier_meta_probe_t *req,
 
 /* ---- writes ----------------------------------------------------------- */
 
-int
-bc_tier_chain_promote(bc_tier_chain_t *ch, bc_chunk_t *c,
-    const bc_policy_ctx_t *ctx, size_t from)
+/* Queues c's put for the lower tiers above from. */
+static void
+queue_puts(bc_tier_chain_t *ch, bc_chunk_t *c, const bc_policy_ctx_t *ctx,
+    size_t from)
 {
-	bc_tier_t *top = ch->tiers[0];
 	size_t extra = slen(ctx->job) + slen(ctx->dataset);
-	int rv;
 
-	rv = top->ops->put(top, c, ctx);
 	for (size_t i = 1; i < from && i < ch->n; i++) {
 		job_t *j = job_new(ch, i, JOB_PUT, extra);
 		char  *p;
@@ -605,6 +622,17 @@ bc_tier_chain_promote(bc_tier_chain_t *ch, bc_chunk_t *c,
 		j->ctx.dataset = scopy(&p, ctx->dataset);
 		enqueue(ch, j);
 	}
+}
+
+int
+bc_tier_chain_promote(bc_tier_chain_t *ch, bc_chunk_t *c,
+    const bc_policy_ctx_t *ctx, size_t from)
+{
+	bc_tier_t *top = ch->tiers[0];
+	int rv;
+
+	rv = top->ops->put(top, c, ctx);
+	queue_puts(ch, c, ctx, from);
 	return rv;
 }
 
@@ -613,6 +641,13 @@ bc_tier_chain_put(bc_tier_chain_t *ch, bc_chunk_t *c,
     const bc_policy_ctx_t *ctx)
 {
 	return bc_tier_chain_promote(ch, c, ctx, ch->n);
+}
+
+void
+bc_tier_chain_put_lower(bc_tier_chain_t *ch, bc_chunk_t *c,
+    const bc_policy_ctx_t *ctx)
+{
+	queue_puts(ch, c, ctx, ch->n);
 }
 
 int

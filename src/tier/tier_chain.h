@@ -193,4 +193,22 @@ void     bc_tier_chain_flush(bc_tier_chain_t *ch);
 size_t   bc_tier_chain_queued(bc_tier_chain_t *ch);
 uint64_t bc_tier_chain_drops(bc_tier_chain_t *ch);
 
+/* Queues c's put for every lower tier, not the top: a chunk memory had
+ * no room for (the cache's transit fills). */
+void bc_tier_chain_put_lower(bc_tier_chain_t *ch, bc_chunk_t *c,
+    const bc_policy_ctx_t *ctx);
+
+/*
+ * Asks the first lower tier that keeps files (ops->open_file: the disk
+ * tier), if it is up, for k's file (tier.h, bc_tier_file_t): returns 0
+ * and cb fires later on the loop thread, or a negative code and cb never
+ * fires (BC_ENOTSUP: no such tier, it is down, or it cannot answer this
+ * chunk as a file now; BC_ENOENT: it lacks the chunk). Any thread; k and
+ * ctx are read during the call only. A tier that is down is left to the
+ * probes, which retry it.
+ */
+int bc_tier_chain_open_file(bc_tier_chain_t *ch, bc_tier_file_t *req,
+    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+    bc_tier_file_cb cb);
+
 #endif

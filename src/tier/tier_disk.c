@@ -105,6 +105,7 @@ disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	bc_chunk_ref(c);
 	t->writing++;
 	COUNT(t, writes, 1);
+	COUNT(t, bytes_written, size);
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
 	return bc_disk_write_start(t, w);
@@ -599,6 +600,7 @@ const bc_tier_ops_t bc_tier_disk = {
 	.flags = 0,
 	.open = disk_open,
 	.get = bc_disk_get,
+	.open_file = bc_disk_open_file,
 	.put = disk_put,
 	.del = disk_del,
 	.del_object = disk_del_object,

@@ -356,6 +356,22 @@ read_at(int fd, uint8_t *p, size_t n, uint64_t off)
 }
 
 int
+bc_disk_open_read(int dirfd, const char *path)
+{
+	int fd;
+
+	/* O_NOATIME: a first read after the write would dirty the inode;
+	 * O_NONBLOCK: something else than a file (a FIFO) must not block */
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+	    O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? BC_ENOENT : -errno;
+	return fd;
+}
+
+int
 bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
     bool body, bool keep_fd, bc_disk_file_t *f)
 {
@@ -364,14 +380,9 @@ bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
 	int         rv;
 
 	f->body = NULL;
-	/* O_NOATIME: a first read after the write would dirty the inode;
-	 * O_NONBLOCK: something else than a file (a FIFO) must not block */
-	f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
-	    O_NOATIME);
-	if (f->fd < 0 && errno == EPERM)
-		f->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	f->fd = bc_disk_open_read(dirfd, path);
 	if (f->fd < 0)
-		return errno == ENOENT ? BC_ENOENT : -errno;
+		return f->fd;
 	if (fstat(f->fd, &st) < 0) {
 		rv = -errno;
 		goto fail;

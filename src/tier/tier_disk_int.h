@@ -91,6 +91,9 @@ bool     bc_disk_name_hash(const char *name, uint64_t *hash);
  */
 int  bc_disk_write_tmp(int dirfd, const char *tmp, bc_disk_hdr_t *h,
     const void *body, size_t len);
+/* Opens path (relative to dirfd) to read, without touching its atime.
+ * Returns the descriptor, BC_ENOENT, or another -errno. */
+int  bc_disk_open_read(int dirfd, const char *path);
 /*
  * Reads the file at path (relative to dirfd) of kind, that should be
  * named by hash, into f: the header always; the body (checked against its
@@ -142,6 +145,11 @@ typedef struct bc_disk_entry_s {
 	bc_disk_obj_t   *obj;      /* NULL: bare */
 	bc_list_t        olink;    /* chunks: in obj->chunks */
 	bc_disk_write_t *job;      /* its write in flight; NULL: on disk */
+	/* The file as its last full check found it (chunks; vsize 0: not
+	 * checked since the tier opened): open_file sends a file with the
+	 * same inode, size and mtime without reading it again. */
+	uint64_t         vino, vsize;
+	int64_t          vmtime_ns;
 	uint32_t         index;
 	uint8_t          kind;
 } bc_disk_entry_t;
@@ -290,6 +298,9 @@ int  bc_disk_write_start(bc_disk_t *t, bc_disk_write_t *w);
 /* The ops get and meta_get (tier.h). */
 int  bc_disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
     const bc_policy_ctx_t *ctx, bc_tier_get_cb cb);
+int  bc_disk_open_file(bc_tier_t *bt, bc_tier_file_t *req,
+    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+    bc_tier_file_cb cb);
 int  bc_disk_meta_get(bc_tier_t *bt, bc_tier_meta_get_t *req,
     const char *bucket, const char *key, bc_tier_meta_cb cb);
 

@@ -18,9 +18,12 @@
  *
  * Reads are counted in t->reading until after their callback returned.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tier/tier_disk_int.h"
@@ -32,7 +35,8 @@
 
 typedef struct read_s {
 	bc_disk_t          *t;
-	bc_tier_get_t      *req;       /* a chunk's get, or */
+	bc_tier_get_t      *req;       /* a chunk's get (or open_file's:
+					  NULL), or */
 	bc_tier_meta_get_t *mreq;      /* a metadata get */
 	uint64_t            hash, gen; /* the entry read (gen 0: none) */
 	bool                direct;    /* not indexed: the scan runs */
@@ -51,7 +55,7 @@ do_entry_read(bc_disk_t *t, const read_t *r)
 {
 	bc_disk_entry_t *e;
 
-	if (r->req != NULL) {
+	if (r->mreq == NULL) {   /* a chunk's get or open_file */
 		e = bc_disk_do_chunk(t, r->hash);
 	} else {
 		bc_disk_obj_t *o = bc_disk_do_obj(t, r->hash, r->mreq->bucket,
@@ -190,6 +194,26 @@ names_key(const bc_disk_hdr_t *h, const bc_chunk_key_t *k)
 	    strcmp(h->key, k->key) == 0 && strcmp(h->etag, k->etag) == 0;
 }
 
+static int64_t
+mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* Lock held: records that the file of r's entry (if still r's) is the
+ * one with st's identity, checked whole. */
+static void
+do_mark_checked(bc_disk_t *t, const read_t *r, const struct stat *st)
+{
+	bc_disk_entry_t *e = do_entry_read(t, r);
+
+	if (e == NULL)
+		return;
+	e->vino = (uint64_t)st->st_ino;
+	e->vsize = (uint64_t)st->st_size;
+	e->vmtime_ns = mtime_ns(st);
+}
+
 static void
 get_work(void *arg)
 {
@@ -198,6 +222,7 @@ get_work(void *arg)
 	const bc_chunk_key_t *k = r->req->key;
 	char                  path[BC_DISK_PATH_MAX];
 	uint64_t              t0 = bc_mono_ns();
+	struct stat           st;
 	int                   rv;
 
 	if (r->pending != NULL) {
@@ -227,6 +252,11 @@ get_work(void *arg)
 			bc_disk_file_fini(&r->f);
 			rv = BC_ENOMEM;
 			goto out;
+		}
+		if (!r->direct && fstat(r->f.fd, &st) == 0) {
+			pthread_mutex_lock(&t->lock);
+			do_mark_checked(t, r, &st);
+			pthread_mutex_unlock(&t->lock);
 		}
 		r->c->fd = r->f.fd;
 		r->c->fd_off = r->f.h.hdr_len;
@@ -329,6 +359,192 @@ bc_disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 	req->ctx = ctx;
 	req->cb = cb;
 	return read_start(t, r, get_work, get_after);
+}
+
+/* ---- open_file: a chunk's file for sendfile --------------------------- */
+
+typedef struct open_s {
+	bc_disk_t      *t;
+	bc_tier_file_t *req;
+	char           *strs;       /* the key's bucket, key, ETag */
+	read_t          r;          /* the entry (hash, gen); a full read */
+} open_t;
+
+/* The identity of a file as a full check found it (vsize 0: none). */
+typedef struct checked_s {
+	uint64_t vino, vsize;
+	int64_t  vmtime_ns;
+} checked_t;
+
+/* Opens the file of chunk hash when it is the one its last full check
+ * found (id), with hdr header bytes: req's answer, 0; or BC_EAGAIN (it
+ * is not: check it whole). No lock held. */
+static int
+open_checked(bc_disk_t *t, uint64_t hash, const checked_t *id, uint64_t hdr,
+    bc_tier_file_t *req)
+{
+	char        path[BC_DISK_PATH_MAX];
+	struct stat st;
+	int         fd;
+
+	bc_disk_path(path, BC_DISK_CHUNK, hash, NULL, 0);
+	fd = bc_disk_open_read(t->dirfd, path);
+	if (fd < 0)
+		return BC_EAGAIN;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == id->vino &&
+	    (uint64_t)st.st_size == id->vsize &&
+	    mtime_ns(&st) == id->vmtime_ns && id->vsize > hdr) {
+		req->fd = fd;
+		req->off = hdr;
+		req->len = id->vsize - hdr;
+		return 0;
+	}
+	close(fd);
+	return BC_EAGAIN;
+}
+
+/*
+ * A file whose inode, size and mtime are the ones its last full check
+ * found is sent as it is; any other is read whole and checked (header,
+ * name, body crc) as get_work does, and a damaged one is dropped and
+ * answered as a miss. The rename that puts a new file in place gives it
+ * a new inode, and a write in place changes its mtime: neither is sent
+ * unchecked.
+ */
+static void
+open_work(void *arg)
+{
+	open_t              *op = arg;
+	bc_disk_t           *t = op->t;
+	read_t              *r = &op->r;
+	bc_tier_file_t      *req = op->req;
+	const char          *bucket = op->strs;
+	const char          *key = bucket + strlen(bucket) + 1;
+	const char          *etag = key + strlen(key) + 1;
+	bc_chunk_key_t       k = { bucket, key, etag, r->f.h.index };
+	char                 path[BC_DISK_PATH_MAX];
+	struct stat          st;
+	int                  rv;
+
+	bc_disk_path(path, BC_DISK_CHUNK, r->hash, NULL, 0);
+	rv = bc_disk_read(t->dirfd, path, BC_DISK_CHUNK, r->hash, true, true,
+	    &r->f);
+	if (rv == 0 && !names_key(&r->f.h, &k)) {
+		bc_disk_file_fini(&r->f);
+		rv = BC_EPROTO;
+	}
+	if (rv == 0 && fstat(r->f.fd, &st) < 0) {
+		rv = -errno;
+		bc_disk_file_fini(&r->f);
+	}
+	if (rv == 0) {
+		pthread_mutex_lock(&t->lock);
+		do_mark_checked(t, r, &st);
+		pthread_mutex_unlock(&t->lock);
+		free(r->f.body);
+		r->f.body = NULL;
+		req->fd = r->f.fd;
+		req->off = r->f.h.hdr_len;
+		req->len = r->f.h.body_len;
+		r->f.fd = -1;
+	} else if (rv == BC_ENOENT || rv == BC_EPROTO) {
+		read_failed(t, r, BC_DISK_CHUNK, rv == BC_EPROTO);
+		rv = BC_ENOENT;
+	}
+	if (rv == 0) {
+		COUNT(t, hits, 1);
+		COUNT(t, bytes_read, req->len);
+	} else if (rv == BC_ENOENT) {
+		COUNT(t, misses, 1);
+	} else {
+		COUNT(t, errors, 1);
+	}
+	r->status = rv;
+}
+
+static void
+open_after(bc_loop_t *l, void *arg)
+{
+	open_t         *op = arg;
+	bc_disk_t      *t = op->t;
+	bc_tier_file_t *req = op->req;
+
+	(void)l;
+	req->cb(req, op->r.status);
+	free(op);
+	bc_disk_job_done(t, &t->reading);
+}
+
+int
+bc_disk_open_file(bc_tier_t *bt, bc_tier_file_t *req,
+    const bc_chunk_key_t *k, const bc_policy_ctx_t *ctx,
+    bc_tier_file_cb cb)
+{
+	bc_disk_t       *t = bc_disk_of(bt);
+	uint64_t         hash = bc_chunk_key_hash(k);
+	size_t           bl = strlen(k->bucket) + 1, kl = strlen(k->key) + 1;
+	size_t           el = strlen(k->etag) + 1;
+	bc_disk_entry_t *e;
+	checked_t        id;
+	uint64_t         gen;
+	open_t          *op;
+	int              rv;
+
+	req->fd = -1;
+	req->off = req->len = 0;
+	pthread_mutex_lock(&t->lock);
+	e = bc_disk_do_chunk(t, hash);
+	if (e == NULL && !t->scanning) {
+		pthread_mutex_unlock(&t->lock);
+		COUNT(t, misses, 1);
+		return BC_ENOENT;
+	}
+	if (e == NULL || e->obj == NULL || e->job != NULL) {
+		/* not indexed yet, bare, or being written: get() answers */
+		pthread_mutex_unlock(&t->lock);
+		return BC_ENOTSUP;
+	}
+	t->pol_ops->on_hit(t->pol, &e->pol, ctx);
+	if (e->obj->meta != NULL)
+		t->pol_ops->on_hit(t->pol, &e->obj->meta->pol, ctx);
+	id = (checked_t){ e->vino, e->vsize, e->vmtime_ns };
+	gen = e->gen;
+	pthread_mutex_unlock(&t->lock);
+	if (id.vsize != 0 && open_checked(t, hash, &id,
+	    bc_disk_hdr_len(k->bucket, k->key, k->etag), req) == 0) {
+		COUNT(t, hits, 1);
+		COUNT(t, bytes_read, req->len);
+		return 1;   /* checked before: opened here */
+	}
+	op = malloc(sizeof(*op) + bl + kl + el);
+	if (op == NULL) {
+		COUNT(t, errors, 1);
+		return BC_ENOMEM;
+	}
+	/* f's buffers are written before they are read */
+	memset(op, 0, offsetof(open_t, r) + offsetof(read_t, f));
+	op->strs = (char *)(op + 1);
+	op->t = t;
+	op->req = req;
+	op->r.t = t;
+	op->r.hash = hash;
+	op->r.gen = gen;
+	op->r.f.fd = -1;
+	op->r.f.h.index = k->index;
+	memcpy(op->strs, k->bucket, bl);
+	memcpy(op->strs + bl, k->key, kl);
+	memcpy(op->strs + bl + kl, k->etag, el);
+	req->tier = bt;
+	req->cb = cb;
+	pthread_mutex_lock(&t->lock);
+	t->reading++;
+	pthread_mutex_unlock(&t->lock);
+	rv = bc_loop_work(t->loop, open_work, open_after, op);
+	if (rv < 0) {
+		free(op);
+		bc_disk_job_done(t, &t->reading);
+	}
+	return rv;
 }
 
 static void

@@ -505,6 +505,7 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	}
 	t->held_bytes += ch;
 	COUNT(t, writes, 1);
+	COUNT(t, bytes_written, ch);
 	t->pol_ops->on_insert(t->pol, &c->pol, ctx);
 	goto out;
 reject:
