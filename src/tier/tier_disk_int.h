@@ -318,10 +318,11 @@ uint64_t bc_disk_reserve(uint64_t total);
 /*
  * Reads the free space of DIR's filesystem and sets fs_cap (and so the
  * capacity, evicting down to it) from it. Does nothing to the bound
- * before the scan's first phase ended (usage does not yet count every
- * file). Any thread but the loop thread. Returns 0, BC_EAGAIN when
- * nothing was set (the scan), or -errno of fstatvfs; with sp, what was
- * read (sp->avail bytes free to us, sp->reserve, sp->inodes_out).
+ * while the scan's threads run (usage does not yet count every file:
+ * the last one calls this as it ends). Any thread but the loop thread.
+ * Returns 0, BC_EAGAIN when nothing was set (the scan), or -errno of
+ * fstatvfs; with sp, what was read (sp->avail bytes free to us,
+ * sp->reserve, sp->inodes_out).
  */
 typedef struct bc_disk_space_s {
 	uint64_t avail, reserve;
