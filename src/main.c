@@ -6,13 +6,15 @@
  * origin (S3, or file:// for a local directory), the jobs registry, the
  * cache over the origin (unless --no-cache) with its tiers: memory, and
  * with --disk-dir the disk tier appended to the cache's chain (a missing,
- * non-directory or read-only directory: exit 2), handed to stats/ for the
- * per-tier stats; the prefetcher; then the HTTP front end, handed what it
- * serves. Stop (SIGINT/SIGTERM), in reverse: the front end quiesces, the
- * origin's exchanges are cancelled and the loop joined (the prefetcher's
- * timer with it), the daemon stopped; then the prefetcher, the tier
- * stats, the cache (its queued tier work runs, then the disk tier closes
- * after its writes), the jobs, the origin and the loop go.
+ * non-directory or read-only directory: exit 2; libuv's work pool, which
+ * does its I/O, sized to 16 threads unless UV_THREADPOOL_SIZE says
+ * otherwise), handed to stats/ for the per-tier stats; the prefetcher;
+ * then the HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM),
+ * in reverse: the front end quiesces, the origin's exchanges are
+ * cancelled and the loop joined (the prefetcher's timer with it), the
+ * daemon stopped; then the prefetcher, the tier stats, the cache (its
+ * queued tier work runs, then the disk tier closes after its writes), the
+ * jobs, the origin and the loop go.
  * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options
  * (and a disk directory the tier cannot use).
  */
@@ -48,6 +50,9 @@
 #include "util/util_log.h"
 
 extern char **environ;
+
+/* libuv's pool size with a disk tier, unless UV_THREADPOOL_SIZE is set. */
+#define BC_DISK_POOL_THREADS "16"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -164,6 +169,11 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	bc_stats_start();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* Disk I/O runs on libuv's pool (4 threads by default, shared with
+	 * its getaddrinfo and fs calls); the pool reads this once, when the
+	 * first work starts it. A value the user set wins. */
+	if (cfg.cache && cfg.disk_dir[0] != '\0')
+		(void)setenv("UV_THREADPOOL_SIZE", BC_DISK_POOL_THREADS, 0);
 
 	loop = bc_xfer_loop_new();
 	if (loop == NULL || bc_loop_start(loop) < 0) {

@@ -76,6 +76,7 @@ disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	w->c = c;
 	w->body = c->data;
 	w->len = c->len;
+	w->size = size;
 	w->h = (bc_disk_hdr_t){ .kind = BC_DISK_CHUNK, .index = c->index,
 	    .bucket = bucket, .key = key, .etag = etag };
 	pthread_mutex_lock(&t->lock);
@@ -156,6 +157,7 @@ disk_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
 	w->hash = hash;
 	w->body = p + bl + kl + 2;
 	w->len = len;
+	w->size = size;
 	w->h = (bc_disk_hdr_t){ .kind = BC_DISK_META, .bucket = p,
 	    .key = p + bl + 1, .etag = "" };
 	e->kind = BC_DISK_META;
@@ -327,10 +329,8 @@ disk_set_capacity(bc_tier_t *bt, uint64_t bytes)
 	int                rv;
 
 	pthread_mutex_lock(&t->lock);
-	t->capacity = bytes;
-	if (t->pol_ops->set_capacity != NULL)
-		t->pol_ops->set_capacity(t->pol, bytes);
-	rv = bc_disk_do_evict(t, 0, &u);
+	t->configured = bytes;
+	rv = bc_disk_do_apply_capacity(t, &u);
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
 	return rv;
@@ -368,10 +368,17 @@ bc_tier_disk_info(bc_tier_t *bt, bc_tier_disk_info_t *out)
 	out->metas = t->nmetas;
 	out->usage = t->usage;
 	out->capacity = t->capacity;
+	out->configured = t->configured;
 	out->writing = t->writing;
 	pthread_mutex_unlock(&t->lock);
 	out->scan_files = atomic_load(&t->scan_files);
 	out->scan_removed = atomic_load(&t->scan_removed);
+}
+
+int
+bc_tier_disk_check_space(bc_tier_t *bt)
+{
+	return bc_disk_space_check(bc_disk_of(bt), NULL);
 }
 
 void
@@ -497,6 +504,8 @@ bc_tier_disk_open(const bc_tier_opts_t *o, bc_tier_t **out, char *err,
 	t->dirfd = -1;
 	t->lockfd = -1;
 	t->capacity = o->capacity;
+	t->configured = o->capacity;
+	t->fs_cap = UINT64_MAX;
 	t->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
 	for (int i = 0; i < BC_DISK_STRIPES; i++)
 		pthread_mutex_init(&t->stripes[i], NULL);
@@ -520,6 +529,7 @@ bc_tier_disk_open(const bc_tier_opts_t *o, bc_tier_t **out, char *err,
 		    bc_strerror(rv));
 		goto fail;
 	}
+	bc_disk_space_start(t);
 	*out = &t->base;
 	return 0;
 nomem:
@@ -547,6 +557,7 @@ disk_close(bc_tier_t *bt)
 		return;
 	t = bc_disk_of(bt);
 	bc_disk_scan_stop(t);
+	bc_disk_space_stop(t);
 	pthread_mutex_lock(&t->lock);
 	while (t->writing > 0 || t->reading > 0)
 		pthread_cond_wait(&t->cv, &t->lock);

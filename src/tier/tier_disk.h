@@ -20,9 +20,18 @@
  * files. Until it ends, a get() or meta_get() for something not indexed
  * yet reads the file its key names directly. Damaged files
  * (torn, bad checksum, a header that does not name the file) are removed,
- * counted in stats.corrupt, and answer as misses. A write that fails
- * (ENOSPC, EIO) counts stats.write_failures and marks the tier down
- * (bc_tier_mark_down); the chain skips it until a retry answers.
+ * counted in stats.corrupt, and answer as misses.
+ *
+ * The capacity in force is min(the configured one: opts.capacity, or
+ * set_capacity's; what DIR's filesystem can give the tier: its files plus
+ * the space free, less a reserve left to others, see tier_disk_space.c),
+ * read at the end of the scan, every few seconds and after an ENOSPC; the
+ * tier evicts down to it by its policy and grows back as space frees up.
+ * capacity() is that bound; info.configured the configured one. A write
+ * that fails counts stats.write_failures and marks the tier down
+ * (bc_tier_mark_down; the chain skips it until a retry answers), except
+ * an ENOSPC the free space explains while the tier holds files it can
+ * evict: the lower cap takes care of that one.
  *
  * One process uses a directory at a time (an flock on DIR/lock).
  */
@@ -61,11 +70,17 @@ typedef struct bc_tier_disk_info_s {
 	uint64_t chunks;        /* chunk entries in the index */
 	uint64_t metas;         /* metadata entries in the index */
 	uint64_t usage;         /* bytes on disk (4 KiB blocks), as capacity counts */
-	uint64_t capacity;
+	uint64_t capacity;      /* in force: min(configured, the filesystem's) */
+	uint64_t configured;    /* opts.capacity, or set_capacity's */
 	uint64_t writing;       /* writes and unlinks accepted, not yet done */
 } bc_tier_disk_info_t;
 
 void bc_tier_disk_info(bc_tier_t *t, bc_tier_disk_info_t *out);
+/* Reads DIR's free space now and applies the cap (evicting down to it),
+ * as the tier does every few seconds on its own. Any thread but the
+ * loop's. Returns 0; BC_EAGAIN while the start-up scan runs (nothing
+ * applied); or -errno of fstatvfs. */
+int  bc_tier_disk_check_space(bc_tier_t *t);
 /* Returns once the start-up scan ended (at once when it has). */
 void bc_tier_disk_wait_scan(bc_tier_t *t);
 /* Returns once every write and unlink accepted so far is done (files

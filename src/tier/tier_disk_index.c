@@ -222,6 +222,8 @@ bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 	e->obj = o;
 	e->gen = ++t->gen;
 	t->usage += e->pol.size;
+	if (e->job != NULL)
+		t->unwritten += e->pol.size;
 	t->pol_ops->on_insert(t->pol, &e->pol, ctx);
 	return 0;
 }
@@ -278,6 +280,8 @@ bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e, bc_disk_unlinks_t *u)
 		obj_put(t, o);
 	t->pol_ops->on_remove(t->pol, &e->pol);
 	t->usage -= e->pol.size;
+	if (e->job != NULL)
+		t->unwritten -= e->pol.size;
 	if (u != NULL)
 		bc_disk_victim(u, e->kind, e->hash);
 	free(e);
@@ -297,6 +301,19 @@ bc_disk_do_evict(bc_disk_t *t, uint64_t add, bc_disk_unlinks_t *u)
 		BC_TIER_COUNT(&t->base, evictions, 1);
 	}
 	return 0;
+}
+
+int
+bc_disk_do_apply_capacity(bc_disk_t *t, bc_disk_unlinks_t *u)
+{
+	uint64_t cap = t->configured < t->fs_cap ? t->configured : t->fs_cap;
+
+	if (cap != t->capacity) {
+		t->capacity = cap;
+		if (t->pol_ops->set_capacity != NULL)
+			t->pol_ops->set_capacity(t->pol, cap);
+	}
+	return bc_disk_do_evict(t, 0, u);
 }
 
 bool

@@ -171,6 +171,7 @@ struct bc_disk_write_s {
 	bc_chunk_t      *c;        /* chunk: a reference until written */
 	const void      *body;     /* c->data, or blob (in strs) */
 	size_t           len;
+	uint64_t         size;     /* its entry's pol.size */
 	bc_disk_hdr_t    h;        /* strings in c->id or strs */
 	char             strs[];
 };
@@ -205,8 +206,16 @@ struct bc_disk_s {
 	pthread_mutex_t        stripes[BC_DISK_STRIPES];
 	pthread_mutex_t        lock;
 	pthread_cond_t         cv;          /* jobs or the scan ended */
-	uint64_t               capacity;    /* lock */
+	uint64_t               capacity;    /* lock: min(configured, fs_cap) */
+	uint64_t               configured;  /* lock: opts, or set_capacity's */
+	uint64_t               fs_cap;      /* lock: what the filesystem gives;
+	                                     * UINT64_MAX until measured */
+	bool                   capped;      /* lock: logged as capped */
+	bool                   space_queued;  /* lock: a check on the pool */
+	bc_loop_timer_t       *space_timer;
 	uint64_t               usage;       /* lock */
+	uint64_t               unwritten;   /* lock: usage of entries whose
+	                                     * write is in flight */
 	const bc_policy_ops_t *pol_ops;
 	bc_policy_t           *pol;         /* lock */
 	bc_disk_tab_t          chunks;      /* lock: entries by hash */
@@ -269,6 +278,9 @@ void bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e,
 /* Evicts, in the policy's order, until usage + add fits the capacity.
  * Returns 0, or BC_E2BIG when the policy offers no victim. */
 int  bc_disk_do_evict(bc_disk_t *t, uint64_t add, bc_disk_unlinks_t *u);
+/* Sets the capacity to min(configured, fs_cap), tells the policy when it
+ * changed and evicts down to it (into u). Returns bc_disk_do_evict's. */
+int  bc_disk_do_apply_capacity(bc_disk_t *t, bc_disk_unlinks_t *u);
 /* Whether the scan was told to drop (bucket, key) (a del_object). */
 bool bc_disk_do_filtered(bc_disk_t *t, const char *bucket, const char *key);
 /* Records (kind, hash) in u (best-effort: out of memory, the file stays
@@ -303,6 +315,46 @@ int  bc_disk_open_file(bc_tier_t *bt, bc_tier_file_t *req,
     bc_tier_file_cb cb);
 int  bc_disk_meta_get(bc_tier_t *bt, bc_tier_meta_get_t *req,
     const char *bucket, const char *key, bc_tier_meta_cb cb);
+
+/* ---- the free-space cap (tier_disk_space.c) ------------------------- */
+
+#define BC_DISK_SPACE_PERIOD_MS 5000   /* how often free space is read */
+
+/* The period tiers opened from now on use (BC_DISK_SPACE_PERIOD_MS; tests
+ * change it). */
+extern uint64_t bc_disk_space_period_ms;
+
+/* The bytes of a filesystem of total bytes the tier leaves free. */
+uint64_t bc_disk_reserve(uint64_t total);
+/*
+ * Reads the free space of DIR's filesystem and sets fs_cap (and so the
+ * capacity, evicting down to it) from it. Does nothing to the bound
+ * while the scan's threads run (usage does not yet count every file:
+ * the last one calls this as it ends). Any thread but the loop thread.
+ * Returns 0, BC_EAGAIN when nothing was set (the scan), or -errno of
+ * fstatvfs; with sp, what was read (sp->avail bytes free to us,
+ * sp->reserve, sp->inodes_out).
+ */
+typedef struct bc_disk_space_s {
+	uint64_t avail, reserve;
+	bool     inodes_out;
+} bc_disk_space_t;
+int  bc_disk_space_check(bc_disk_t *t, bc_disk_space_t *sp);
+/* Starts the periodic check (a loop timer that hands each check to the
+ * work pool); without a timer (the loop stopping) there is none. */
+void bc_disk_space_start(bc_disk_t *t);
+/* Stops it and waits for a check in flight. Not holding t->lock. */
+void bc_disk_space_stop(bc_disk_t *t);
+/*
+ * A write of w failed with ENOSPC: re-reads the free space (setting the
+ * cap, so later puts evict down to what the filesystem holds). Returns
+ * whether that explains the failure and eviction can help: the
+ * filesystem is short of bytes (less than the reserve and w's file free)
+ * and the tier holds files it can evict. False (mark the tier down):
+ * inodes ran out, bytes are free (a quota, or the scan not indexed yet),
+ * or the tier holds nothing.
+ */
+bool bc_disk_space_enospc(bc_disk_t *t, const bc_disk_write_t *w);
 
 /* ---- the scan (tier_disk_scan.c) -------------------------------------- */
 

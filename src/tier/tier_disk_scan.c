@@ -22,9 +22,12 @@
  * serving gets) take units from an atomic counter: 256 chunk top
  * directories for phase 1, then 256 chunk and 256 metadata top
  * directories for phase 2, which waits until phase 1 ended everywhere.
- * At the end of phase 1 and of the scan the files beyond the capacity are
- * evicted (removed on the work pool, counted in t->writing so that
- * bc_tier_disk_flush waits for them). bc_disk_scan_stop (close) stops the
+ * At the end of phase 1 the files beyond the capacity are evicted
+ * (removed on the work pool, counted in t->writing so that
+ * bc_tier_disk_flush waits for them); at the end of the scan too (removed
+ * by the last scan thread), and then the first reading of free space caps
+ * the capacity (tier_disk_space.c), before the scan is marked over: the
+ * first moment usage counts every file. bc_disk_scan_stop (close) stops the
  * threads between files and joins them.
  */
 #include <dirent.h>
@@ -439,6 +442,15 @@ scan_end(bc_disk_t *t, bool stopped)
 	pthread_mutex_lock(&t->lock);
 	if (!stopped)
 		evicted = do_trim(t, &u);
+	pthread_mutex_unlock(&t->lock);
+	/* the files trimmed go before free space is read, which would count
+	 * them as the tier's otherwise */
+	for (size_t i = 0; i < u.n; i++)
+		(void)bc_disk_unlink_unindexed(t, u.v[i].kind, u.v[i].hash);
+	free(u.v);
+	if (!stopped)
+		(void)bc_disk_space_check(t, NULL);
+	pthread_mutex_lock(&t->lock);
 	t->scanning = false;
 	while (t->filters != NULL) {
 		bc_disk_filter_t *f = t->filters;
@@ -450,10 +462,8 @@ scan_end(bc_disk_t *t, bool stopped)
 	ns = t->scan_ns;
 	ins = t->index_ns;
 	usage = t->usage;
-	t->writing++;
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->lock);
-	trim_unlink(t, &u);
 	if (!stopped)
 		BC_INFO("tier %s: indexed %" PRIu64 " files (%" PRIu64
 		    " MiB) in %" PRIu64 " ms, headers read in %" PRIu64

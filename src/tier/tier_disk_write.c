@@ -8,7 +8,10 @@
  * disk; a write whose entry was dropped or replaced meanwhile removes its
  * temp file instead. A write that fails drops its entry (and a stale file
  * at the path no entry names), counts write_failures and marks the tier
- * down. An unlink removes a path under its stripe lock only while no
+ * down, unless it failed with ENOSPC that the filesystem's free space
+ * explains while the tier holds files to evict: then the free-space cap,
+ * read again, makes later puts evict down to what the filesystem holds
+ * (tier_disk_space.c), and the tier stays up. An unlink removes a path under its stripe lock only while no
  * entry names it, so a late unlink never removes a newer file.
  *
  * Jobs are counted in t->writing from before they are handed to the pool
@@ -172,14 +175,17 @@ write_work(void *arg)
 	}
 	pthread_mutex_lock(&t->lock);
 	e = do_entry_of(t, w);
-	if (e != NULL)
+	if (e != NULL) {
 		e->job = NULL;
+		t->unwritten -= e->pol.size;
+	}
 	pthread_mutex_unlock(&t->lock);
 out:
 	pthread_mutex_unlock(bc_disk_stripe(t, w->hash));
 	if (rv < 0) {
 		COUNT(t, write_failures, 1);
-		bc_tier_mark_down(&t->base, rv, bc_mono_ns());
+		if (rv != BC_ENOSPC || !bc_disk_space_enospc(t, w))
+			bc_tier_mark_down(&t->base, rv, bc_mono_ns());
 	}
 	free(w);
 	bc_chunk_unref(c);

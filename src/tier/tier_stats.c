@@ -31,6 +31,7 @@ row_of(bc_tier_chain_t *ch, size_t i, bc_stats_tier_t *row)
 	v[BC_TSTAT_up] = bc_tier_health(t) == BC_TIER_UP;
 	v[BC_TSTAT_usage_bytes] = bc_tier_usage(t);
 	v[BC_TSTAT_capacity_bytes] = bc_tier_capacity(t);
+	v[BC_TSTAT_configured_bytes] = v[BC_TSTAT_capacity_bytes];
 	v[BC_TSTAT_evictions] = bc_tier_evictions(t);
 	if (i > 0)
 		v[BC_TSTAT_queued] = bc_tier_chain_queued(ch);
@@ -45,6 +46,8 @@ row_of(bc_tier_chain_t *ch, size_t i, bc_stats_tier_t *row)
 		bc_tier_disk_info(t, &di);
 		v[BC_TSTAT_chunks] = di.chunks;
 		v[BC_TSTAT_metas] = di.metas;
+		v[BC_TSTAT_capacity_bytes] = di.capacity;
+		v[BC_TSTAT_configured_bytes] = di.configured;
 		v[BC_TSTAT_writing] = di.writing;
 		v[BC_TSTAT_scanning] = di.scanning;
 		v[BC_TSTAT_scan_files] = di.scan_files;

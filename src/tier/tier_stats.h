@@ -6,7 +6,8 @@
  * bc_stats_set_tiers(); stats/ then calls it when it renders. Every tier
  * gives its base counters (tier.h), health, usage and capacity; the
  * memory tier its chunk count, the disk tier its index and scan state
- * (bc_tier_disk_info). Thread-safe, as the chain's readers are.
+ * (bc_tier_disk_info) and its configured capacity (configured_bytes;
+ * capacity_bytes is the bound in force, capped by free space). Thread-safe, as the chain's readers are.
  */
 #ifndef BC_TIER_STATS_H
 #define BC_TIER_STATS_H

@@ -7,8 +7,12 @@
  * deletes made meanwhile hold; capacity counts 4 KiB blocks and evicts
  * files; del_object removes files; the files always match the index; a
  * missing, non-directory, read-only or busy DIR fails open with a
- * message; ENOSPC (a 1 MiB tmpfs, skipped where mount is not permitted)
- * marks the tier down.
+ * message. On small tmpfs mounts (skipped where mount is not permitted):
+ * the free-space cap (a --disk-size beyond the filesystem bounds the tier
+ * by what the filesystem holds: it evicts, stays up and reports the cap;
+ * others taking space lower it, an ENOSPC they cause evicts, freed space
+ * lifts it, by hand and by the timer); an ENOSPC eviction cannot help
+ * (nothing to evict, inodes out) marks the tier down.
  *
  * Each test has its own temp directory (removed after) and loop. The
  * scan is held where a test needs it running by FIFOs named like chunk
@@ -26,6 +30,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -34,6 +39,8 @@
 
 #include "tier/tier_disk.h"
 #include "tier/tier_disk_int.h"
+#include "tier/tier_stats.h"
+#include "tier/tier_chain.h"
 #include "util/util_error.h"
 #include "util/util_time.h"
 
@@ -975,43 +982,6 @@ LTest(disk, open_fails_on_a_read_only_dir)
 
 /* ---- faults -------------------------------------------------------------- */
 
-LTest(disk, enospc_marks_the_tier_down)
-{
-	fix_t      f;
-	bc_tier_t *t;
-	char       key[16];
-	uint64_t   kept = 0;
-
-	setup(&f);
-	if (mount("tmpfs", f.dir, "tmpfs", 0, "size=1m") < 0) {
-		teardown(&f);
-		cr_skip_test("mount not permitted: %s", strerror(errno));
-	}
-	f.mounted = left_mounted = true;
-	t = open_scanned(&f, 64 * MiB);
-	for (int i = 0; i < 8; i++) {
-		snprintf(key, sizeof(key), "k%d", i);
-		put(t, key, "\"e\"", 0, 256 * KiB);   /* 2 MiB in all */
-	}
-	bc_tier_disk_flush(t);
-	cr_assert_gt(STAT(t, write_failures), 0);
-	cr_assert_eq(bc_tier_health(t), BC_TIER_DOWN);
-	cr_assert_eq(STAT(t, downs), 1, "counted once");
-	cr_assert_eq(atomic_load(&t->health.last_err), BC_ENOSPC);
-	/* what failed is out of the index; what was written still serves */
-	cr_assert_eq(info(t).chunks + STAT(t, write_failures), 8);
-	cr_assert_eq(files_in(&f, "c"), info(t).chunks, "no partial files");
-	for (int i = 0; i < 8; i++) {
-		snprintf(key, sizeof(key), "k%d", i);
-		if (has(t, key, "\"e\"", 0))
-			kept++;
-	}
-	cr_assert_eq(kept, info(t).chunks);
-	cr_assert_gt(kept, 0);
-	bc_tier_disk.close(t);
-	teardown(&f);
-}
-
 /* put() without asserting (for sections holding a lock). */
 static int
 try_put(bc_tier_t *t, const char *key, size_t len)
@@ -1021,6 +991,288 @@ try_put(bc_tier_t *t, const char *key, size_t len)
 
 	bc_chunk_unref(c);
 	return rv;
+}
+
+/* Mounts a tmpfs of opts on f's dir, or skips the test (not root). */
+static void
+mount_tmpfs(fix_t *f, const char *opts)
+{
+	if (mount("tmpfs", f->dir, "tmpfs", 0, opts) < 0) {
+		teardown(f);
+		cr_skip_test("mount not permitted: %s", strerror(errno));
+	}
+	f->mounted = left_mounted = true;
+}
+
+/* Others fill the filesystem: a file under DIR (not the tier's) written
+ * until ENOSPC, or up to max bytes. */
+static void
+fill(const fix_t *f, const char *name, uint64_t max)
+{
+	static uint8_t block[64 * KiB];
+	char           path[128];
+	uint64_t       n = 0;
+	int            fd;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	cr_assert_geq(fd, 0);
+	while (n < max) {
+		size_t  len = max - n < sizeof(block) ? max - n : sizeof(block);
+		ssize_t w = write(fd, block, len);
+
+		if (w <= 0) {
+			cr_assert(w < 0 && errno == ENOSPC, "%s",
+			    strerror(errno));
+			break;
+		}
+		n += (uint64_t)w;
+	}
+	close(fd);
+}
+
+static void
+unfill(const fix_t *f, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	cr_assert_eq(unlink(path), 0);
+}
+
+/* The bytes of f's filesystem in use, by anyone. */
+static uint64_t
+fs_used(const fix_t *f)
+{
+	struct statvfs sv;
+
+	cr_assert_eq(statvfs(f->dir, &sv), 0);
+	return (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
+/* A chunk file of 256 KiB of body: 260 KiB on disk. */
+#define BODY  (256 * KiB)
+#define FILE_ (260 * KiB)
+
+LTest(disk, enospc_with_nothing_to_evict_marks_the_tier_down)
+{
+	fix_t      f;
+	bc_tier_t *t;
+	char       key[16];
+
+	setup(&f);
+	mount_tmpfs(&f, "size=1m");
+	bc_disk_space_period_ms = 3600 * 1000;
+	t = open_scanned(&f, 64 * MiB);
+	cr_assert_eq(bc_tier_capacity(t), MiB - bc_disk_reserve(MiB),
+	    "capped to the filesystem at open");
+	/* others take every byte: the tier holds nothing it could evict */
+	fill(&f, "others", UINT64_MAX);
+	put(t, "k0", "\"e\"", 0, BODY);
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, write_failures), 1);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_DOWN);
+	cr_assert_eq(STAT(t, downs), 1, "counted once");
+	cr_assert_eq(atomic_load(&t->health.last_err), BC_ENOSPC);
+	cr_assert_eq(info(t).chunks, 0);
+	cr_assert_eq(files_in(&f, "c"), 0, "no partial files");
+	/* the cap read after the failure: no room, puts are refused */
+	cr_assert_eq(bc_tier_capacity(t), 0);
+	cr_assert_eq(try_put(t, "k1", BODY), BC_E2BIG);
+	/* room again: the next reading lifts the cap */
+	unfill(&f, "others");
+	cr_assert_eq(bc_tier_disk_check_space(t), 0);
+	cr_assert_eq(bc_tier_capacity(t), MiB - bc_disk_reserve(MiB));
+	for (int i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(t, key, "\"e\"", 0, BODY);   /* 2 MiB in all */
+	}
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, write_failures), 1, "no more failures");
+	cr_assert_gt(STAT(t, evictions), 0);
+	cr_assert(has(t, "k7", "\"e\"", 0));
+	bc_tier_disk.close(t);
+	teardown(&f);
+}
+
+/* ENOSPC with bytes free (inodes ran out): eviction cannot help, so the
+ * tier goes down as for EIO and the cap stays. */
+LTest(disk, enospc_with_bytes_free_marks_the_tier_down)
+{
+	fix_t      f;
+	bc_tier_t *t;
+	char       key[16];
+	uint64_t   cap;
+
+	setup(&f);
+	mount_tmpfs(&f, "size=8m,nr_inodes=16");
+	bc_disk_space_period_ms = 3600 * 1000;
+	t = open_scanned(&f, 64 * MiB);
+	cap = bc_tier_capacity(t);
+	for (int i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(t, key, "\"e\"", 0, 4 * KiB);
+	}
+	bc_tier_disk_flush(t);
+	cr_assert_gt(STAT(t, write_failures), 0);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_DOWN);
+	cr_assert_eq(STAT(t, downs), 1, "counted once");
+	cr_assert_eq(atomic_load(&t->health.last_err), BC_ENOSPC);
+	cr_assert_eq(STAT(t, evictions), 0, "nothing evicted for it");
+	cr_assert_geq(bc_tier_capacity(t), cap - 8 * 4 * KiB);
+	cr_assert_eq(info(t).chunks + STAT(t, write_failures), 8);
+	cr_assert_eq(files_in(&f, "c"), info(t).chunks, "no partial files");
+	bc_tier_disk.close(t);
+	teardown(&f);
+}
+
+/* Issue 12: --disk-size larger than the filesystem. The tier bounds
+ * itself by what the filesystem holds, evicts, stays up, and says so in
+ * its stats. */
+LTest(disk, a_small_filesystem_caps_the_capacity, .timeout = 60)
+{
+	fix_t            f;
+	bc_tier_chain_t *ch;
+	bc_tier_t       *t;
+	bc_stats_tier_t  rows[2];
+	char             key[16];
+	uint64_t         cap = 8 * MiB - bc_disk_reserve(8 * MiB);
+	size_t           n = 0;
+
+	setup(&f);
+	mount_tmpfs(&f, "size=8m");
+	bc_disk_space_period_ms = 3600 * 1000;
+	ch = bc_tier_chain_new(f.loop);
+	cr_assert_not_null(ch);
+	cr_assert_eq(bc_tier_chain_open(ch, &bc_tier_mem,
+	    &(bc_tier_opts_t){ .capacity = MiB }), 0);
+	t = open_scanned(&f, 64 * MiB);
+	cr_assert_eq(bc_tier_chain_add(ch, t), 0);
+	cr_assert_eq(bc_disk_reserve(8 * MiB), 512 * KiB);
+	cr_assert_eq(bc_tier_capacity(t), cap, "capped at open");
+	cr_assert_eq(info(t).configured, 64 * MiB);
+	cr_assert_eq(bc_tier_stats_rows(ch, rows, 2), 2);
+	cr_assert_eq(rows[1].v[BC_TSTAT_capacity_bytes], cap);
+	cr_assert_eq(rows[1].v[BC_TSTAT_configured_bytes], 64 * MiB);
+	cr_assert_eq(rows[0].v[BC_TSTAT_configured_bytes], MiB);
+	/* 12 MiB, one put at a time: every write fits, the oldest go */
+	for (int i = 0; i < 48; i++) {
+		snprintf(key, sizeof(key), "s%d", i);
+		put(t, key, "\"e\"", 0, BODY);
+		bc_tier_disk_flush(t);
+		cr_assert_leq(info(t).usage, cap, "put %d", i);
+		cr_assert_leq(fs_used(&f), 8 * MiB - 256 * KiB, "put %d", i);
+	}
+	cr_assert_eq(STAT(t, write_failures), 0);
+	cr_assert_eq(STAT(t, downs), 0);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_UP);
+	cr_assert_eq(STAT(t, evictions), 48 - info(t).chunks);
+	cr_assert_eq(info(t).chunks, cap / FILE_);
+	for (int i = 48 - (int)(cap / FILE_); i < 48; i++) {
+		bc_chunk_t *c;
+
+		snprintf(key, sizeof(key), "s%d", i);
+		c = get(t, key, "\"e\"", 0);
+		cr_assert_not_null(c, "the newest chunks stay: %s", key);
+		cr_assert(intact(c, key, 0, BODY), "%s", key);
+		bc_chunk_unref(c);
+	}
+	/* 12 MiB more at once: writes overlap evictions whose unlinks have
+	 * not run yet; the tier still never goes down */
+	for (int i = 0; i < 48; i++) {
+		snprintf(key, sizeof(key), "b%d", i);
+		put(t, key, "\"e\"", 0, BODY);
+	}
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, downs), 0, "no flap");
+	cr_assert_eq(bc_tier_health(t), BC_TIER_UP);
+	cr_assert_leq(info(t).usage, bc_tier_capacity(t));
+	cr_assert_leq(bc_tier_capacity(t), cap);
+	cr_assert_gt(STAT(t, evictions), 48);
+	for (int i = 0; i < 48; i++) {
+		bc_chunk_t *c;
+
+		snprintf(key, sizeof(key), "b%d", i);
+		c = get(t, key, "\"e\"", 0);
+		if (c == NULL)
+			continue;
+		cr_assert(intact(c, key, 0, BODY), "%s", key);
+		bc_chunk_unref(c);
+		n++;
+	}
+	cr_assert_eq(n, info(t).chunks, "every chunk held is a new one");
+	cr_assert_eq(files_in(&f, "c"), n);
+	cr_assert_geq(n + STAT(t, write_failures), cap / FILE_ - 1);
+	bc_tier_chain_free(ch);
+	teardown(&f);
+}
+
+/* Others take and give back space: the cap follows, an ENOSPC they cause
+ * evicts instead of marking the tier down, and the tier grows back to
+ * its configured size. */
+LTest(disk, the_cap_follows_free_space, .timeout = 60)
+{
+	fix_t      f;
+	bc_tier_t *t;
+	char       key[16];
+	uint64_t   cap, ev;
+
+	setup(&f);
+	mount_tmpfs(&f, "size=8m");
+	bc_disk_space_period_ms = 3600 * 1000;
+	t = open_scanned(&f, 6 * MiB);
+	cr_assert_eq(bc_tier_capacity(t), 6 * MiB, "fits: not capped");
+	fill(&f, "others", 4 * MiB);
+	cr_assert_eq(bc_tier_disk_check_space(t), 0);
+	cap = 4 * MiB - bc_disk_reserve(8 * MiB);
+	cr_assert_eq(bc_tier_capacity(t), cap);
+	cr_assert_eq(info(t).configured, 6 * MiB);
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(t, key, "\"e\"", 0, BODY);
+		bc_tier_disk_flush(t);
+	}
+	cr_assert_eq(info(t).chunks, cap / FILE_);
+	cr_assert_eq(STAT(t, write_failures), 0);
+	/* room for one more under the cap; others take it, and the rest,
+	 * behind the tier's back: the next write fails, the cap is read
+	 * again, the tier evicts and stays up */
+	cr_assert_eq(bc_tier_disk.del(t, &(bc_chunk_key_t){ "bkt", "k19",
+	    "\"e\"", 0 }), 0);
+	bc_tier_disk_flush(t);
+	fill(&f, "more", UINT64_MAX);
+	ev = STAT(t, evictions);
+	put(t, "x0", "\"e\"", 0, BODY);
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, write_failures), 1);
+	cr_assert_eq(STAT(t, downs), 0);
+	cr_assert_eq(bc_tier_health(t), BC_TIER_UP);
+	cr_assert_lt(bc_tier_capacity(t), cap - FILE_);
+	cr_assert_gt(STAT(t, evictions), ev);
+	cr_assert_not(has(t, "x0", "\"e\"", 0));
+	put(t, "x1", "\"e\"", 0, BODY);
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, write_failures), 1, "the next write fits");
+	cr_assert(has(t, "x1", "\"e\"", 0));
+	cr_assert_leq(info(t).usage, bc_tier_capacity(t));
+	/* the space comes back: the periodic reading finds it */
+	unfill(&f, "others");
+	unfill(&f, "more");
+	bc_tier_disk.close(t);
+	bc_disk_space_period_ms = 20;
+	t = open_scanned(&f, 6 * MiB);
+	cr_assert_eq(bc_tier_capacity(t), 6 * MiB);
+	fill(&f, "others", 4 * MiB);
+	for (int i = 0; i < 500 && bc_tier_capacity(t) == 6 * MiB; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(bc_tier_capacity(t), cap,
+	    "capped by the timer");
+	unfill(&f, "others");
+	for (int i = 0; i < 500 && bc_tier_capacity(t) < 6 * MiB; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(bc_tier_capacity(t), 6 * MiB, "grown back");
+	bc_tier_disk.close(t);
+	teardown(&f);
 }
 
 LTest(disk, late_writes_and_unlinks_never_undo_a_newer_one, .timeout = 60)
