@@ -494,6 +494,156 @@ LTest(disk, damaged_files_are_dropped_counted_and_missed)
 	teardown(&f);
 }
 
+/* ---- open_file: hits sent from their files ------------------------------- */
+
+struct fwait {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	bool            done;
+	int             status;
+};
+
+static void
+on_file(bc_tier_file_t *req, int status)
+{
+	struct fwait *w = req->data;
+
+	pthread_mutex_lock(&w->mu);
+	w->status = status;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* open_file of (key, etag, index): its status (0 with req's answer; 1
+ * when it answered at once is returned as 1); *async says which. */
+static int
+open_file(bc_tier_t *t, const char *key, const char *etag, uint32_t index,
+    bc_tier_file_t *req, bool *async)
+{
+	bc_chunk_key_t k = { "bkt", key, etag, index };
+	struct fwait   w = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, false, 0 };
+	int            rv;
+
+	memset(req, 0, sizeof(*req));
+	req->data = &w;
+	rv = bc_tier_disk.open_file(t, req, &k, &demand, on_file);
+	*async = rv == 0;
+	if (rv != 0)
+		return rv;
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	return w.status;
+}
+
+/* Whether req's file holds chunk (key, index) of len bytes; closes it. */
+static bool
+file_intact(bc_tier_file_t *req, const char *key, uint32_t index, size_t len)
+{
+	uint8_t *buf = malloc(len + 1);
+	bool     ok;
+
+	cr_assert_not_null(buf);
+	ok = req->fd >= 0 && req->len == len &&
+	    pread(req->fd, buf, len + 1, (off_t)req->off) == (ssize_t)len;
+	for (size_t i = 0; ok && i < len; i++)
+		ok = buf[i] == byte_of(key, index, i);
+	free(buf);
+	if (req->fd >= 0)
+		close(req->fd);
+	req->fd = -1;
+	return ok;
+}
+
+/* Waits until the coarse clock file times come from has passed path's
+ * mtime, so that a write now gives it another one. */
+static void
+past_mtime(const char *path)
+{
+	struct stat     st;
+	struct timespec now;
+
+	cr_assert_eq(stat(path, &st), 0);
+	do {
+		struct timespec d = { 0, 1000000 };
+
+		nanosleep(&d, NULL);
+		clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	} while (now.tv_sec < st.st_mtim.tv_sec ||
+	    (now.tv_sec == st.st_mtim.tv_sec &&
+	    now.tv_nsec <= st.st_mtim.tv_nsec));
+}
+
+LTest(disk, open_file_checks_once_then_sends_unchanged_files)
+{
+	fix_t          f;
+	bc_tier_t     *t;
+	bc_tier_file_t req;
+	char           p0[256], p1[256];
+	struct stat    st;
+	bool           async;
+
+	setup(&f);
+	t = open_scanned(&f, 64 * MiB);
+	put(t, "k", "\"e\"", 0, 50 * KiB);
+	put(t, "k", "\"e\"", 1, 70 * KiB);
+	bc_tier_disk_flush(t);
+	chunk_file(&f, "k", "\"e\"", 0, p0, sizeof(p0));
+	chunk_file(&f, "k", "\"e\"", 1, p1, sizeof(p1));
+	/* the first open checks the whole file, on the work pool */
+	cr_assert_eq(open_file(t, "k", "\"e\"", 0, &req, &async), 0);
+	cr_assert(async, "a file not checked yet is read whole first");
+	cr_assert(file_intact(&req, "k", 0, 50 * KiB));
+	/* then it is opened at once, without reading it */
+	cr_assert_eq(open_file(t, "k", "\"e\"", 0, &req, &async), 1);
+	cr_assert_not(async);
+	cr_assert(file_intact(&req, "k", 0, 50 * KiB));
+	cr_assert_eq(STAT(t, hits), 2);
+	/* a get checks a file whole too: open_file trusts it after */
+	cr_assert(has(t, "k", "\"e\"", 1));
+	cr_assert_eq(open_file(t, "k", "\"e\"", 1, &req, &async), 1);
+	cr_assert(file_intact(&req, "k", 1, 70 * KiB));
+	/* a byte flipped in place gives the file another mtime: it is
+	 * checked again, found damaged, dropped and missed */
+	past_mtime(p0);
+	cr_assert_eq(stat(p0, &st), 0);
+	flip_byte(p0, st.st_size - 10);
+	cr_assert_eq(open_file(t, "k", "\"e\"", 0, &req, &async), BC_ENOENT);
+	cr_assert(async);
+	cr_assert_eq(req.fd, -1);
+	cr_assert_eq(STAT(t, corrupt), 1);
+	cr_assert_not(exists(p0), "removed");
+	cr_assert_eq(open_file(t, "k", "\"e\"", 0, &req, &async), BC_ENOENT,
+	    "and out of the index");
+	cr_assert_not(async);
+	/* a chunk written again is a new file (another inode): checked */
+	put(t, "k", "\"e\"", 1, 70 * KiB);
+	bc_tier_disk_flush(t);
+	cr_assert_eq(open_file(t, "k", "\"e\"", 1, &req, &async), 0);
+	cr_assert(async);
+	cr_assert(file_intact(&req, "k", 1, 70 * KiB));
+	/* a chunk being written (its rename held back by its stripe lock)
+	 * is left to get(), which copies it */
+	{
+		bc_chunk_key_t   k = { "bkt", "k", "\"e\"", 2 };
+		pthread_mutex_t *mu = stripe_of(t, bc_chunk_key_hash(&k));
+
+		pthread_mutex_lock(mu);
+		put(t, "k", "\"e\"", 2, 10 * KiB);
+		memset(&req, 0, sizeof(req));
+		cr_assert_eq(bc_tier_disk.open_file(t, &req, &k, &demand,
+		    on_file), BC_ENOTSUP);
+		pthread_mutex_unlock(mu);
+	}
+	bc_tier_disk_flush(t);
+	cr_assert_eq(STAT(t, errors), 0);
+	bc_tier_disk.close(t);
+	teardown(&f);
+}
+
 LTest(disk, the_scan_drops_damaged_headers_and_short_files)
 {
 	fix_t      f;
