@@ -505,7 +505,7 @@ def disk_cold_summary(data):
             continue
         x = out.setdefault((r['size'], r['target']), dict(rps=[], mbps=[], rounds=[], bad=0))
         x['rps'].append(int(r['ok']) / t)
-        x['mbps'].append(int(r['bytes']) / t / 1e6)
+        x['mbps'].append(float(r['bytes']) / t / 1e6)
         x['rounds'].append(int(r['round']))
         x['bad'] += int(r['bad']) + int(r['nothit'])
     return out
