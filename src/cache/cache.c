@@ -238,10 +238,7 @@ chunk_get(bc_cache_t *c, bc_object_t *o, const char *etag, uint32_t i,
 		rv = BC_ECANCELED;   /* a newer version exists: restart */
 		goto out;
 	}
-	for (f = o->fills; f != NULL; f = f->next)
-		if ((f->kind == BC_FILL_CHUNK || f->kind == BC_FILL_FIRST) &&
-		    f->index == i && strcmp(f->etag, etag) == 0)
-			break;
+	f = bc_object_do_chunk_fill(o, etag, i);
 	if (!fetch) {
 		rv = f != NULL ? BC_EINPROGRESS : BC_EAGAIN;
 		goto out;

@@ -37,17 +37,6 @@ typedef struct file_op_s {
 	char            etag[sizeof(((bc_objmeta_t *)0)->etag)];
 } file_op_t;
 
-/* c->mu held: a fill of o's chunk i (version etag) running, or NULL. */
-static bc_fill_t *
-chunk_fill(bc_object_t *o, const char *etag, uint32_t i)
-{
-	for (bc_fill_t *f = o->fills; f != NULL; f = f->next)
-		if ((f->kind == BC_FILL_CHUNK || f->kind == BC_FILL_FIRST) &&
-		    f->index == i && strcmp(f->etag, etag) == 0)
-			return f;
-	return NULL;
-}
-
 /* c->mu held: starts the promotion of o's chunk, served from its file,
  * while memory has room (see the top). */
 static void
@@ -58,7 +47,7 @@ maybe_promote(bc_cache_t *c, const file_op_t *op)
 	bc_fill_t *f;
 
 	if (!o->listed || !o->meta_valid || strcmp(o->meta.etag, op->etag) != 0 ||
-	    chunk_fill(o, op->etag, op->index) != NULL)
+	    bc_object_do_chunk_fill(o, op->etag, op->index) != NULL)
 		return;
 	len = bc_chunk_len(op->index, o->meta.size, c->cs);
 	cost = bc_chunk_charge_for((size_t)len, strlen(o->bucket) +
@@ -128,7 +117,7 @@ bc_cache_chunk_file(bc_cache_t *c, bc_object_t *o, const char *etag,
 		free(op);
 		return BC_ECANCELED;
 	}
-	if (chunk_fill(o, etag, i) != NULL) {
+	if (bc_object_do_chunk_fill(o, etag, i) != NULL) {
 		pthread_mutex_unlock(&c->mu);
 		free(op);
 		return BC_ENOTSUP;   /* join that fill */

@@ -174,6 +174,10 @@ void bc_waiters_give_partial(bc_waiter_t **head, bc_chunk_t *ch);
 /* ---- cache_object.c (c->mu held) ---- */
 
 int  bc_objmeta_copy(bc_objmeta_t *dst, const bc_objmeta_t *src);
+/* c->mu held: the fill bringing o's chunk i of version etag (a chunk
+ * fill or the first fill), or NULL. */
+bc_fill_t *bc_object_do_chunk_fill(bc_object_t *o, const char *etag,
+    uint32_t i);
 /* o's metadata changed size: its charge against the bound follows. */
 void bc_object_do_recharge(bc_cache_t *c, bc_object_t *o);
 /* Takes o out of the table (its fills go on; waiters restart). */

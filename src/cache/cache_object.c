@@ -452,3 +452,13 @@ bc_cache_evictions(bc_cache_t *c)
 {
 	return bc_tier_evictions(c->mem);
 }
+
+bc_fill_t *
+bc_object_do_chunk_fill(bc_object_t *o, const char *etag, uint32_t i)
+{
+	for (bc_fill_t *f = o->fills; f != NULL; f = f->next)
+		if ((f->kind == BC_FILL_CHUNK || f->kind == BC_FILL_FIRST) &&
+		    f->index == i && strcmp(f->etag, etag) == 0)
+			return f;
+	return NULL;
+}

@@ -171,6 +171,20 @@ attach_read(bc_disk_t *t, read_t *r)
 	return ok;
 }
 
+/* Counts a chunk read's outcome rv (0 with len bytes, a miss, an error). */
+static void
+count_read(bc_disk_t *t, int rv, uint64_t len)
+{
+	if (rv == 0) {
+		COUNT(t, hits, 1);
+		COUNT(t, bytes_read, len);
+	} else if (rv == BC_ENOENT) {
+		COUNT(t, misses, 1);
+	} else {
+		COUNT(t, errors, 1);
+	}
+}
+
 /* A chunk of k holding a copy of src's bytes, or NULL. */
 static bc_chunk_t *
 copy_chunk(const bc_chunk_t *src, const bc_chunk_key_t *k)
@@ -267,14 +281,7 @@ get_work(void *arg)
 		rv = BC_ENOENT;
 	}
 out:
-	if (rv == 0) {
-		COUNT(t, hits, 1);
-		COUNT(t, bytes_read, r->c->len);
-	} else if (rv == BC_ENOENT) {
-		COUNT(t, misses, 1);
-	} else {
-		COUNT(t, errors, 1);
-	}
+	count_read(t, rv, rv == 0 ? r->c->len : 0);
 	r->status = rv;
 }
 
@@ -451,14 +458,7 @@ open_work(void *arg)
 		read_failed(t, r, BC_DISK_CHUNK, rv == BC_EPROTO);
 		rv = BC_ENOENT;
 	}
-	if (rv == 0) {
-		COUNT(t, hits, 1);
-		COUNT(t, bytes_read, req->len);
-	} else if (rv == BC_ENOENT) {
-		COUNT(t, misses, 1);
-	} else {
-		COUNT(t, errors, 1);
-	}
+	count_read(t, rv, rv == 0 ? req->len : 0);
 	r->status = rv;
 }
 
@@ -512,8 +512,7 @@ bc_disk_open_file(bc_tier_t *bt, bc_tier_file_t *req,
 	pthread_mutex_unlock(&t->lock);
 	if (id.vsize != 0 && open_checked(t, hash, &id,
 	    bc_disk_hdr_len(k->bucket, k->key, k->etag), req) == 0) {
-		COUNT(t, hits, 1);
-		COUNT(t, bytes_read, req->len);
+		count_read(t, 0, req->len);
 		return 1;   /* checked before: opened here */
 	}
 	op = malloc(sizeof(*op) + bl + kl + el);
