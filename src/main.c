@@ -9,6 +9,7 @@
  * non-directory or read-only directory: exit 2; libuv's work pool, which
  * does its I/O, sized to 16 threads unless UV_THREADPOOL_SIZE says
  * otherwise), handed to stats/ for the per-tier stats; the prefetcher;
+ * scale/ (its timer sizes memory with --mem-size auto);
  * then the HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM),
  * in reverse: the front end quiesces, the origin's exchanges are
  * cancelled and the loop joined (the prefetcher's timer with it), the
@@ -38,6 +39,7 @@
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
 #include "policy/policy.h"
+#include "scale/scale.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "tier/tier_disk.h"
@@ -129,6 +131,7 @@ main(int argc, char **argv)
 	bc_cache_t *cache = NULL;
 	bc_jobs_t *jobs = NULL;
 	bc_prefetch_t *prefetch = NULL;
+	bc_scale_t *scale = NULL;
 	bc_server_parts_t parts;
 	char err[512] = "";
 	struct sigaction sa;
@@ -226,6 +229,16 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
+	{
+		bc_scale_opts_t so = { .cfg = &cfg, .loop = loop,
+		    .cache = cache, .prefetch = prefetch };
+
+		scale = bc_scale_new(&so);
+		if (scale == NULL) {
+			BC_ERROR("cannot start scale/");
+			goto out;
+		}
+	}
 	/* Worker threads inherit a mask with the stop signals blocked. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -236,6 +249,7 @@ main(int argc, char **argv)
 	parts.cache = cache;
 	parts.jobs = jobs;
 	parts.prefetch = prefetch;
+	parts.scale = scale;
 	if (bc_server_start(&srv, &cfg, &parts, err, sizeof(err)) < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
@@ -257,6 +271,7 @@ main(int argc, char **argv)
 out:
 	if (loop != NULL)
 		bc_loop_stop(loop, cancel_exchanges, origin);
+	bc_scale_free(scale);         /* its timer stopped with the loop */
 	bc_prefetch_free(prefetch);   /* its timer stopped with the loop */
 	bc_stats_set_tiers(NULL, NULL);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */

@@ -269,4 +269,27 @@ uint64_t bc_cache_bytes_held(bc_cache_t *c);
 uint64_t bc_cache_bytes_limit(bc_cache_t *c);
 uint64_t bc_cache_evictions(bc_cache_t *c);
 
+/* ---- for scale/ (--mem-size auto) ---- */
+
+/* Puts bytes in force as the memory bound (the memory tier's
+ * set_capacity: evicts down to it now, in the policy's order; what
+ * chunks in use keep above it goes when they are released), the
+ * metadata and transit budgets following it. Returns 0, or BC_E2BIG
+ * while chunks in use keep usage above the new bound. */
+int      bc_cache_set_mem_size(bc_cache_t *c, uint64_t bytes);
+/* Bytes the memory bound counts that no eviction can free now: chunks
+ * being filled or dropped while still read, and object metadata. */
+uint64_t bc_cache_mem_floor(bc_cache_t *c);
+/* dataset's share of memory (bc_tier_mem_set_target; 0: none), and the
+ * bytes of its chunks memory holds. Datasets are named as
+ * bc_scale_dataset_name names them at the configured depth. */
+void     bc_cache_set_share(bc_cache_t *c, const char *dataset,
+    uint64_t bytes);
+uint64_t bc_cache_share_used(bc_cache_t *c, const char *dataset);
+/* The origin's chunk fills since the start: bytes brought, time (ns)
+ * with at least one exchange running, and the sum (ns) and count of
+ * times from a request to its answer's headers. */
+void     bc_cache_origin_totals(bc_cache_t *c, uint64_t *bytes,
+    uint64_t *busy_ns, uint64_t *ttfb_ns, uint64_t *ttfb_n);
+
 #endif

@@ -176,6 +176,28 @@ fill_ended(bc_cache_t *c, bc_fill_t *f)
 	atomic_fetch_sub(&c->inflight[f->cls], 1);
 }
 
+/* c->mu held: a chunk fill's exchange with the origin starts / ends
+ * (the origin's busy time, for bc_cache_origin_totals). */
+static void
+origin_begin(bc_cache_t *c, bc_fill_t *f)
+{
+	if (f->kind != BC_FILL_CHUNK && f->kind != BC_FILL_FIRST)
+		return;
+	f->sent_ns = bc_mono_ns();
+	if (c->org_running++ == 0)
+		c->org_since_ns = f->sent_ns;
+}
+
+static void
+origin_end(bc_cache_t *c, bc_fill_t *f)
+{
+	if (f->sent_ns == 0)
+		return;
+	f->sent_ns = 0;
+	if (--c->org_running == 0)
+		c->org_busy_ns += bc_mono_ns() - c->org_since_ns;
+}
+
 /* c->mu held: starts f's exchange with the origin. Returns 0 or BC_EIO
  * (f untouched otherwise). */
 static int
@@ -210,6 +232,7 @@ fill_fetch(bc_cache_t *c, bc_fill_t *f)
 	f->x = bc_origin_fetch(c->o.origin, &fo);
 	if (f->x == NULL)
 		return BC_EIO;
+	origin_begin(c, f);
 	BC_STATS_INC(cache_fills);
 	if (f->kind == BC_FILL_REVALIDATE)
 		BC_STATS_INC(cache_revalidations);
@@ -591,6 +614,10 @@ fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
 
 	if (f->kind != BC_FILL_FIRST && f->kind != BC_FILL_CHUNK)
 		return;
+	if (f->sent_ns != 0) {
+		atomic_fetch_add(&c->org_ttfb_ns, bc_mono_ns() - f->sent_ns);
+		atomic_fetch_add(&c->org_ttfb_n, 1);
+	}
 	pthread_mutex_lock(&c->mu);
 	if (fill_accept(c, f, status, h, &size) < 0)
 		goto out;
@@ -630,6 +657,10 @@ fill_data(void *arg, size_t total)
 
 	if (f->chunk == NULL)
 		return;
+	if (total > f->counted) {
+		atomic_fetch_add(&f->c->org_bytes, total - f->counted);
+		f->counted = total;
+	}
 	bc_chunk_fill(f->chunk, total);
 	if (total - f->woke_at < PROGRESS_WAKE && total != f->chunk->len)
 		return;
@@ -751,6 +782,7 @@ fill_done(bc_exchange_t *x, void *arg)
 	if (rv == 0)   /* headers came; did the whole body? */
 		rv = bc_exchange_error(x);
 	pthread_mutex_lock(&c->mu);
+	origin_end(c, f);
 	fill_unlink(o, f);
 	/* from here the tier counts the chunk, or nobody keeps it; a
 	 * transit chunk counts itself until freed */

@@ -77,6 +77,8 @@ typedef struct bc_fill_s {
 	bc_origin_class_t cls;
 	bool           probing;
 	bc_tier_probe_t probe;
+	uint64_t       sent_ns;     /* its exchange started; 0: none */
+	size_t         counted;     /* bytes counted in c->org_bytes */
 	bc_tier_meta_probe_t mprobe;   /* BC_FILL_META_PROBE's */
 } bc_fill_t;
 
@@ -91,6 +93,7 @@ struct bc_object_s {
 	bool          listed;
 	uint64_t      hash;
 	char         *bucket, *key;
+	char         *dataset;   /* bc_scale_dataset_name (policy contexts) */
 	bool          meta_valid;
 	bc_objmeta_t  meta;
 	uint64_t      meta_at_ns;
@@ -127,7 +130,15 @@ struct bc_cache_s {
 	 * until the last reference goes (their on_free): at most
 	 * bc_cache_transit_max(). */
 	_Atomic uint64_t       transit_bytes;
-	uint64_t               cs, mem_size, meta_ttl_ns, meta_stale_ns;
+	uint64_t               cs, meta_ttl_ns, meta_stale_ns;
+	/* the memory bound in force (bc_cache_set_mem_size moves it) */
+	_Atomic uint64_t       mem_size;
+	/* The origin's chunk fills, for scale/ (bc_cache_origin_totals):
+	 * exchanges running and since when (c->mu), time with at least one
+	 * running, bytes they brought, times to their headers. */
+	unsigned               org_running;
+	uint64_t               org_since_ns, org_busy_ns;
+	_Atomic uint64_t       org_bytes, org_ttfb_ns, org_ttfb_n;
 	/* fills running, by the class they started with (the prefetcher's
 	 * concurrency budget and its yielding to demand read these) */
 	_Atomic unsigned       inflight[2];
@@ -140,7 +151,9 @@ struct bc_cache_s {
 static inline uint64_t
 bc_cache_transit_max(const bc_cache_t *c)
 {
-	return c->mem_size / 2 > 8 * c->cs ? c->mem_size / 2 : 8 * c->cs;
+	uint64_t m = atomic_load(&c->mem_size);
+
+	return m / 2 > 8 * c->cs ? m / 2 : 8 * c->cs;
 }
 
 /* The policy context of an event on o's chunks. No jobs are known yet:
@@ -148,7 +161,7 @@ bc_cache_transit_max(const bc_cache_t *c)
 static inline bc_policy_ctx_t
 bc_cache_policy_ctx(const bc_object_t *o, bool prefetch)
 {
-	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, o->bucket, prefetch };
+	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, o->dataset, prefetch };
 
 	return ctx;
 }

@@ -16,6 +16,7 @@
 #include "cache/cache_math.h"
 #include "cache/cache_metablob.h"
 #include "s3/s3_cond.h"
+#include "scale/scale_est.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
@@ -163,7 +164,8 @@ lru_push(bc_cache_t *c, bc_object_t *o)
 void
 bc_object_do_recharge(bc_cache_t *c, bc_object_t *o)
 {
-	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2;
+	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2 +
+	    BC_SCALE_NAME_MAX;
 
 	for (size_t i = 0; i < o->meta.headers.n; i++)
 		n += strlen(o->meta.headers.v[i].name) +
@@ -182,6 +184,7 @@ obj_free(bc_cache_t *c, bc_object_t *o)
 	atomic_fetch_sub(&c->outside_bytes, o->charge);
 	bc_objmeta_fini(&o->meta);
 	free(o->bucket);
+	free(o->dataset);
 	free(o->key);
 	free(o);
 }
@@ -261,7 +264,7 @@ static void
 trim_objects(bc_cache_t *c)
 {
 	bc_object_t *o = c->lru_tail, *prev;
-	uint64_t limit = c->mem_size / 8;
+	uint64_t limit = atomic_load(&c->mem_size) / 8;
 
 	while (o != NULL && atomic_load(&c->meta_bytes) > limit) {
 		prev = o->lru_prev;
@@ -294,13 +297,17 @@ bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
 		goto fail;
 	o->bucket = strdup(bucket);
 	o->key = strdup(key);
-	if (o->bucket == NULL || o->key == NULL) {
+	o->dataset = malloc(BC_SCALE_NAME_MAX);
+	if (o->bucket == NULL || o->key == NULL || o->dataset == NULL) {
 		free(o->bucket);
 		free(o->key);
+		free(o->dataset);
 		free(o);
 		o = NULL;
 		goto fail;
 	}
+	bc_scale_dataset_name(bucket, key, c->o.cfg->dataset_depth,
+	    o->dataset, BC_SCALE_NAME_MAX);
 	o->hash = h;
 	o->listed = true;
 	o->refs = 2;   /* the table's and the caller's */
@@ -377,7 +384,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	pthread_mutex_init(&c->mu, NULL);
 	c->o = *o;
 	c->cs = o->cfg->chunk_size;
-	c->mem_size = o->cfg->mem_size;
+	atomic_init(&c->mem_size, o->cfg->mem_size);
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
 	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
 	c->nbuckets = TABLE_MIN;
@@ -387,7 +394,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 		goto fail;
 	}
 	memset(&to, 0, sizeof(to));
-	to.capacity = c->mem_size;
+	to.capacity = o->cfg->mem_size;
 	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
 	to.external_bytes = &c->outside_bytes;
 	to.oracle = o->oracle;
@@ -397,7 +404,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	if (rv < 0)
 		goto fail;
 	c->mem = bc_tier_chain_top(c->tiers);
-	BC_STATS_SET(cache_bytes_limit, c->mem_size);
+	BC_STATS_SET(cache_bytes_limit, o->cfg->mem_size);
 	*out = c;
 	return 0;
 fail:
@@ -444,7 +451,58 @@ bc_cache_bytes_held(bc_cache_t *c)
 uint64_t
 bc_cache_bytes_limit(bc_cache_t *c)
 {
-	return c->mem_size;
+	return atomic_load(&c->mem_size);
+}
+
+int
+bc_cache_set_mem_size(bc_cache_t *c, uint64_t bytes)
+{
+	int rv;
+
+	pthread_mutex_lock(&c->mu);
+	atomic_store(&c->mem_size, bytes);
+	rv = c->mem->ops->set_capacity(c->mem, bytes);
+	trim_objects(c);
+	BC_STATS_SET(cache_bytes_limit, bytes);
+	BC_STATS_SET(cache_bytes_held, bc_tier_usage(c->mem));
+	BC_STATS_SET(cache_evictions, bc_tier_evictions(c->mem));
+	BC_STATS_SET(cache_objects, c->nobjects);
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+uint64_t
+bc_cache_mem_floor(bc_cache_t *c)
+{
+	bc_tier_mem_stats_t s;
+
+	bc_tier_mem_stats(c->mem, &s);
+	return s.usage - s.held_bytes;
+}
+
+void
+bc_cache_set_share(bc_cache_t *c, const char *dataset, uint64_t bytes)
+{
+	bc_tier_mem_set_target(c->mem, dataset, bytes);
+}
+
+uint64_t
+bc_cache_share_used(bc_cache_t *c, const char *dataset)
+{
+	return bc_tier_mem_share_used(c->mem, dataset);
+}
+
+void
+bc_cache_origin_totals(bc_cache_t *c, uint64_t *bytes, uint64_t *busy_ns,
+    uint64_t *ttfb_ns, uint64_t *ttfb_n)
+{
+	pthread_mutex_lock(&c->mu);
+	*busy_ns = c->org_busy_ns + (c->org_running > 0 ?
+	    bc_mono_ns() - c->org_since_ns : 0);
+	pthread_mutex_unlock(&c->mu);
+	*bytes = atomic_load(&c->org_bytes);
+	*ttfb_ns = atomic_load(&c->org_ttfb_ns);
+	*ttfb_n = atomic_load(&c->org_ttfb_n);
 }
 
 uint64_t

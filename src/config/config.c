@@ -42,7 +42,8 @@
 #define SHOW        "%.64s" /* values echoed in errors are cut here */
 
 enum opt_type {
-	OPT_STR, OPT_BOOL, OPT_UINT, OPT_SIZE, OPT_MS, OPT_LEVEL, OPT_LIST
+	OPT_STR, OPT_BOOL, OPT_UINT, OPT_SIZE, OPT_MEMSIZE, OPT_MS, OPT_LEVEL,
+	OPT_LIST
 };
 
 /* Sources, in precedence order. */
@@ -71,6 +72,7 @@ static int parse_str(void *, const char *, char *, size_t);
 static int parse_bool(void *, const char *, char *, size_t);
 static int parse_uint(void *, const char *, char *, size_t);
 static int parse_size(void *, const char *, char *, size_t);
+static int parse_memsize(void *, const char *, char *, size_t);
 static int parse_ms(void *, const char *, char *, size_t);
 static int parse_level(void *, const char *, char *, size_t);
 static int parse_list(void *, const char *, char *, size_t);
@@ -83,6 +85,7 @@ static const struct {
 	[OPT_BOOL]  = { NULL,    parse_bool },
 	[OPT_UINT]  = { "N",     parse_uint },
 	[OPT_SIZE]  = { "SIZE",  parse_size },
+	[OPT_MEMSIZE] = { "SIZE|auto", parse_memsize },
 	[OPT_MS]    = { "TIME",  parse_ms },
 	[OPT_LEVEL] = { "LEVEL", parse_level },
 	[OPT_LIST]  = { "VALUE", parse_list },
@@ -263,6 +266,16 @@ parse_size(void *dst, const char *v, char *why, size_t whylen)
 		bc_errf(why, whylen, "'" SHOW "' is not a size (like 512, "
 		    "64K, 8M, 2G, 1T)", v);
 	return rv;
+}
+
+static int
+parse_memsize(void *dst, const char *v, char *why, size_t whylen)
+{
+	if (strcmp(v, "auto") == 0) {
+		*(uint64_t *)dst = BC_MEM_AUTO;
+		return 0;
+	}
+	return parse_size(dst, v, why, whylen);
 }
 
 static int
@@ -979,7 +992,41 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 		bc_errf(err, errlen, "--max-connections: must be at least 1");
 		return BC_EINVAL;
 	}
+	if (c->scale_interval < 100 || c->scale_interval > 3600000) {
+		bc_errf(err, errlen, "--scale-interval: must be between 100ms "
+		    "and 1h");
+		return BC_EINVAL;
+	}
+	if (c->dataset_depth > 16) {
+		bc_errf(err, errlen, "--dataset-depth: %u is more than 16",
+		    c->dataset_depth);
+		return BC_EINVAL;
+	}
 	return check_disk(c, err, errlen);
+}
+
+/* --mem-size auto: starts at mem-min, which must hold a few chunks and
+ * not exceed mem-max (when given). */
+static int
+check_mem(bc_config_t *c, char *err, size_t errlen)
+{
+	if (c->mem_size != BC_MEM_AUTO)
+		return 0;   /* fixed, or auto already finished */
+	c->mem_auto = true;
+	if (c->mem_min < 4 * c->chunk_size) {
+		bc_errf(err, errlen, "--mem-min: %llu is less than 4 chunks "
+		    "(--chunk-size %llu)", (unsigned long long)c->mem_min,
+		    (unsigned long long)c->chunk_size);
+		return BC_EINVAL;
+	}
+	if (c->mem_max != 0 && c->mem_max < c->mem_min) {
+		bc_errf(err, errlen, "--mem-max: %llu is less than --mem-min "
+		    "%llu", (unsigned long long)c->mem_max,
+		    (unsigned long long)c->mem_min);
+		return BC_EINVAL;
+	}
+	c->mem_size = c->mem_min;
+	return 0;
 }
 
 /* a then b in a new string, or NULL. */
@@ -1235,6 +1282,8 @@ bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen)
 		rv = check_misc(c, err, errlen);
 	if (rv == 0)
 		rv = check_listen(c, err, errlen);
+	if (rv == 0)
+		rv = check_mem(c, err, errlen);
 	if (rv == 0)
 		rv = load_creds(c, env, err, errlen);
 	if (rv == 0 && !c->upstream_is_file && c->access_key == NULL) {

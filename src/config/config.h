@@ -31,9 +31,13 @@ typedef struct bc_client_key_s {
 #define BC_OPT_T_BOOL  bool
 #define BC_OPT_T_UINT  unsigned
 #define BC_OPT_T_SIZE  uint64_t
+#define BC_OPT_T_MEMSIZE uint64_t
 #define BC_OPT_T_MS    uint64_t
 #define BC_OPT_T_LEVEL int
 #define BC_OPT_T_LIST  bc_strlist_t
+
+/* mem-size's "auto" as parsed, before bc_config_finish() */
+#define BC_MEM_AUTO UINT64_MAX
 
 typedef struct bc_config_s {
 #define BC_OPT(field, name, type, def, help) BC_OPT_T_##type field;
@@ -47,6 +51,9 @@ typedef struct bc_config_s {
 					    upstream pair when none given */
 	size_t           nkeys;
 	bool             upstream_is_file;
+	/* --mem-size auto: mem_size then starts at mem_min, and scale/
+	 * moves it */
+	bool             mem_auto;
 	char            *upstream_dir;   /* file:// root, absolute */
 	bool             help;           /* --help was given */
 	bool             version;        /* --version was given */

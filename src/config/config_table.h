@@ -8,7 +8,7 @@
  *         cased with '-' as '_', the environment variable BUCKETCACHE_NAME
  * TYPE    STR, BOOL ("yes/no/true/false/1/0"; a bare flag means yes),
  *         UINT (decimal), SIZE (bytes; K, M, G, T suffixes are powers of
- *         1024), MS (duration; ms, s, m suffixes; bare number = seconds),
+ *         1024), MEMSIZE (a SIZE or "auto": BC_MEM_AUTO), MS (duration; ms, s, m suffixes; bare number = seconds),
  *         LEVEL (error|warn|info|debug), LIST (repeatable; each use adds)
  * default as text, parsed like user input ("" for none)
  *
@@ -64,8 +64,18 @@ BC_OPT(cache,         "cache",         BOOL,  "yes",
     "cache object reads (GET/HEAD) from the upstream (S3 or file://); no: forward everything")
 BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",
     "cache unit: objects are fetched and kept in chunks of this size")
-BC_OPT(mem_size,      "mem-size",      SIZE,  "1G",
-    "memory tier bound: bytes actually held by cached chunks and metadata")
+BC_OPT(mem_size,      "mem-size",      MEMSIZE, "1G",
+    "memory tier bound: bytes actually held by cached chunks and metadata; auto: sized from the jobs' consumption rates, the origin's bandwidth and the datasets' sizes, within mem-min and mem-max")
+BC_OPT(mem_min,       "mem-min",       SIZE,  "64M",
+    "with --mem-size auto: the least memory bound")
+BC_OPT(mem_max,       "mem-max",       SIZE,  "0",
+    "with --mem-size auto: the largest memory bound (0: the cgroup's memory.max less a third, at least 256M less; without a cgroup limit a quarter of RAM)")
+BC_OPT(idle_release,  "idle-release",  MS,    "5m",
+    "with --mem-size auto: a dataset no job read for this long is released (its memory goes back)")
+BC_OPT(scale_interval, "scale-interval", MS,  "1s",
+    "how often the rates are folded and the auto memory bound recomputed")
+BC_OPT(dataset_depth, "dataset-depth", UINT,  "1",
+    "key parts that name a dataset: bucket/first/ at 1, bucket/ at 0 (sizes and shares are per dataset)")
 BC_OPT(policy,        "policy",        STR,   "auto",
     "the memory tier's eviction policy: lru, pin, cost, planned or auto")
 BC_OPT(disk_dir,      "disk-dir",      STR,   "",

@@ -12,6 +12,9 @@
  *   GET /_bucketcache/v1/jobs  {"jobs": [...]} (prefetch_jobs.h)
  *   GET /_bucketcache/v1/jobs/ID      one job
  *   DELETE /_bucketcache/v1/jobs/ID   ends it; 204
+ *   GET /_bucketcache/v1/scale the memory target, the estimates behind
+ *                              it and the last decisions (scale.h); as
+ *                              open as stats
  *
  * Bucket names cannot start with '_', so these paths never shadow S3.
  * /health needs no credentials. Everything else needs a local client (on
@@ -39,6 +42,7 @@
 #include "prefetch/prefetch_plan.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_verdicts.h"
+#include "scale/scale.h"
 #include "stats/stats.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -215,6 +219,8 @@ plan_finish(bc_http_req_t *r)
 		return bc_http_respond_error(r, err_of(rv), pp->err) < 0 ?
 		    BC_S3E_InternalError : BC_S3E_NONE;
 	keys = bc_plan_len(plan);
+	bc_scale_plan(r->srv->scale, pp->id, pp->bucket,
+	    bc_plan_key(plan, 0, NULL), keys);
 	rv = bc_jobs_put_plan(r->srv->jobs, pp->id, pp->bucket,
 	    pp->has_epoch ? &pp->epoch : NULL, plan, &epoch);
 	if (rv < 0) {
@@ -266,6 +272,7 @@ jobs_call(bc_http_req_t *r, const char *rest)
 	if (del) {
 		if (bc_jobs_delete(jobs, rest) < 0)
 			return BC_S3E_NoSuchKey;
+		bc_scale_forget(r->srv->scale, rest);
 		return bc_http_respond_buf(r, 204, "application/json", &body) <
 		    0 ? BC_S3E_InternalError : BC_S3E_NONE;
 	}
@@ -402,10 +409,22 @@ admin_finish(bc_http_req_t *r)
 		bc_stats_prometheus(&body);
 		rv = bc_http_respond_buf(r, 200,
 		    "text/plain; version=0.0.4", &body);
+	} else if (strcmp(path, "v1/scale") == 0 && get) {
+		if (!stats_allowed(r))
+			return BC_S3E_AccessDenied;
+		if (r->srv->scale == NULL)
+			return BC_S3E_NotImplemented;
+		rv = bc_scale_json(r->srv->scale, &body);
+		if (rv == 0)
+			rv = bc_http_respond_buf(r, 200, "application/json",
+			    &body);
+		else
+			bc_buf_fini(&body);
 	} else if (strcmp(path, "v1/cache") == 0 &&
 	    strcmp(r->s3.method, "DELETE") == 0) {
 		return invalidate(r);
 	} else if (strcmp(path, "v1/cache") == 0 ||
+	    strcmp(path, "v1/scale") == 0 ||
 	    strcmp(path, "health") == 0 ||
 	    strcmp(path, "stats") == 0 || strcmp(path, "metrics") == 0) {
 		return BC_S3E_MethodNotAllowed;

@@ -42,6 +42,7 @@
 #include "s3/s3_cond.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_range.h"
+#include "scale/scale.h"
 #include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
@@ -106,6 +107,7 @@ typedef struct objreq_s {
 	 * cost: per-job stats (the prefetcher's rate too), at done */
 	char             job[BC_S3_HINT_JOB_MAX + 1];
 	bc_stats_job_id_t job_id;    /* its stats, once read-ahead needs it */
+	bc_scale_t      *scale;      /* told its waits and its read; NULL */
 	hit_t            hit;
 	bool             answered;
 	uint64_t         wait_t0;    /* monotonic: a wait began; 0: none */
@@ -147,16 +149,20 @@ static void
 wait_begin(objreq_t *q)
 {
 	q->waiting = true;
-	if (q->wait_t0 == 0)
+	if (q->wait_t0 == 0) {
 		q->wait_t0 = bc_mono_ns();
+		bc_scale_wait(q->scale, q->job, true);
+	}
 }
 
 static void
 wait_end(objreq_t *q)
 {
 	q->waiting = false;
-	if (q->wait_t0 != 0)
+	if (q->wait_t0 != 0) {
 		q->wait_ns += bc_mono_ns() - q->wait_t0;
+		bc_scale_wait(q->scale, q->job, false);
+	}
 	q->wait_t0 = 0;
 }
 
@@ -245,6 +251,7 @@ obj_start(bc_http_req_t *r)
 	q->first_fd = -1;
 	job_hints(r, q);
 	q->c = r->srv->cache;
+	q->scale = r->srv->scale;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
 	q->w.partial_ok = true;   /* stream chunks as they arrive */
 	/* unsigned: served only what the upstream lets unsigned requests
@@ -946,6 +953,10 @@ job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 	    BC_JSTAT_cache_misses : BC_JSTAT_cache_partial_hits] = 1;
 	d[BC_JSTAT_wait_us] = q->wait_ns / 1000;
 	bc_stats_job_add(q->job, d);
+	if (q->have_meta && !q->head && ok)
+		bc_scale_read(q->scale, q->job, r->s3.bucket, r->s3.key,
+		    q->meta.size, q->meta.size > 0 ? q->range.first : 1,
+		    q->meta.size > 0 ? q->range.last : 0, r->bytes_out);
 	if (r->srv->prefetch != NULL)
 		bc_prefetch_read(r->srv->prefetch, q->job, r->s3.bucket,
 		    r->s3.key);

@@ -624,6 +624,7 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	s->cache = p->cache;
 	s->jobs = p->jobs;
 	s->prefetch = p->prefetch;
+	s->scale = p->scale;
 	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
 		return -1;
 	if (ss.ss_family == AF_INET6)
@@ -715,5 +716,6 @@ bc_server_stop(bc_server_t *s)
 	s->cache = NULL;     /* main's */
 	s->jobs = NULL;      /* main's */
 	s->prefetch = NULL;
+	s->scale = NULL;
 	s->origin = NULL;
 }

@@ -24,6 +24,7 @@
 
 typedef struct bc_policy_s bc_policy_t;
 typedef struct bc_policy_node_s bc_policy_node_t;
+typedef struct bc_policy_ops_s bc_policy_ops_t;
 
 /* Embedded in each tier entry. The tier sets size, fetch_us and key
  * before admit/on_insert and leaves the rest to the policy: link, word,
@@ -43,6 +44,7 @@ struct bc_policy_node_s {
 	uint64_t          size;       /* bytes the entry holds */
 	uint64_t          fetch_us;   /* what fetching it cost */
 	uint64_t          key;        /* bc_policy_key_hash() of the entry */
+	uint16_t          share;      /* the share layer's (its dataset) */
 };
 
 /* The hash that names a chunk to policies and plans: FNV-1a (util_hash.h)
@@ -93,9 +95,11 @@ typedef struct bc_policy_opts_s {
 	uint64_t capacity;      /* the owning tier's bytes */
 	/* Borrowed (it must outlive the policy); NULL: no plans. */
 	const bc_policy_oracle_t *oracle;
+	/* bc_policy_share only: the policy it wraps (NULL: lru). */
+	const bc_policy_ops_t *base;
 } bc_policy_opts_t;
 
-typedef struct bc_policy_ops_s {
+struct bc_policy_ops_s {
 	const char   *name;
 	/* NULL: out of memory. o may be NULL (defaults). */
 	bc_policy_t *(*new)(const bc_policy_opts_t *o);
@@ -121,13 +125,30 @@ typedef struct bc_policy_ops_s {
 	 * the capacity. Policies that admit by fullness (pin, planned, auto)
 	 * count the sizes of their inserted nodes against it. */
 	void         (*set_capacity)(bc_policy_t *p, uint64_t bytes);
-} bc_policy_ops_t;
+};
 
 extern const bc_policy_ops_t bc_policy_lru;
 extern const bc_policy_ops_t bc_policy_pin;
 extern const bc_policy_ops_t bc_policy_cost;
 extern const bc_policy_ops_t bc_policy_planned;
 extern const bc_policy_ops_t bc_policy_auto;
+
+/*
+ * The share layer (policy_share.c): opts.base ordered as it orders
+ * itself, plus per-dataset shares (set_target) for scale/. Each inserted
+ * node counts against its dataset (ctx->dataset; NULL: one "unknown"
+ * dataset; at most BC_POLICY_SHARE_MAX datasets, later ones share the
+ * last slot). A dataset with a target whose nodes would exceed it admits
+ * a node only when it holds as many bytes to give up, and its own nodes
+ * are the victims; a dataset below its target takes its room from the
+ * datasets over theirs first (in the base's order), then as the base
+ * would. Without targets it is the base unchanged. Not in
+ * bc_policy_find: the memory tier wraps its policy in it.
+ */
+#define BC_POLICY_SHARE_MAX 64
+extern const bc_policy_ops_t bc_policy_share;
+/* The bytes the share layer p counts for dataset (0: none known). */
+uint64_t bc_policy_share_used(bc_policy_t *p, const char *dataset);
 
 /* For policy_auto.c: the planned policy, with the entries no plan knows
  * ordered by fallback (a policy of its own over just those) instead of

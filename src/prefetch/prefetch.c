@@ -36,6 +36,7 @@ struct bc_prefetch_s {
 	job_t              jobs[BC_PREFETCH_MAX_JOBS];
 	size_t             njobs;
 	_Atomic size_t     live;   /* njobs, read without mu */
+	_Atomic uint64_t   budget; /* o.budget_bytes, as scale/ moves it */
 	bc_loop_timer_t   *timer;
 };
 
@@ -288,7 +289,15 @@ budget_left(const bc_prefetch_t *p)
 	    p->o.concurrency &&
 	    bc_cache_fills_running(p->o.cache, BC_ORIGIN_DEMAND) <
 	    BC_PREFETCH_DEMAND_YIELD &&
-	    bc_stats_get(BC_STAT_prefetch_unread_bytes) < p->o.budget_bytes;
+	    bc_stats_get(BC_STAT_prefetch_unread_bytes) <
+	    atomic_load(&((bc_prefetch_t *)p)->budget);
+}
+
+void
+bc_prefetch_set_budget(bc_prefetch_t *p, uint64_t bytes)
+{
+	if (p != NULL)
+		atomic_store(&p->budget, bytes);
 }
 
 /* Takes key back into job ji's unissued keys when it is still the last
@@ -370,6 +379,7 @@ bc_prefetch_new(const bc_prefetch_opts_t *o)
 	if (p == NULL)
 		return NULL;
 	p->o = *o;
+	atomic_init(&p->budget, o->budget_bytes);
 	if (p->o.latency_us == 0)
 		p->o.latency_us = 20000;
 	pthread_mutex_init(&p->mu, NULL);

@@ -63,6 +63,9 @@ bc_prefetch_t *bc_prefetch_new(const bc_prefetch_opts_t *o);
 /* Stops the timer (before the loop stops or after) and frees it. NULL is
  * a no-op. */
 void bc_prefetch_free(bc_prefetch_t *p);
+/* Sets the byte budget (unread prefetched bytes, at most) from now on
+ * (scale/: a quarter of the memory bound in force). NULL: no-op. */
+void bc_prefetch_set_budget(bc_prefetch_t *p, uint64_t bytes);
 
 /* Job job reads keys[0..n) of bucket next, in this order, the first due
  * of them now (a plan's keys behind its cursor: several workers read

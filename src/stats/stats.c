@@ -779,6 +779,46 @@ json_tiers(struct out *o)
 	put(o, "%s},\n", n > 0 ? "\n  " : "");
 }
 
+/* The module section (bc_stats_set_section), under section_mu. */
+static pthread_mutex_t   section_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char       *section_name;
+static bc_stats_section_fn section_json, section_prom;
+static void             *section_arg;
+
+void
+bc_stats_set_section(const char *name, bc_stats_section_fn json,
+    bc_stats_section_fn prom, void *arg)
+{
+	pthread_mutex_lock(&section_mu);
+	section_name = name;
+	section_json = json;
+	section_prom = prom;
+	section_arg = arg;
+	pthread_mutex_unlock(&section_mu);
+}
+
+static void
+json_section(struct out *o)
+{
+	pthread_mutex_lock(&section_mu);
+	if (section_json != NULL && o->rv == 0) {
+		put(o, "  ,\"%s\": ", section_name);
+		if (o->rv == 0)
+			o->rv = section_json(section_arg, o->b);
+		put(o, "\n");
+	}
+	pthread_mutex_unlock(&section_mu);
+}
+
+static void
+prom_section(struct out *o)
+{
+	pthread_mutex_lock(&section_mu);
+	if (section_prom != NULL && o->rv == 0)
+		o->rv = section_prom(section_arg, o->b);
+	pthread_mutex_unlock(&section_mu);
+}
+
 static void
 json_latency(struct out *o, const bc_stats_snap_t *s)
 {
@@ -822,6 +862,7 @@ bc_stats_json(bc_buf_t *b)
 	json_jobs(&o);
 	json_tiers(&o);
 	json_latency(&o, &s);
+	json_section(&o);
 	put(&o, "}\n");
 	return o.rv;
 }
@@ -1002,5 +1043,6 @@ bc_stats_prometheus(bc_buf_t *b)
 	prom_jobs(&o);
 	prom_tiers(&o);
 	prom_latency(&o, &s);
+	prom_section(&o);
 	return o.rv;
 }

@@ -60,7 +60,10 @@ BC_STAT(cache_invalidations, COUNTER, "Objects dropped by writes through the gat
 BC_STAT(cache_evictions,     COUNTER, "Chunks evicted from the memory tier.")
 BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")
 BC_STAT(cache_bytes_held,    GAUGE,   "Bytes the memory tier holds, overhead and metadata included.")
-BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound (mem-size).")
+BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound in force (mem-size; with --mem-size auto, what scale/ set).")
+BC_STAT(scale_target_bytes,  GAUGE,   "With --mem-size auto: the memory the jobs need (sum over active datasets of D*(1-B/R) plus prefetch windows, within mem-min and mem-max); fixed: mem-size.")
+BC_STAT(scale_origin_bandwidth_bytes, GAUGE, "The origin's measured bandwidth B: bytes per second of chunk fills while any was in flight (0: not measured yet).")
+BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean microseconds from a chunk fill's request to its answer's headers.")
 #endif
 
 /*

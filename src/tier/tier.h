@@ -372,6 +372,16 @@ int  bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes);
 int  bc_tier_mem_reserve_prefetch(bc_tier_t *t, uint64_t bytes, uint64_t key,
     const bc_policy_ctx_t *ctx);
 
+/* Sets dataset's share of the memory tier t (its policy's set_target,
+ * through the share layer every memory tier's policy is wrapped in:
+ * policy.h, bc_policy_share); 0: no share. Takes effect at the next
+ * puts (nothing is evicted now). */
+void bc_tier_mem_set_target(bc_tier_t *t, const char *dataset,
+    uint64_t bytes);
+/* The bytes of dataset's chunks the memory tier t holds, as its shares
+ * count them. */
+uint64_t bc_tier_mem_share_used(bc_tier_t *t, const char *dataset);
+
 /* Fills *out with one consistent snapshot (taken under t's lock). */
 void bc_tier_mem_stats(bc_tier_t *t, bc_tier_mem_stats_t *out);
 

@@ -295,14 +295,15 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 	bc_tier_init(&t->base, &bc_tier_mem, o->name, t);
 	t->capacity = o->capacity;
 	t->external = o->external_bytes;
-	t->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
+	t->pol_ops = &bc_policy_share;   /* over o->policy: shares (scale/) */
 	if (pthread_mutex_init(&t->lock, NULL) != 0) {
 		rv = BC_ENOMEM;
 		goto fail;
 	}
 	locked = true;
 	t->pol = t->pol_ops->new(&(bc_policy_opts_t){ .capacity =
-	    o->capacity, .oracle = o->oracle });
+	    o->capacity, .oracle = o->oracle, .base = o->policy != NULL ?
+	    o->policy : &bc_policy_lru });
 	t->acct = calloc(1, sizeof(*t->acct));
 	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
 	t->mask = MIN_SLOTS - 1;
@@ -672,6 +673,28 @@ mem_set_capacity(bc_tier_t *bt, uint64_t bytes)
 	pthread_mutex_unlock(&t->lock);
 	free_deferred(&deferred);
 	return rv;
+}
+
+void
+bc_tier_mem_set_target(bc_tier_t *bt, const char *dataset, uint64_t bytes)
+{
+	mem_t *t = mem_of(bt);
+
+	pthread_mutex_lock(&t->lock);
+	t->pol_ops->set_target(t->pol, dataset, bytes);
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint64_t
+bc_tier_mem_share_used(bc_tier_t *bt, const char *dataset)
+{
+	mem_t *t = mem_of(bt);
+	uint64_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = bc_policy_share_used(t->pol, dataset);
+	pthread_mutex_unlock(&t->lock);
+	return n;
 }
 
 static uint64_t

@@ -1394,6 +1394,7 @@ LTest(config, example_conf_lists_every_option_with_its_default)
 			    o->name);
 			break;
 		case OPT_SIZE:
+		case OPT_MEMSIZE:
 		case OPT_MS:
 			cr_assert_eq(*(uint64_t *)a, *(uint64_t *)b, "%s",
 			    o->name);
@@ -1411,4 +1412,46 @@ LTest(config, example_conf_lists_every_option_with_its_default)
 	cr_assert_eq(finish(&c, ARGS(arg, up), NOENV), 0, "%s", err);
 	cr_assert_geq(c.nkeys, 1);
 	bc_config_fini(&c);
+}
+
+/* ---- --mem-size auto ------------------------------------------------------ */
+
+LTest(finish, mem_size_auto_starts_at_mem_min)
+{
+	bc_config_t c;
+	char up[600];
+
+	snprintf(up, sizeof(up), "--upstream=file://%s/", tmp);
+	cr_assert_eq(finish(&c, ARGS(up, "--mem-size", "auto", "--mem-min",
+	    "64M", "--mem-max", "2G", "--idle-release", "30s"), NOENV), 0,
+	    "%s", err);
+	cr_assert(c.mem_auto);
+	cr_assert_eq(c.mem_size, (uint64_t)64 << 20);
+	cr_assert_eq(c.mem_max, (uint64_t)2 << 30);
+	cr_assert_eq(c.idle_release, 30000);
+	cr_assert_eq(c.scale_interval, 1000);
+	cr_assert_eq(c.dataset_depth, 1);
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS(up, "--mem-size", "512M"), NOENV), 0);
+	cr_assert_not(c.mem_auto);
+	cr_assert_eq(c.mem_size, (uint64_t)512 << 20);
+	bc_config_fini(&c);
+}
+
+LTest(finish, mem_auto_bounds_are_checked)
+{
+	char up[600];
+
+	snprintf(up, sizeof(up), "--upstream=file://%s/", tmp);
+	finish_fails(ARGS(up, "--mem-size", "auto", "--mem-min", "1M"), NOENV,
+	    "--mem-min: 1048576 is less than 4 chunks (--chunk-size 8388608)");
+	finish_fails(ARGS(up, "--mem-size", "auto", "--mem-max", "100M",
+	    "--mem-min", "200M"), NOENV,
+	    "--mem-max: 104857600 is less than --mem-min 209715200");
+	finish_fails(ARGS(up, "--scale-interval", "10ms"), NOENV,
+	    "--scale-interval: must be between 100ms and 1h");
+	finish_fails(ARGS(up, "--dataset-depth", "17"), NOENV,
+	    "--dataset-depth: 17 is more than 16");
+	load_fails_with(ARGS("--mem-size", "autox"), NOENV, "--mem-size",
+	    "is not a size");
 }

@@ -358,3 +358,105 @@ LTest(policy, find_all)
 	cr_expect_eq(bc_policy_key_hash("", "", 0),
 	    bc_hash(bc_hash(BC_HASH_INIT, "\0\0", 2), "\0\0\0\0", 4));
 }
+
+/* ---- the share layer ------------------------------------------------ */
+
+static void
+ins_ds(const bc_policy_ops_t *ops, bc_policy_t *p, char l, const char *ds)
+{
+	bc_policy_ctx_t c = { 1, "job", ds, false };
+
+	cr_assert(ops->admit(p, N_(l), &c), "%c not admitted", l);
+	ops->on_insert(p, N_(l), &c);
+}
+
+static bool
+admits_ds(const bc_policy_ops_t *ops, bc_policy_t *p, char l,
+    const char *ds)
+{
+	bc_policy_ctx_t c = { 1, "job", ds, false };
+
+	return ops->admit(p, N_(l), &c);
+}
+
+LTest(share, without_targets_is_the_base_unchanged)
+{
+	bc_policy_opts_t o = { .capacity = 300, .base = &bc_policy_pin };
+	const bc_policy_ops_t *ops = &bc_policy_share;
+	bc_policy_t *p = ops->new(&o);
+	char out[NL + 1];
+
+	ins_ds(ops, p, 'a', "b/x/");
+	ins_ds(ops, p, 'b', "b/y/");
+	ins_ds(ops, p, 'c', "b/x/");
+	cr_assert_not(admits_ds(ops, p, 'd', "b/y/"), "pin is full");
+	cr_assert_eq(victim(ops, p, NULL), 'c', "pin's newest first");
+	cr_assert_eq(bc_policy_share_used(p, "b/x/"), 200);
+	cr_assert_eq(bc_policy_share_used(p, "b/y/"), 100);
+	drain(ops, p, out);
+	cr_assert_str_eq(out, "cba");
+	ops->free(p);
+}
+
+LTest(share, a_dataset_over_its_share_gives_up_its_own)
+{
+	bc_policy_opts_t o = { .capacity = 400, .base = &bc_policy_lru };
+	const bc_policy_ops_t *ops = &bc_policy_share;
+	bc_policy_t *p = ops->new(&o);
+	char out[NL + 1];
+
+	ops->set_target(p, "b/x/", 200);
+	ops->set_target(p, "b/y/", 200);
+	ins_ds(ops, p, 'a', "b/x/");
+	ins_ds(ops, p, 'b', "b/x/");
+	ins_ds(ops, p, 'c', "b/y/");
+	/* x holds its 200: a third of x must evict x's own (a, the LRU) */
+	cr_assert(admits_ds(ops, p, 'd', "b/x/"));
+	cr_assert_eq(victim(ops, p, NULL), 'a');
+	cr_assert_eq(victim(ops, p, "a"), 'b', "x's own, never y's c");
+	cr_assert_eq(victim(ops, p, "ab"), '-');
+	ops->on_remove(p, N_('a'));
+	ins_ds(ops, p, 'd', "b/x/");
+	cr_assert_eq(bc_policy_share_used(p, "b/x/"), 200);
+	/* a dataset with a share of nothing to give admits nothing */
+	ops->set_target(p, "b/z/", 1);
+	cr_assert_not(admits_ds(ops, p, 'e', "b/z/"));
+	drain(ops, p, out);
+	ops->free(p);
+}
+
+LTest(share, below_its_share_a_dataset_takes_from_those_over)
+{
+	bc_policy_opts_t o = { .capacity = 400, .base = &bc_policy_pin };
+	const bc_policy_ops_t *ops = &bc_policy_share;
+	bc_policy_t *p = ops->new(&o);
+	char out[NL + 1];
+
+	/* y filled memory before shares were set */
+	ins_ds(ops, p, 'a', "b/y/");
+	ins_ds(ops, p, 'b', "b/y/");
+	ins_ds(ops, p, 'c', "b/y/");
+	ins_ds(ops, p, 'd', "b/x/");
+	ops->set_target(p, "b/x/", 300);
+	ops->set_target(p, "b/y/", 100);
+	/* pin is full, but x is below its share and y over: y gives way,
+	 * in pin's order (its newest first) */
+	cr_assert(admits_ds(ops, p, 'e', "b/x/"));
+	cr_assert_eq(victim(ops, p, NULL), 'c');
+	ops->on_remove(p, N_('c'));
+	ins_ds(ops, p, 'e', "b/x/");
+	cr_assert(admits_ds(ops, p, 'f', "b/x/"));
+	cr_assert_eq(victim(ops, p, NULL), 'b');
+	ops->on_remove(p, N_('b'));
+	ins_ds(ops, p, 'f', "b/x/");
+	cr_assert_eq(bc_policy_share_used(p, "b/x/"), 300);
+	cr_assert_eq(bc_policy_share_used(p, "b/y/"), 100);
+	/* y at its share may only replace its own, which pin keeps */
+	cr_assert_not(admits_ds(ops, p, 'g', "b/y/"));
+	/* clearing the targets gives the base back */
+	ops->set_target(p, "b/x/", 0);
+	ops->set_target(p, "b/y/", 0);
+	cr_assert_not(admits_ds(ops, p, 'g', "b/x/"), "pin is full");
+	drain(ops, p, out);
+	ops->free(p);
+}
