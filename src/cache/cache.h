@@ -287,8 +287,9 @@ void     bc_cache_set_share(bc_cache_t *c, const char *dataset,
     uint64_t bytes);
 uint64_t bc_cache_share_used(bc_cache_t *c, const char *dataset);
 /* The origin's chunk fills since the start: bytes brought, time (ns)
- * with at least one exchange running, and the sum (ns) and count of
- * times from a request to its answer's headers. */
+ * with at least one body coming (from accepted headers to the fill's
+ * end), and the sum (ns) and count of times from a request to its
+ * answer's headers. */
 void     bc_cache_origin_totals(bc_cache_t *c, uint64_t *bytes,
     uint64_t *busy_ns, uint64_t *ttfb_ns, uint64_t *ttfb_n);
 

@@ -176,24 +176,25 @@ fill_ended(bc_cache_t *c, bc_fill_t *f)
 	atomic_fetch_sub(&c->inflight[f->cls], 1);
 }
 
-/* c->mu held: a chunk fill's exchange with the origin starts / ends
- * (the origin's busy time, for bc_cache_origin_totals). */
+/* c->mu held: a chunk fill's body starts / stops coming from the
+ * origin (the time bodies flow, for bc_cache_origin_totals: the
+ * bandwidth, latency aside). */
 static void
 origin_begin(bc_cache_t *c, bc_fill_t *f)
 {
-	if (f->kind != BC_FILL_CHUNK && f->kind != BC_FILL_FIRST)
+	if (f->flowing)
 		return;
-	f->sent_ns = bc_mono_ns();
+	f->flowing = true;
 	if (c->org_running++ == 0)
-		c->org_since_ns = f->sent_ns;
+		c->org_since_ns = bc_mono_ns();
 }
 
 static void
 origin_end(bc_cache_t *c, bc_fill_t *f)
 {
-	if (f->sent_ns == 0)
+	if (!f->flowing)
 		return;
-	f->sent_ns = 0;
+	f->flowing = false;
 	if (--c->org_running == 0)
 		c->org_busy_ns += bc_mono_ns() - c->org_since_ns;
 }
@@ -232,7 +233,7 @@ fill_fetch(bc_cache_t *c, bc_fill_t *f)
 	f->x = bc_origin_fetch(c->o.origin, &fo);
 	if (f->x == NULL)
 		return BC_EIO;
-	origin_begin(c, f);
+	f->sent_ns = bc_mono_ns();
 	BC_STATS_INC(cache_fills);
 	if (f->kind == BC_FILL_REVALIDATE)
 		BC_STATS_INC(cache_revalidations);
@@ -622,6 +623,7 @@ fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
 	if (fill_accept(c, f, status, h, &size) < 0)
 		goto out;
 	f->accepted = true;
+	origin_begin(c, f);
 	want = bc_chunk_len(f->index, size, c->cs);
 	if (want > 0) {
 		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };

@@ -78,6 +78,7 @@ typedef struct bc_fill_s {
 	bool           probing;
 	bc_tier_probe_t probe;
 	uint64_t       sent_ns;     /* its exchange started; 0: none */
+	bool           flowing;     /* its body is coming (c->org_running) */
 	size_t         counted;     /* bytes counted in c->org_bytes */
 	bc_tier_meta_probe_t mprobe;   /* BC_FILL_META_PROBE's */
 } bc_fill_t;
@@ -134,8 +135,8 @@ struct bc_cache_s {
 	/* the memory bound in force (bc_cache_set_mem_size moves it) */
 	_Atomic uint64_t       mem_size;
 	/* The origin's chunk fills, for scale/ (bc_cache_origin_totals):
-	 * exchanges running and since when (c->mu), time with at least one
-	 * running, bytes they brought, times to their headers. */
+	 * bodies coming and since when (c->mu), time with at least one
+	 * coming, bytes they brought, times to their headers. */
 	unsigned               org_running;
 	uint64_t               org_since_ns, org_busy_ns;
 	_Atomic uint64_t       org_bytes, org_ttfb_ns, org_ttfb_n;

@@ -11,8 +11,8 @@
  *                reads' waits. Its throughput and wait fraction over its
  *                reading time;
  *   per origin   B, the bandwidth: bytes of fills per second of the time
- *                any fill was in flight; the latency: mean time to an
- *                answer's headers;
+ *                any fill's body was coming; the latency: mean time to
+ *                an answer's headers;
  *   per dataset  D, its size: the distinct chunk bytes read (a chunk
  *                counts whole however little of it was read), or, from a
  *                job's plan, its keys times the mean bytes read per object,
