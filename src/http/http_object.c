@@ -954,7 +954,8 @@ job_account(bc_http_req_t *r, objreq_t *q, bool ok)
 	d[BC_JSTAT_wait_us] = q->wait_ns / 1000;
 	bc_stats_job_add(q->job, d);
 	if (q->have_meta && !q->head && ok)
-		bc_scale_read(q->scale, q->job, r->s3.bucket, r->s3.key,
+		bc_scale_read(q->scale, q->job, (uint64_t)(uintptr_t)r->conn,
+		    q->wait_ns, r->s3.bucket, r->s3.key,
 		    q->meta.size, q->meta.size > 0 ? q->range.first : 1,
 		    q->meta.size > 0 ? q->range.last : 0, r->bytes_out);
 	if (r->srv->prefetch != NULL)

@@ -186,13 +186,13 @@ bc_scale_wait(bc_scale_t *s, const char *job, bool begin)
 }
 
 void
-bc_scale_read(bc_scale_t *s, const char *job, const char *bucket,
-    const char *key, uint64_t size, uint64_t first, uint64_t last,
-    uint64_t sent)
+bc_scale_read(bc_scale_t *s, const char *job, uint64_t lane,
+    uint64_t waited, const char *bucket, const char *key, uint64_t size,
+    uint64_t first, uint64_t last, uint64_t sent)
 {
 	if (s != NULL)
-		bc_scale_est_read(s->est, job, bucket, key, size, first, last,
-		    sent, now_of(s));
+		bc_scale_est_read(s->est, job, lane, waited, bucket, key, size,
+		    first, last, sent, now_of(s));
 }
 
 void
@@ -305,12 +305,24 @@ changes(bc_scale_t *s, const ds_view_t *v, size_t n, size_t njobs,
 		if (!still)
 			*idle_name = s->prev_jobs[i].id;
 	}
-	s->nprev_ds = n;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(s->prev_ds[i].name, BC_SCALE_NAME_MAX, "%.127s",
-		    v[i].d.name);
-		s->prev_ds[i].epochs = v[i].d.epochs;
-		s->prev_ds[i].active = v[i].n.active;
+	{
+		/* this tick's datasets, in its order; whether a share was
+		 * set for each is carried over by name */
+		bool shared[BC_SCALE_MAX_DATASETS];
+
+		for (size_t i = 0; i < n; i++) {
+			int p = prev_ds_find(s, v[i].d.name);
+
+			shared[i] = p >= 0 && s->prev_ds[p].shared;
+		}
+		s->nprev_ds = n;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(s->prev_ds[i].name, BC_SCALE_NAME_MAX,
+			    "%.127s", v[i].d.name);
+			s->prev_ds[i].epochs = v[i].d.epochs;
+			s->prev_ds[i].active = v[i].n.active;
+			s->prev_ds[i].shared = shared[i];
+		}
 	}
 	for (size_t k = 0; k < njobs; k++)
 		if (job_active(s, &s->jobs_buf[k], now))

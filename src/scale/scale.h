@@ -64,9 +64,9 @@ void bc_scale_free(bc_scale_t *s);
 
 /* Events from the front end (scale_est.h); s NULL: no-ops. */
 void bc_scale_wait(bc_scale_t *s, const char *job, bool begin);
-void bc_scale_read(bc_scale_t *s, const char *job, const char *bucket,
-    const char *key, uint64_t size, uint64_t first, uint64_t last,
-    uint64_t sent);
+void bc_scale_read(bc_scale_t *s, const char *job, uint64_t lane,
+    uint64_t waited, const char *bucket, const char *key, uint64_t size,
+    uint64_t first, uint64_t last, uint64_t sent);
 void bc_scale_plan(bc_scale_t *s, const char *job, const char *bucket,
     const char *first_key, uint64_t nkeys);
 void bc_scale_forget(bc_scale_t *s, const char *job);

@@ -40,6 +40,16 @@ typedef struct ds_s {
 	uint64_t  plan_keys;
 } ds_t;
 
+/* One connection of a job: a loader worker, whose reads come one after
+ * another; its rate is a worker's. */
+typedef struct lane_s {
+	uint64_t  id;                     /* 0: unused */
+	uint64_t  last_read_ns;
+	double    gap_mean_ns;
+	uint64_t  active_acc, wait_acc, bytes_acc;
+	double    s_bytes, s_free;
+} lane_t;
+
 typedef struct job_s {
 	bool      used;
 	uint64_t  nh;
@@ -54,6 +64,7 @@ typedef struct job_s {
 	double    gap_mean_ns;            /* between reads, waits aside */
 	double    s_bytes, s_free, s_active, s_wait;
 	uint64_t  bytes, reads, ds_reads;
+	lane_t    lanes[BC_SCALE_LANES];
 } job_t;
 
 struct bc_scale_est_s {
@@ -314,6 +325,63 @@ ds_touch(ds_t *d, uint64_t h, uint32_t len, bool first, uint64_t now)
 
 /* ---- events ------------------------------------------------------------ */
 
+/* A read's span since the previous one of the same reader (job or
+ * lane), w of it waited: true when it counts (not an idle gap), with
+ * the reader's mean span updated. */
+static bool
+span_counts(uint64_t span, uint64_t w, double *gap_mean_ns)
+{
+	uint64_t gap = (uint64_t)(4.0 * *gap_mean_ns);
+
+	if (gap < GAP_MIN_NS)
+		gap = GAP_MIN_NS;
+	if (span - w > gap)
+		return false;
+	*gap_mean_ns = *gap_mean_ns == 0 ? (double)(span - w) :
+	    0.9 * *gap_mean_ns + 0.1 * (double)(span - w);
+	return true;
+}
+
+/* job's lane id (made, or the least recently read one replaced). */
+static lane_t *
+lane_find(job_t *j, uint64_t id)
+{
+	lane_t *old = &j->lanes[0];
+
+	for (size_t i = 0; i < BC_SCALE_LANES; i++) {
+		if (j->lanes[i].id == id)
+			return &j->lanes[i];
+		if (j->lanes[i].last_read_ns < old->last_read_ns)
+			old = &j->lanes[i];
+	}
+	memset(old, 0, sizeof(*old));
+	old->id = id;
+	return old;
+}
+
+/* A read of sent bytes by lane id of j, at now, after waiting waited. */
+static void
+lane_read(job_t *j, uint64_t id, uint64_t sent, uint64_t waited,
+    uint64_t now)
+{
+	lane_t *l;
+
+	if (id == 0)
+		return;
+	l = lane_find(j, id);
+	if (l->last_read_ns != 0 && now > l->last_read_ns) {
+		uint64_t span = now - l->last_read_ns;
+		uint64_t w = waited < span ? waited : span;
+
+		if (span_counts(span, w, &l->gap_mean_ns)) {
+			l->active_acc += span;
+			l->wait_acc += w;
+			l->bytes_acc += sent;
+		}
+	}
+	l->last_read_ns = now;
+}
+
 void
 bc_scale_est_wait(bc_scale_est_t *e, const char *job, bool begin,
     uint64_t now)
@@ -336,9 +404,9 @@ out:
 }
 
 void
-bc_scale_est_read(bc_scale_est_t *e, const char *job, const char *bucket,
-    const char *key, uint64_t size, uint64_t first, uint64_t last,
-    uint64_t sent, uint64_t now)
+bc_scale_est_read(bc_scale_est_t *e, const char *job, uint64_t lane,
+    uint64_t waited, const char *bucket, const char *key, uint64_t size,
+    uint64_t first, uint64_t last, uint64_t sent, uint64_t now)
 {
 	char name[BC_SCALE_NAME_MAX];
 	job_t *j;
@@ -357,23 +425,18 @@ bc_scale_est_read(bc_scale_est_t *e, const char *job, const char *bucket,
 	/* the time since the previous read is this read's (the first
 	 * read, or one after an idle gap, has none: its bytes count for
 	 * nothing) */
+	lane_read(j, lane, sent, waited, now);
 	if (j->last_read_ns != 0 && now > j->last_read_ns) {
 		uint64_t span = now - j->last_read_ns, w = j->wait_read;
-		uint64_t gap = (uint64_t)(4.0 * j->gap_mean_ns);
 
 		if (j->waiting > 0)
 			w += now - j->wait_since;
 		if (w > span)
 			w = span;
-		if (gap < GAP_MIN_NS)
-			gap = GAP_MIN_NS;
-		if (span - w <= gap) {
+		if (span_counts(span, w, &j->gap_mean_ns)) {
 			j->active_acc += span;
 			j->wait_acc += w;
 			j->bytes_acc += sent;
-			j->gap_mean_ns = j->gap_mean_ns == 0 ?
-			    (double)(span - w) :
-			    0.9 * j->gap_mean_ns + 0.1 * (double)(span - w);
 		}
 	}
 	j->wait_read = 0;
@@ -461,6 +524,18 @@ job_fold(bc_scale_est_t *e, job_t *j)
 {
 	double a = exp(-(double)j->active_acc / e->tau_ns);
 
+	for (size_t i = 0; i < BC_SCALE_LANES; i++) {
+		lane_t *l = &j->lanes[i];
+		double la = exp(-(double)l->active_acc / e->tau_ns);
+
+		if (l->id == 0)
+			continue;
+		l->s_bytes = l->s_bytes * la + (double)l->bytes_acc;
+		l->s_free = l->s_free * la +
+		    (double)(l->active_acc - l->wait_acc) / NS;
+		l->bytes_acc = l->active_acc = l->wait_acc = 0;
+	}
+
 	j->s_bytes = j->s_bytes * a + (double)j->bytes_acc;
 	j->s_free = j->s_free * a +
 	    (double)(j->active_acc - j->wait_acc) / NS;
@@ -546,6 +621,31 @@ bc_scale_est_datasets(bc_scale_est_t *e, bc_scale_dataset_t *out,
 	return n;
 }
 
+/* R: the sum of the rates of the job's lanes read lately (each a
+ * worker), or, when none has one, the job's own. */
+static double
+job_rate(const job_t *j)
+{
+	double sum = 0;
+	unsigned n = 0;
+
+	for (size_t i = 0; i < BC_SCALE_LANES; i++) {
+		const lane_t *l = &j->lanes[i];
+		uint64_t gap = (uint64_t)(4.0 * l->gap_mean_ns);
+
+		if (gap < GAP_MIN_NS)
+			gap = GAP_MIN_NS;
+		if (l->id == 0 || l->s_free < MIN_FREE_S ||
+		    l->last_read_ns + gap < j->last_read_ns)
+			continue;
+		sum += l->s_bytes / l->s_free;
+		n++;
+	}
+	if (n > 0)
+		return sum;
+	return j->s_free >= MIN_FREE_S ? j->s_bytes / j->s_free : 0;
+}
+
 size_t
 bc_scale_est_jobs(bc_scale_est_t *e, bc_scale_job_t *out, size_t max)
 {
@@ -563,7 +663,7 @@ bc_scale_est_jobs(bc_scale_est_t *e, bc_scale_job_t *out, size_t max)
 		memset(o, 0, sizeof(*o));
 		copy_name(o->id, j->id);
 		copy_name(o->dataset, j->dataset);
-		o->rate = j->s_free >= MIN_FREE_S ? j->s_bytes / j->s_free : 0;
+		o->rate = job_rate(j);
 		o->throughput = j->s_active > 0 ? j->s_bytes / j->s_active : 0;
 		o->wait_fraction = j->s_active > 0 ?
 		    j->s_wait / j->s_active : 0;

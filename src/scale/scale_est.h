@@ -3,13 +3,17 @@
  * fed from the gateway's own traffic:
  *
  *   per job      R, the consumption rate: bytes sent to it per second of
- *                the time none of its reads waited on a fill. A read's
- *                time is the span since the job's previous read; a span
- *                longer, waits aside, than 4 mean spans (2 s at least) is
- *                an idle gap and counts for nothing (a job that stopped
- *                reading is idle, not slow); waits are the union of its
- *                reads' waits. Its throughput and wait fraction over its
- *                reading time;
+ *                the time it did not wait on fills. Each connection of
+ *                the job is a lane (a loader worker reads one object
+ *                after another on its own connection): a read's time is
+ *                the span since the lane's previous read, its wait the
+ *                read's own; a span longer, waits aside, than 4 mean
+ *                spans (2 s at least) is an idle gap and counts for
+ *                nothing (a worker that stopped is idle, not slow). R is
+ *                the sum of the rates of the lanes read within their gap
+ *                of the job's last read; without any, the job as one
+ *                lane, its waits the union of its reads' waits. Its
+ *                throughput and wait fraction over its reading time;
  *   per origin   B, the bandwidth: bytes of fills per second of the time
  *                any fill's body was coming; the latency: mean time to
  *                an answer's headers;
@@ -50,6 +54,7 @@
 #define BC_SCALE_MAX_DATASETS  64
 #define BC_SCALE_SET_MAX       32768u
 #define BC_SCALE_NAME_MAX      128     /* bytes of a name, NUL included */
+#define BC_SCALE_LANES         32      /* connections per job */
 
 typedef struct bc_scale_est_s bc_scale_est_t;
 
@@ -109,12 +114,13 @@ void bc_scale_est_wait(bc_scale_est_t *e, const char *job, bool begin,
     uint64_t now);
 /*
  * job read bytes [first, last] of bucket/key (an object of size bytes;
- * size 0: an empty object) and was sent sent bytes. first > last: no
+ * size 0: an empty object) on connection lane (0: unknown) and was sent
+ * sent bytes, after its read waited waited ns on fills. first > last: no
  * body (HEAD, error): counts for neither R nor D.
  */
-void bc_scale_est_read(bc_scale_est_t *e, const char *job,
-    const char *bucket, const char *key, uint64_t size, uint64_t first,
-    uint64_t last, uint64_t sent, uint64_t now);
+void bc_scale_est_read(bc_scale_est_t *e, const char *job, uint64_t lane,
+    uint64_t waited, const char *bucket, const char *key, uint64_t size,
+    uint64_t first, uint64_t last, uint64_t sent, uint64_t now);
 /* job posted a plan of nkeys keys of bucket, the first first_key (the
  * dataset is first_key's). */
 void bc_scale_est_plan(bc_scale_est_t *e, const char *job,

@@ -99,7 +99,7 @@ LTest(rate, a_consumer_that_stalls_still_shows_its_rate)
 			bc_scale_est_wait(e, "j", false, t);
 		}
 		t += 200000;   /* the response itself */
-		bc_scale_est_read(e, "j", "b", key, (uint64_t)size, 0,
+		bc_scale_est_read(e, "j", 0, 0, "b", key, (uint64_t)size, 0,
 		    (uint64_t)size - 1, (uint64_t)size, t);
 		t += (uint64_t)(size / R * 1e9) - 200000;
 		while (t >= next_fold) {
@@ -115,6 +115,57 @@ LTest(rate, a_consumer_that_stalls_still_shows_its_rate)
 	bc_scale_est_free(e);
 }
 
+/*
+ * Four loader workers, each on its own connection, each computing
+ * 4 * size / R per object, half their reads waiting 40 ms on a fill:
+ * their waits overlap one another's compute, and R = 64 MiB/s must come
+ * back as the sum of the workers' rates.
+ */
+LTest(rate, four_workers_on_their_connections_sum_to_the_rate)
+{
+	bc_scale_est_t *e = est(MiB);
+	const double R = 64.0 * MiB, size = 256 * 1024;
+	const uint64_t compute = (uint64_t)(4 * size / R * 1e9);
+	uint64_t next[4], start = SEC, next_fold = SEC + SEC / 2, t = 0;
+	int reads[4] = { 0 }, waiting[4] = { 0 };
+	char key[32];
+
+	for (int w = 0; w < 4; w++)
+		next[w] = start + (uint64_t)w * 1000000;
+	for (int done = 0; done < 2400; ) {
+		int w = 0;
+
+		for (int k = 1; k < 4; k++)
+			if (next[k] < next[w])
+				w = k;
+		t = next[w];
+		while (t >= next_fold) {
+			bc_scale_est_fold(e, next_fold);
+			next_fold += SEC / 2;
+		}
+		if (reads[w] % 2 == 1 && !waiting[w]) {
+			/* this read misses: it waits 40 ms first */
+			waiting[w] = 1;
+			bc_scale_est_wait(e, "j", true, t);
+			next[w] = t + 40000000;
+			continue;
+		}
+		if (waiting[w])
+			bc_scale_est_wait(e, "j", false, t);
+		snprintf(key, sizeof(key), "ds/k%d", done % 500);
+		bc_scale_est_read(e, "j", (uint64_t)w + 1,
+		    waiting[w] ? 40000000 : 0, "b", key, (uint64_t)size, 0,
+		    (uint64_t)size - 1, (uint64_t)size, t);
+		waiting[w] = 0;
+		reads[w]++;
+		done++;
+		next[w] = t + compute;
+	}
+	bc_scale_est_fold(e, t);
+	within(job(e, "j").rate, R, 0.05, "R of 4 workers");
+	bc_scale_est_free(e);
+}
+
 /* Two workers of one job waiting at once count the time once. */
 LTest(rate, overlapping_waits_count_once)
 {
@@ -122,16 +173,16 @@ LTest(rate, overlapping_waits_count_once)
 	uint64_t t = SEC;
 	bc_scale_job_t j;
 
-	bc_scale_est_read(e, "j", "b", "ds/k", MiB, 0, MiB - 1, MiB, t);
+	bc_scale_est_read(e, "j", 0, 0, "b", "ds/k", MiB, 0, MiB - 1, MiB, t);
 	bc_scale_est_fold(e, t);
 	bc_scale_est_wait(e, "j", true, t);
 	bc_scale_est_wait(e, "j", true, t + SEC / 10);
 	bc_scale_est_wait(e, "j", false, t + SEC / 2);
 	bc_scale_est_wait(e, "j", false, t + SEC);
 	/* 1 s waiting, then 1 s reading 2 MiB */
-	bc_scale_est_read(e, "j", "b", "ds/k2", MiB, 0, MiB - 1, MiB,
+	bc_scale_est_read(e, "j", 0, 0, "b", "ds/k2", MiB, 0, MiB - 1, MiB,
 	    t + SEC + SEC / 2);
-	bc_scale_est_read(e, "j", "b", "ds/k3", MiB, 0, MiB - 1, MiB,
+	bc_scale_est_read(e, "j", 0, 0, "b", "ds/k3", MiB, 0, MiB - 1, MiB,
 	    t + 2 * SEC);
 	bc_scale_est_fold(e, t + 2 * SEC);
 	j = job(e, "j");
@@ -147,7 +198,7 @@ LTest(rate, an_idle_gap_does_not_lower_the_rate)
 	uint64_t t = SEC;
 
 	for (int i = 0; i < 100; i++, t += SEC / 10) {
-		bc_scale_est_read(e, "j", "b", "ds/k", MiB, 0, MiB - 1, MiB,
+		bc_scale_est_read(e, "j", 0, 0, "b", "ds/k", MiB, 0, MiB - 1, MiB,
 		    t);
 		bc_scale_est_fold(e, t);
 	}
@@ -209,7 +260,7 @@ read_epochs(bc_scale_est_t *e, unsigned n, const uint64_t *size,
 		shuffle(order, n, (unsigned)ep + 1);
 		for (unsigned i = 0; i < n; i++) {
 			snprintf(key, sizeof(key), "ds/o%u", order[i]);
-			bc_scale_est_read(e, "j", "b", key, size[order[i]], 0,
+			bc_scale_est_read(e, "j", 0, 0, "b", key, size[order[i]], 0,
 			    size[order[i]] - 1, size[order[i]], (*t)++);
 		}
 	}
@@ -277,7 +328,7 @@ LTest(size, ranges_of_one_chunk_are_no_epoch_end)
 	for (unsigned i = 0; i < 100; i++) {
 		snprintf(key, sizeof(key), "ds/shard%u", i);
 		for (uint64_t off = 0; off < 32 * MiB; off += MiB)
-			bc_scale_est_read(e, "j", "b", key, 32 * MiB, off,
+			bc_scale_est_read(e, "j", 0, 0, "b", key, 32 * MiB, off,
 			    off + MiB - 1, MiB, t++);
 	}
 	cr_assert_eq(dataset(e, "b/ds/").epochs, 0);
@@ -296,7 +347,7 @@ LTest(size, a_plan_gives_the_size_early)
 	bc_scale_est_plan(e, "j", "b", "ds/o0", 1000, t);
 	for (unsigned i = 0; i < 100; i++) {
 		snprintf(key, sizeof(key), "ds/o%u", i);
-		bc_scale_est_read(e, "j", "b", key, 100000, 0, 99999, 100000,
+		bc_scale_est_read(e, "j", 0, 0, "b", key, 100000, 0, 99999, 100000,
 		    t++);
 	}
 	cr_assert_eq(dataset(e, "b/ds/").source, BC_SCALE_D_PLAN);
@@ -314,7 +365,7 @@ LTest(bounds, jobs_and_datasets_are_bounded)
 	for (unsigned i = 0; i < 2 * BC_SCALE_MAX_JOBS; i++) {
 		snprintf(id, sizeof(id), "job%u", i);
 		snprintf(key, sizeof(key), "ds%u/k", i);
-		bc_scale_est_read(e, id, "b", key, 1000, 0, 999, 1000, SEC + i);
+		bc_scale_est_read(e, id, 0, 0, "b", key, 1000, 0, 999, 1000, SEC + i);
 	}
 	{
 		bc_scale_job_t *j = calloc(2 * BC_SCALE_MAX_JOBS, sizeof(*j));
