@@ -14,14 +14,18 @@ endpoint's first-byte latency.
 MiB, GiB; 0, the default, is unlimited: bandwidth is then what the loopback
 gives) caps the response BODY bytes sent to clients, over all connections
 together: one token bucket, filled at --rate and holding at most --burst
-bytes (default 64K), that every piece of a response body (at most 64 KiB,
-split to at most --burst) takes from before it is written; a piece that
-finds too few tokens takes them anyway (the bucket goes into debt) and
-waits until the debt is paid back, so waiting pieces are served in the
-order they came and, once the bucket is busy, the bytes sent in any span
-of T seconds are at most --burst + rate * T. Response heads, request
-bodies and the control endpoint are not throttled, so the time to a
-response's first byte stays the delay (plus the upstream's own).
+bytes (default 8K), that every piece of a response body (what one read
+from the upstream returned, at most 64 KiB) takes from before it is
+written. A piece that finds too few tokens takes them anyway (the bucket
+goes into debt) and is written once the debt is paid back, so waiting
+pieces go out in the order they came and the bytes sent in any span of T
+seconds are at most --burst + rate * T (two concurrent 48 MiB downloads
+through --rate 2M, 6M, 32M: 2.00, 6.00, 31.9 MiB/s in total). The burst is
+kept small because a link has none: with 64 KiB, every 256 KiB answer after
+an idle moment would arrive a third faster than the rate, and a gateway
+measuring the origin's bandwidth from its fills would see that. Response
+heads, request bodies and the control endpoint are not throttled, so the
+time to a response's head stays the delay (plus the upstream's own).
 
   * asyncio, one task per client connection: many concurrent connections;
   * keep-alive on both sides: each client connection gets its own upstream
@@ -49,7 +53,7 @@ Control endpoint, never forwarded, never delayed, not counted:
 
 Usage: delay_proxy.py --upstream http://127.0.0.1:PORT [--listen 127.0.0.1]
        [--port 0] [--port-file FILE] [--delay-ms 20] [--rate 0]
-       [--burst 64K]
+       [--burst 8K]
 With --port 0 (the default) it binds a free port and writes it to
 --port-file (written once listening). SIGTERM/SIGINT end it.
 """
@@ -199,32 +203,22 @@ def body_kind(hdrs):
 # gate (the response side under --rate), await gate(nbytes) before writing
 # each piece.
 
-async def write_piece(writer, data, count, gate, piece):
-    """Writes data in pieces of at most `piece` bytes, each after its gate."""
-    if gate is None:
-        writer.write(data)
-        count(len(data))
-        return
-    for i in range(0, len(data), piece):
-        part = data[i:i + piece]
-        await gate(len(part))
-        writer.write(part)
-        count(len(part))
-
-
-async def copy_length(reader, writer, n, count, gate=None, piece=IO_CHUNK):
+async def copy_length(reader, writer, n, count, gate=None):
     """Copies exactly n bytes; raises on EOF."""
     left = n
     while left > 0:
         data = await reader.read(min(left, IO_CHUNK))
         if not data:
             raise ConnectionError('body cut off')
-        await write_piece(writer, data, count, gate, piece)
+        if gate is not None:
+            await gate(len(data))
+        writer.write(data)
+        count(len(data))
         left -= len(data)
         await writer.drain()
 
 
-async def copy_chunked(reader, writer, count, gate=None, piece=IO_CHUNK):
+async def copy_chunked(reader, writer, count, gate=None):
     """Passes a chunked body through as is, counting the payload bytes."""
     while True:
         line = await reader.readuntil(b'\r\n')
@@ -251,19 +245,22 @@ async def copy_chunked(reader, writer, count, gate=None, piece=IO_CHUNK):
                     raise HeadError('too many trailers')
             await writer.drain()
             return
-        await copy_length(reader, writer, size, count, gate, piece)
+        await copy_length(reader, writer, size, count, gate)
         crlf = await reader.readexactly(2)
         if crlf != b'\r\n':
             raise HeadError('bad chunk end')
         writer.write(crlf)
 
 
-async def copy_eof(reader, writer, count, gate=None, piece=IO_CHUNK):
+async def copy_eof(reader, writer, count, gate=None):
     while True:
         data = await reader.read(IO_CHUNK)
         if not data:
             return
-        await write_piece(writer, data, count, gate, piece)
+        if gate is not None:
+            await gate(len(data))
+        writer.write(data)
+        count(len(data))
         await writer.drain()
 
 
@@ -273,10 +270,8 @@ class Proxy:
         self.up_port = up_port
         self.delay = delay
         self.stats = stats
-        # the response side's gate and piece size (None: unthrottled)
+        # the response side's gate (None: unthrottled)
         self.gate = bucket.take if bucket is not None else None
-        self.piece = max(1, min(IO_CHUNK, int(bucket.burst))) \
-            if bucket is not None else IO_CHUNK
 
     def count_req(self, n):
         self.stats.req_bytes += n
@@ -408,13 +403,13 @@ class Proxy:
         rhead_bytes = b'\r\n'.join(rout) + b'\r\n\r\n'
         cwriter.write(rhead_bytes)
         st.resp_head_bytes += len(rhead_bytes)
-        g, pc = self.gate, self.piece
+        g = self.gate
         if rkind == 'length':
-            await copy_length(ur, cwriter, rn, self.count_resp, g, pc)
+            await copy_length(ur, cwriter, rn, self.count_resp, g)
         elif rkind == 'chunked':
-            await copy_chunked(ur, cwriter, self.count_resp, g, pc)
+            await copy_chunked(ur, cwriter, self.count_resp, g)
         elif rkind == 'eof':
-            await copy_eof(ur, cwriter, self.count_resp, g, pc)
+            await copy_eof(ur, cwriter, self.count_resp, g)
             up_close = True
         await cwriter.drain()
         if up_close:
@@ -497,8 +492,8 @@ def main():
     ap.add_argument('--rate', type=size_arg, default=0,
                     help='response body bytes per second over all '
                     'connections (K, M, G: KiB, MiB, GiB; 0: unlimited)')
-    ap.add_argument('--burst', type=size_arg, default=64 * 1024,
-                    help='the token bucket\'s size under --rate (64K)')
+    ap.add_argument('--burst', type=size_arg, default=8 * 1024,
+                    help='the token bucket\'s size under --rate (8K)')
     a = ap.parse_args()
     if a.delay_ms < 0 or a.delay_ms > 60000:
         sys.exit('delay_proxy.py: --delay-ms must be 0..60000')
