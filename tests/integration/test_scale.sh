@@ -8,7 +8,9 @@
 # is the bucket plus the key's first part ("train/dsA/"). Phases:
 #   0. the chain itself, with a fixed --mem-size 256M: epoch 1 of a 12 MiB
 #      set is no faster than B allows, the proxy sends each object once,
-#      epoch 2 is all hits at exactly R; /v1/scale says "fixed";
+#      epoch 2 is all hits at R (never faster; slower only by the time of
+#      reads that stalled, which a loaded machine can make of a hit);
+#      /v1/scale says "fixed";
 #   a. one job, dsA (D = 48 MiB), B = 6 MiB/s, R = 12 MiB/s, 4 epochs,
 #      --mem-size auto: by the end of epoch 3 target_bytes is within 10%
 #      of D*(1-B/R) = 24 MiB, the dataset's size within 5% of D, learnt
@@ -22,8 +24,13 @@
 #      same D (16 MiB each), B = 2 MiB/s, --mem-max 16M: the needs
 #      (16*(1-2/12) + 16*(1-2/4) = 21.3 MiB) exceed the max, so dsA (the
 #      higher rate per byte) gets its whole need and dsB the rest.
-# (The issue's numbers for c were D = 32 MiB and --mem-max 40M: halved,
-# with the max scaled the same way, to keep epoch 1 at 2 MiB/s short.)
+# Objects are 1 MiB (one --chunk-size): through s3rver and the fixture a
+# request's latency is ~10 ms, small against a fill's 170 ms at 6 MiB/s,
+# and 4x fewer requests than 256 KiB objects keep the epochs short. The
+# issue's numbers for c were D = 32 MiB and --mem-max 40M: D is halved to
+# keep epoch 1 at 2 MiB/s short, and the max set so that the needs (21.3
+# MiB) exceed it while dsA's (13.3) fits with room left for dsB. The whole
+# test takes ~85 s (a: ~40 s, c: ~30 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -139,9 +146,10 @@ with urllib.request.urlopen(proxy + "/_delayproxy/stats", timeout=5) as f:
     ps = json.load(f)
 ok(D <= ps["resp_body_bytes"] <= D * 1.02, "the proxy sent each object once",
    "(%d body bytes, D = %d)" % (ps["resp_body_bytes"], D))
-ok(e[1]["hits"] == n and abs(e[1]["seconds"] - D / R) <= 0.05 * D / R,
-   "epoch 2: every read a hit, read at R (within 5%)",
-   "(%d hits, %.3f s, D/R = %.3f s)" % (e[1]["hits"], e[1]["seconds"], D / R))
+ok(e[1]["hits"] == n and 0.98 * D / R <= e[1]["seconds"] <= 1.05 * D / R + e[1]["stall_seconds"],
+   "epoch 2: every read a hit, read at R (within 5%, plus any stalled reads' time)",
+   "(%d hits, %.3f s, %.3f s stalled, D/R = %.3f s)" % (
+       e[1]["hits"], e[1]["seconds"], e[1]["stall_seconds"], D / R))
 s = sl.scale(gw)
 ok(s.get("mode") == "fixed" and s.get("limit_bytes") == 256 * sl.MiB
    and s.get("max_source") == "fixed",
@@ -209,7 +217,7 @@ print("# a: epochs %s s; target %s (want %s = D*(1-B/R)), limit %s, held %s; "
           sl.mib(j.get("throughput_bytes_per_second")), j.get("wait_fraction") or 0),
       file=sys.stderr)
 ok(abs(s["target_bytes"] - want) <= 0.10 * want,
-   "by the end of epoch 3 target_bytes is within 10% of D*(1-B/R) = %s" % sl.mib(want),
+   "by the end of epoch 3 target_bytes is within 10%% of D*(1-B/R) = %s" % sl.mib(want),
    "(%s)" % sl.mib(s["target_bytes"]))
 ok(abs(d.get("size_bytes", 0) - D) <= 0.05 * D and d.get("size_source") == "epoch",
    "dataset %s: size within 5%% of D = %s, learnt from an epoch" % (DS, sl.mib(D)),
@@ -337,7 +345,7 @@ print("# c: max %s; B %s/s; dsA: size %s (%s), R %s/s, rate/byte %.4f, need %s, 
 mx = s.get("max_bytes", 0)
 ok(a.get("size_source") == "epoch" and b.get("size_source") == "epoch"
    and abs(a.get("size_bytes", 0) - D) <= 0.05 * D and abs(b.get("size_bytes", 0) - D) <= 0.05 * D,
-   "both datasets' sizes learnt from an epoch, within 5% of %s" % sl.mib(D))
+   "both datasets' sizes learnt from an epoch, within 5%% of %s" % sl.mib(D))
 ok(a.get("need_bytes", 0) + b.get("need_bytes", 0) > mx, "the needs exceed --mem-max",
    "(%s + %s vs %s)" % (sl.mib(a.get("need_bytes")), sl.mib(b.get("need_bytes")), sl.mib(mx)))
 ok((a.get("rate_per_byte") or 0) > (b.get("rate_per_byte") or 0),

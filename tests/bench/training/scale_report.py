@@ -19,7 +19,8 @@ final limit_bytes and held_bytes over the job's run (samples between its
 first epoch's start and its last epoch's end), and against the reference:
 epoch time ratio (mean of epochs 2+) and memory ratio (peak VmRSS). The
 goal: auto's epochs 2+ within +-10% of the reference's, at a lower peak
-VmRSS.
+VmRSS (at most 0.95x: a peak within 5% of the reference's is not less
+memory on a noisy machine).
 
 Exit status: 0 the goal met; 3 missed, or no auto run, or no reference;
 1 bad input.
@@ -119,7 +120,8 @@ def main():
     def add(name, f):
         table.append((name, [f(byl[c]) if c in byl else "n/a" for c in cols]))
 
-    add("--mem-size", lambda r: r["flags"].replace("--mem-size ", "").replace("--mem-max ", "max "))
+    add("--mem-size", lambda r: r["flags"].replace("--mem-size ", "").replace(
+        " --mem-max ", ", max ").replace(" --mem-min ", ", min "))
     for i in range(nep):
         add("epoch %d s" % (i + 1), lambda r, i=i: "%.2f" % r["epochs"][i]["seconds"]
             if i < len(r["epochs"]) else "-")
@@ -157,8 +159,8 @@ def main():
     else:
         tr = auto["mean2"] / ref["mean2"]
         mr = (auto["peak_rss"] / ref["peak_rss"]) if auto["peak_rss"] and ref["peak_rss"] else None
-        good = abs(tr - 1) <= 0.10 and mr is not None and mr < 1
-        verdict = "%s: auto's epochs 2+ %.2f s vs %s's %.2f s (%.2fx, goal within 0.90-1.10x), peak VmRSS %s vs %s MiB (%s, goal < 1x)" % (
+        good = abs(tr - 1) <= 0.10 and mr is not None and mr <= 0.95
+        verdict = "%s: auto's epochs 2+ %.2f s vs %s's %.2f s (%.2fx, goal within 0.90-1.10x), peak VmRSS %s vs %s MiB (%s, goal <= 0.95x)" % (
             "PASS" if good else "MISS", auto["mean2"], a.ref, ref["mean2"], tr,
             fmt_mib(auto["peak_rss"] * 1024 if auto["peak_rss"] else None),
             fmt_mib(ref["peak_rss"] * 1024 if ref["peak_rss"] else None),
