@@ -90,12 +90,12 @@
 #                      [tests/bench/results/scale.md; the CSV beside it]
 #   BENCH_KEEP_TMP     1: keep the temp dir (logs, samples, JSON) [0]
 
+# shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
+
 # Run by sh: the rest is bash.
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"
 fi
-
-# shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -357,7 +357,7 @@ EOF
 # start_s3rver_origin: s3rver behind the verifying fixture, the dataset
 # uploaded through it; sets UP, UP_DESC.
 start_s3rver_origin() {
-	local nodeopt= s3port fx t0
+	local nodeopt='' s3port fx t0
 	mkdir -p "$TMP/s3rver"
 	if node --openssl-legacy-provider -e "require('crypto')" >/dev/null 2>&1; then
 		nodeopt=--openssl-legacy-provider

@@ -84,7 +84,7 @@ EOF
 # fixture; sets PROXY_URL, PROXY_PID.
 PROXY_N=0
 start_proxy() {
-	local pf log i
+	local pf log
 	PROXY_N=$((PROXY_N + 1))
 	pf=$BC_TMP/proxy.$PROXY_N.port
 	log=$BC_TMP/proxy.$PROXY_N.log
@@ -93,7 +93,7 @@ start_proxy() {
 	PROXY_PID=$!
 	BC_PIDS+=("$PROXY_PID")
 	BC_LOGS+=("$log")
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		[ -s "$pf" ] && break
 		kill -0 "$PROXY_PID" 2>/dev/null || bc_fail "delay proxy died"
 		sleep 0.1
