@@ -2,12 +2,30 @@
 """
 delay_proxy.py -- an HTTP/1.1 reverse proxy to one upstream that waits a
 fixed delay before forwarding each request (bench_training.sh's "upstream
-20 ms away").
+20 ms away"), and optionally caps the bandwidth of what it sends back
+(bench_scale.sh's and test_scale.sh's origin of B bytes/s).
 
 The delay is per request, not per byte: once a request's head has been read
 the proxy sleeps --delay-ms, then forwards it to --upstream and streams the
 answer back as it comes (no buffering of bodies). It models a far S3
-endpoint's first-byte latency; bandwidth is left as the loopback gives it.
+endpoint's first-byte latency.
+
+--rate BYTES_PER_SECOND (a number with an optional K, M or G suffix: KiB,
+MiB, GiB; 0, the default, is unlimited: bandwidth is then what the loopback
+gives) caps the response BODY bytes sent to clients, over all connections
+together: one token bucket, filled at --rate and holding at most --burst
+bytes (default 8K), that every piece of a response body (what one read
+from the upstream returned, at most 64 KiB) takes from before it is
+written. A piece that finds too few tokens takes them anyway (the bucket
+goes into debt) and is written once the debt is paid back, so waiting
+pieces go out in the order they came and the bytes sent in any span of T
+seconds are at most --burst + rate * T (two concurrent 48 MiB downloads
+through --rate 2M, 6M, 32M: 2.00, 6.00, 31.9 MiB/s in total). The burst is
+kept small because a link has none: with 64 KiB, every 256 KiB answer after
+an idle moment would arrive a third faster than the rate, and a gateway
+measuring the origin's bandwidth from its fills would see that. Response
+heads, request bodies and the control endpoint are not throttled, so the
+time to a response's head stays the delay (plus the upstream's own).
 
   * asyncio, one task per client connection: many concurrent connections;
   * keep-alive on both sides: each client connection gets its own upstream
@@ -25,13 +43,17 @@ endpoint's first-byte latency; bandwidth is left as the loopback gives it.
 Counters (the ground truth of what crossed the "WAN", per system and epoch,
 from snapshots): requests, by method and status class, response body bytes
 and response head bytes sent to clients, request bytes, upstream
-connections opened, reconnects, errors; connections open now and at most.
+connections opened, reconnects, errors; connections open now and at most;
+the settings (delay_ms, rate_bytes_per_second: 0 unlimited, burst_bytes)
+and throttle_wait_seconds (the sum over body pieces of the time each
+waited for tokens).
 Control endpoint, never forwarded, never delayed, not counted:
 
   GET /_delayproxy/stats     JSON counters
 
 Usage: delay_proxy.py --upstream http://127.0.0.1:PORT [--listen 127.0.0.1]
-       [--port 0] [--port-file FILE] [--delay-ms 20]
+       [--port 0] [--port-file FILE] [--delay-ms 20] [--rate 0]
+       [--burst 8K]
 With --port 0 (the default) it binds a free port and writes it to
 --port-file (written once listening). SIGTERM/SIGINT end it.
 """
@@ -39,6 +61,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -48,6 +71,30 @@ MAX_HEAD = 64 * 1024
 MAX_HEADERS = 200
 IO_CHUNK = 64 * 1024
 HOP = {b'connection', b'keep-alive', b'proxy-connection'}
+
+
+class TokenBucket:
+    """One bucket shared by every connection (all on the event loop's
+    thread: no lock). take(n) returns at once while the bucket holds n
+    tokens, else after the debt it leaves is paid back at `rate`."""
+
+    def __init__(self, rate, burst, stats):
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.last = time.monotonic()
+        self.stats = stats
+
+    async def take(self, n):
+        now = time.monotonic()
+        self.tokens = min(self.burst,
+                          self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        self.tokens -= n
+        if self.tokens < 0:
+            wait = -self.tokens / self.rate
+            self.stats.throttle_wait += wait
+            await asyncio.sleep(wait)
 
 
 class Stats:
@@ -65,6 +112,10 @@ class Stats:
         self.conns_max = 0
         self.conns_total = 0
         self.started = time.time()
+        self.delay_ms = 0.0
+        self.rate = 0
+        self.burst = 0
+        self.throttle_wait = 0.0
 
     def snapshot(self):
         return {
@@ -82,6 +133,10 @@ class Stats:
             'conns_open': self.conns_open,
             'conns_max': self.conns_max,
             'conns_total': self.conns_total,
+            'delay_ms': self.delay_ms,
+            'rate_bytes_per_second': self.rate,
+            'burst_bytes': self.burst,
+            'throttle_wait_seconds': round(self.throttle_wait, 6),
         }
 
 
@@ -144,22 +199,26 @@ def body_kind(hdrs):
 
 # The copy functions call count(nbytes) for every piece of body they pass
 # on (never "x += await ...": the read of x would happen before the await,
-# and concurrent connections' updates would be lost).
+# and concurrent connections' updates would be lost), and, when given a
+# gate (the response side under --rate), await gate(nbytes) before writing
+# each piece.
 
-async def copy_length(reader, writer, n, count):
+async def copy_length(reader, writer, n, count, gate=None):
     """Copies exactly n bytes; raises on EOF."""
     left = n
     while left > 0:
         data = await reader.read(min(left, IO_CHUNK))
         if not data:
             raise ConnectionError('body cut off')
+        if gate is not None:
+            await gate(len(data))
         writer.write(data)
         count(len(data))
         left -= len(data)
         await writer.drain()
 
 
-async def copy_chunked(reader, writer, count):
+async def copy_chunked(reader, writer, count, gate=None):
     """Passes a chunked body through as is, counting the payload bytes."""
     while True:
         line = await reader.readuntil(b'\r\n')
@@ -186,29 +245,33 @@ async def copy_chunked(reader, writer, count):
                     raise HeadError('too many trailers')
             await writer.drain()
             return
-        await copy_length(reader, writer, size, count)
+        await copy_length(reader, writer, size, count, gate)
         crlf = await reader.readexactly(2)
         if crlf != b'\r\n':
             raise HeadError('bad chunk end')
         writer.write(crlf)
 
 
-async def copy_eof(reader, writer, count):
+async def copy_eof(reader, writer, count, gate=None):
     while True:
         data = await reader.read(IO_CHUNK)
         if not data:
             return
+        if gate is not None:
+            await gate(len(data))
         writer.write(data)
         count(len(data))
         await writer.drain()
 
 
 class Proxy:
-    def __init__(self, up_host, up_port, delay, stats):
+    def __init__(self, up_host, up_port, delay, stats, bucket=None):
         self.up_host = up_host
         self.up_port = up_port
         self.delay = delay
         self.stats = stats
+        # the response side's gate (None: unthrottled)
+        self.gate = bucket.take if bucket is not None else None
 
     def count_req(self, n):
         self.stats.req_bytes += n
@@ -340,12 +403,13 @@ class Proxy:
         rhead_bytes = b'\r\n'.join(rout) + b'\r\n\r\n'
         cwriter.write(rhead_bytes)
         st.resp_head_bytes += len(rhead_bytes)
+        g = self.gate
         if rkind == 'length':
-            await copy_length(ur, cwriter, rn, self.count_resp)
+            await copy_length(ur, cwriter, rn, self.count_resp, g)
         elif rkind == 'chunked':
-            await copy_chunked(ur, cwriter, self.count_resp)
+            await copy_chunked(ur, cwriter, self.count_resp, g)
         elif rkind == 'eof':
-            await copy_eof(ur, cwriter, self.count_resp)
+            await copy_eof(ur, cwriter, self.count_resp, g)
             up_close = True
         await cwriter.drain()
         if up_close:
@@ -375,7 +439,12 @@ async def amain(a):
     if u.scheme != 'http' or not u.hostname:
         sys.exit('delay_proxy.py: --upstream must be http://HOST[:PORT]')
     stats = Stats()
-    proxy = Proxy(u.hostname, u.port or 80, a.delay_ms / 1000.0, stats)
+    stats.delay_ms = a.delay_ms
+    stats.rate = a.rate
+    stats.burst = a.burst if a.rate > 0 else 0
+    bucket = TokenBucket(a.rate, a.burst, stats) if a.rate > 0 else None
+    proxy = Proxy(u.hostname, u.port or 80, a.delay_ms / 1000.0, stats,
+                  bucket)
 
     async def handler(r, w):
         await proxy.handle(r, w)
@@ -389,8 +458,10 @@ async def amain(a):
         with open(tmp, 'w') as f:
             f.write('%d\n' % port)
         os.replace(tmp, a.port_file)
-    print('delay_proxy: listening on %s:%d, upstream %s, delay %g ms'
-          % (a.listen, port, a.upstream, a.delay_ms), file=sys.stderr)
+    print('delay_proxy: listening on %s:%d, upstream %s, delay %g ms, '
+          'rate %s' % (a.listen, port, a.upstream, a.delay_ms,
+                       '%d B/s, burst %d B' % (a.rate, a.burst) if a.rate
+                       else 'unlimited'), file=sys.stderr)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
@@ -401,6 +472,16 @@ async def amain(a):
           file=sys.stderr)
 
 
+def size_arg(s):
+    """A byte count: a number with an optional K, M or G (powers of 1024)."""
+    m = re.fullmatch(r'\s*([0-9]+(?:\.[0-9]*)?)\s*([KkMmGg]?)\s*', s)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            'not a size (a number with an optional K, M or G): %r' % s)
+    mult = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
 def main():
     ap = argparse.ArgumentParser(description='per-request delay proxy')
     ap.add_argument('--upstream', required=True)
@@ -408,9 +489,16 @@ def main():
     ap.add_argument('--port', type=int, default=0)
     ap.add_argument('--port-file')
     ap.add_argument('--delay-ms', type=float, default=20.0)
+    ap.add_argument('--rate', type=size_arg, default=0,
+                    help='response body bytes per second over all '
+                    'connections (K, M, G: KiB, MiB, GiB; 0: unlimited)')
+    ap.add_argument('--burst', type=size_arg, default=8 * 1024,
+                    help='the token bucket\'s size under --rate (8K)')
     a = ap.parse_args()
     if a.delay_ms < 0 or a.delay_ms > 60000:
         sys.exit('delay_proxy.py: --delay-ms must be 0..60000')
+    if a.burst < 1:
+        sys.exit('delay_proxy.py: --burst must be at least 1 byte')
     asyncio.run(amain(a))
 
 
