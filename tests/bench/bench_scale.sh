@@ -77,6 +77,9 @@
 #                      [/tmp/bc-scale-data]
 #   BENCH_EPOCHS       epochs per run [4]
 #   BENCH_WORKERS      the job's reader threads [4]
+#   BENCH_PLAN         1: the job posts each epoch's order as its plan
+#                      (consumer.py --plan), so the gateway prefetches
+#                      ahead of it [0]
 #   BENCH_RUNS         runs, in this order: percentages of D (fixed
 #                      --mem-size) and "auto" ["25 50 100 110 auto"]
 #   BENCH_REF          the reference run (a percentage in BENCH_RUNS) [110]
@@ -117,6 +120,7 @@ ORIGIN=${BENCH_ORIGIN:-nginx}
 DATA_ROOT=${BENCH_DATA:-/tmp/bc-scale-data}
 EPOCHS=${BENCH_EPOCHS:-4}
 WORKERS=${BENCH_WORKERS:-4}
+PLAN=${BENCH_PLAN:-0}
 RUNS=${BENCH_RUNS:-25 50 100 110 auto}
 REF=${BENCH_REF:-110}
 AUTO_MAX=${BENCH_AUTO_MAX:-1G}
@@ -135,7 +139,7 @@ cmdline() {
 	local v out=
 	for v in BC_BIN BENCH_NOBJ BENCH_OBJ_SIZE BENCH_B BENCH_R BENCH_DELAY_MS \
 	    BENCH_ORIGIN BENCH_DATA \
-	    BENCH_EPOCHS BENCH_WORKERS BENCH_RUNS BENCH_REF BENCH_AUTO_MAX BENCH_AUTO_MIN \
+	    BENCH_EPOCHS BENCH_WORKERS BENCH_PLAN BENCH_RUNS BENCH_REF BENCH_AUTO_MAX BENCH_AUTO_MIN \
 	    BENCH_CHUNK BENCH_SEED BENCH_BC_ARGS BENCH_TIMEOUT BENCH_RESULTS \
 	    BENCH_KEEP_TMP; do
 		if [ -n "${!v+set}" ]; then
@@ -183,6 +187,7 @@ is_uint "$NOBJ" && [ "$NOBJ" -ge 1 ] && [ "$NOBJ" -le 100000 ] || die_usage "BEN
 is_uint "$DELAY_MS" && [ "$DELAY_MS" -le 60000 ] || die_usage "BENCH_DELAY_MS must be 0..60000"
 is_uint "$EPOCHS" && [ "$EPOCHS" -ge 2 ] && [ "$EPOCHS" -le 100 ] || die_usage "BENCH_EPOCHS must be 2..100 (epochs 2+ are measured)"
 is_uint "$WORKERS" && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 64 ] || die_usage "BENCH_WORKERS must be 1..64"
+case $PLAN in 0) PLAN_ARG= ;; 1) PLAN_ARG=--plan ;; *) die_usage "BENCH_PLAN must be 0 or 1" ;; esac
 is_uint "$SEED" || die_usage "BENCH_SEED must be a number"
 is_uint "$TIMEOUT" && [ "$TIMEOUT" -ge 10 ] || die_usage "BENCH_TIMEOUT must be >= 10 (seconds)"
 [ -n "${RUNS// /}" ] || die_usage "BENCH_RUNS is empty"
@@ -432,7 +437,7 @@ wait_http "$PROXY/_delayproxy/stats" "$PROXY_PID" 10 || fail "delay_proxy.py doe
 
 say "origin:      $UP_DESC -> delay_proxy.py ($PROXY: +$DELAY_MS ms per request, --rate $B_S = $B bytes/s over all connections, burst 8 KiB)"
 say "dataset:     s3://$BUCKET/${PREFIX}k00000.bin .. k$(printf '%05d' $((NOBJ - 1))).bin: $NOBJ x $OBJ_SIZE bytes, D = $D bytes ($(mib "$D")); the gateway's dataset \"$BUCKET/$PREFIX\""
-say "job:         tests/integration/fixture/consumer.py --workers $WORKERS --rate $R_S ($R bytes/s while not waiting; a read over 10 ms stalled) --epochs $EPOCHS --seed $SEED, x-bucketcache-job: bench; every body checked"
+say "job:         tests/integration/fixture/consumer.py --workers $WORKERS --rate $R_S ($R bytes/s while not waiting; a read over 10 ms stalled) --epochs $EPOCHS --seed $SEED${PLAN_ARG:+ $PLAN_ARG (each epoch's order posted as the job's plan)}, x-bucketcache-job: bench; every body checked"
 say "model:       all hits: an epoch is D/R = $(awk -v d="$D" -v r="$R" 'BEGIN { printf "%.2f", d / r }') s; no stall needs D*(1-B/R) = $(awk -v d="$D" -v r="$R" -v b="$B" 'BEGIN { x = d * (1 - b / r); if (x < 0) x = 0; printf "%d bytes (%.1f MiB)", x, x / 1048576 }') (+ a prefetch window); epoch 1 is no faster than D/B = $(awk -v d="$D" -v b="$B" 'BEGIN { printf "%.2f", d / b }') s"
 
 # ---- the runs -------------------------------------------------------------------
@@ -550,7 +555,7 @@ for run in $RUNS; do
 	timeout -k 10 "$TIMEOUT" "$PY" "$IT/fixture/consumer.py" --endpoint "$GW_URL" \
 	    --bucket "$BUCKET" --prefix "$PREFIX" --objects "$NOBJ" --size "$OBJ_SIZE" \
 	    --rate "$R" --epochs "$EPOCHS" --workers "$WORKERS" --job bench \
-	    --seed "$SEED" --out "$TMP/run$run.json" 2>&1 | sed -u "s/^/# [$label] /" >&2 ||
+	    --seed "$SEED" --out "$TMP/run$run.json" ${PLAN_ARG:+"$PLAN_ARG"} 2>&1 | sed -u "s/^/# [$label] /" >&2 ||
 		rc=$?   # pipefail: the job's status (sed does not fail)
 	sleep 0.5   # a last sample or two after the job's end
 	stop_pid "$SPID"
