@@ -30,13 +30,27 @@ typedef struct decision_s {
 	char     reason[200];
 } decision_t;
 
+/* What the tick remembers of a dataset from one tick to the next (by
+ * name): its epochs and activity then, whether a share is set, and its
+ * last whole epoch as its jobs read it. */
+typedef struct ds_mem_s {
+	char     name[BC_SCALE_NAME_MAX];
+	uint32_t epochs;
+	bool     active, shared;
+	uint64_t end_ns, end_bytes;  /* the last epoch end; its jobs' bytes */
+	double   epoch_s;            /* the last whole epoch: seconds */
+	double   epoch_rate;         /* its jobs' bytes/s over it */
+	double   shortfall;          /* 1 - epoch_rate / their R, >= 0 */
+} ds_mem_t;
+
 /* A dataset as the last tick saw it. */
 typedef struct ds_view_s {
 	bc_scale_dataset_t d;
 	bc_scale_need_t    n;
 	unsigned           jobs;
+	uint64_t           bytes;  /* sent to its active jobs, in all */
 	uint64_t           held;   /* bytes of it in memory (shares) */
-	bool               shared; /* a share was set for it */
+	ds_mem_t           m;
 } ds_view_t;
 
 typedef struct job_view_s {
@@ -57,8 +71,7 @@ struct bc_scale_s {
 	/* the tick's own memory (loop thread) */
 	bc_scale_job_t    *jobs_buf;
 	/* previous tick: epochs and activity per dataset, active jobs */
-	struct { char name[BC_SCALE_NAME_MAX]; uint32_t epochs;
-	    bool active; bool shared; } prev_ds[BC_SCALE_MAX_DATASETS];
+	ds_mem_t           prev_ds[BC_SCALE_MAX_DATASETS];
 	size_t             nprev_ds;
 	struct { char id[BC_SCALE_NAME_MAX]; } prev_jobs[BC_SCALE_MAX_JOBS];
 	size_t             nprev_jobs;
@@ -271,16 +284,17 @@ gather(bc_scale_t *s, uint64_t now, ds_view_t *v, size_t njobs)
 				continue;
 			v[i].jobs++;
 			v[i].n.rate += j->rate;
+			v[i].bytes += j->bytes;
 		}
 	}
 	return n;
 }
 
 /* What changed since the previous tick: an epoch ended (*epoch_ds names
- * the dataset), a dataset or job went idle (*idle_name). Remembers this
- * tick for the next. */
+ * the dataset; its last whole epoch is measured into v[i].m), a dataset
+ * or job went idle (*idle_name). Remembers this tick for the next. */
 static void
-changes(bc_scale_t *s, const ds_view_t *v, size_t n, size_t njobs,
+changes(bc_scale_t *s, ds_view_t *v, size_t n, size_t njobs,
     uint64_t now, const char **epoch_ds, const char **idle_name)
 {
 	size_t nj = 0;
@@ -288,13 +302,29 @@ changes(bc_scale_t *s, const ds_view_t *v, size_t n, size_t njobs,
 	*epoch_ds = *idle_name = NULL;
 	for (size_t i = 0; i < n; i++) {
 		int p = prev_ds_find(s, v[i].d.name);
+		ds_mem_t *m = &v[i].m;
 
-		if (p < 0)
-			continue;
-		if (v[i].d.epochs > s->prev_ds[p].epochs)
+		if (p >= 0)
+			*m = s->prev_ds[p];
+		snprintf(m->name, BC_SCALE_NAME_MAX, "%.127s", v[i].d.name);
+		if (p >= 0 && v[i].d.epochs > m->epochs) {
 			*epoch_ds = v[i].d.name;
-		if (s->prev_ds[p].active && !v[i].n.active)
+			if (m->end_ns != 0 && now > m->end_ns) {
+				m->epoch_s = (double)(now - m->end_ns) / 1e9;
+				m->epoch_rate = v[i].bytes > m->end_bytes ?
+				    (double)(v[i].bytes - m->end_bytes) /
+				    m->epoch_s : 0;
+				m->shortfall = v[i].n.rate > 0 &&
+				    m->epoch_rate < v[i].n.rate ?
+				    1.0 - m->epoch_rate / v[i].n.rate : 0;
+			}
+			m->end_ns = now;
+			m->end_bytes = v[i].bytes;
+		}
+		if (p >= 0 && m->active && !v[i].n.active)
 			*idle_name = v[i].d.name;
+		m->epochs = v[i].d.epochs;
+		m->active = v[i].n.active;
 	}
 	for (size_t i = 0; i < s->nprev_jobs && *idle_name == NULL; i++) {
 		bool still = false;
@@ -305,25 +335,9 @@ changes(bc_scale_t *s, const ds_view_t *v, size_t n, size_t njobs,
 		if (!still)
 			*idle_name = s->prev_jobs[i].id;
 	}
-	{
-		/* this tick's datasets, in its order; whether a share was
-		 * set for each is carried over by name */
-		bool shared[BC_SCALE_MAX_DATASETS];
-
-		for (size_t i = 0; i < n; i++) {
-			int p = prev_ds_find(s, v[i].d.name);
-
-			shared[i] = p >= 0 && s->prev_ds[p].shared;
-		}
-		s->nprev_ds = n;
-		for (size_t i = 0; i < n; i++) {
-			snprintf(s->prev_ds[i].name, BC_SCALE_NAME_MAX,
-			    "%.127s", v[i].d.name);
-			s->prev_ds[i].epochs = v[i].d.epochs;
-			s->prev_ds[i].active = v[i].n.active;
-			s->prev_ds[i].shared = shared[i];
-		}
-	}
+	s->nprev_ds = n;
+	for (size_t i = 0; i < n; i++)
+		s->prev_ds[i] = v[i].m;
 	for (size_t k = 0; k < njobs; k++)
 		if (job_active(s, &s->jobs_buf[k], now))
 			snprintf(s->prev_jobs[nj++].id, BC_SCALE_NAME_MAX, "%.127s",
@@ -332,22 +346,18 @@ changes(bc_scale_t *s, const ds_view_t *v, size_t n, size_t njobs,
 }
 
 /* Sets the shares when the needs do not fit (constrained), clears those
- * set before otherwise. */
+ * set before otherwise; remembered for the next tick. */
 static void
 apply_shares(bc_scale_t *s, ds_view_t *v, size_t n, bool constrained)
 {
 	for (size_t i = 0; i < n; i++) {
-		int p = prev_ds_find(s, v[i].d.name);
-		bool was = p >= 0 && s->prev_ds[p].shared;
-
-		v[i].shared = constrained;
 		if (constrained)
 			bc_cache_set_share(s->o.cache, v[i].d.name,
 			    v[i].n.share > 0 ? v[i].n.share : 1);
-		else if (was)
+		else if (v[i].m.shared)
 			bc_cache_set_share(s->o.cache, v[i].d.name, 0);
-		if (p >= 0)
-			s->prev_ds[p].shared = constrained;
+		v[i].m.shared = constrained;
+		s->prev_ds[i].shared = constrained;
 		v[i].held = bc_cache_share_used(s->o.cache, v[i].d.name);
 	}
 }
@@ -539,7 +549,9 @@ do_json(bc_scale_t *s, bc_buf_t *b)
 		    "\"rate_bytes_per_second\": %.0f, \"rate_per_byte\": %.6g, "
 		    "\"window_bytes\": %llu, \"need_bytes\": %llu, "
 		    "\"share_bytes\": %llu, \"share_set\": %s, "
-		    "\"held_bytes\": %llu}",
+		    "\"held_bytes\": %llu, \"last_epoch_seconds\": %.3f, "
+		    "\"last_epoch_bytes_per_second\": %.0f, "
+		    "\"shortfall\": %.4f}",
 		    (unsigned long long)v->d.size, source_name(v->d.source),
 		    (unsigned long long)v->d.distinct,
 		    (unsigned long long)v->d.plan_keys, v->d.epochs, v->jobs,
@@ -547,8 +559,9 @@ do_json(bc_scale_t *s, bc_buf_t *b)
 		    v->n.rate_per_byte, (unsigned long long)v->n.window,
 		    (unsigned long long)v->n.need,
 		    (unsigned long long)v->n.share,
-		    v->shared ? "true" : "false",
-		    (unsigned long long)v->held);
+		    v->m.shared ? "true" : "false",
+		    (unsigned long long)v->held, v->m.epoch_s, v->m.epoch_rate,
+		    v->m.shortfall);
 	}
 	P("],\n \"jobs\": [");
 	for (size_t i = 0; i < s->njobs; i++) {
@@ -636,6 +649,8 @@ bc_scale_prometheus(bc_scale_t *s, bc_buf_t *b)
 		  "Memory the dataset needs not to stall: D*max(0,1-B/R) plus its prefetch window." },
 		{ "bucketcache_scale_dataset_share_bytes",
 		  "Memory the dataset is given (its need, or less when the needs exceed mem-max)." },
+		{ "bucketcache_scale_dataset_shortfall",
+		  "1 - the jobs' bytes/s over the dataset's last whole epoch / their R (0: they read at their rate; the first, cold epoch is not measured)." },
 	};
 	static const struct { const char *name, *help; } jf[] = {
 		{ "bucketcache_scale_job_rate_bytes_per_second",
@@ -646,19 +661,20 @@ bc_scale_prometheus(bc_scale_t *s, bc_buf_t *b)
 	int rv = 0;
 
 	pthread_mutex_lock(&s->mu);
-	for (size_t f = 0; f < 4 && rv == 0; f++) {
+	for (size_t f = 0; f < 5 && rv == 0; f++) {
 		rv = prom_family(b, dsf[f].name, dsf[f].help);
 		for (size_t i = 0; i < s->nds && rv == 0; i++) {
 			const ds_view_t *v = &s->ds[i];
 			double val = f == 0 ? (double)v->d.size : f == 1 ?
-			    v->n.rate : f == 2 ? (double)v->n.need :
-			    (double)v->n.share;
+			    v->n.rate : f == 2 ? (double)v->n.need : f == 3 ?
+			    (double)v->n.share : v->m.shortfall;
 
 			rv = bc_buf_printf(b, "%s{dataset=", dsf[f].name);
 			if (rv == 0)
 				rv = bc_stats_prom_label(b, v->d.name);
 			if (rv == 0)
-				rv = bc_buf_printf(b, "} %.0f\n", val);
+				rv = bc_buf_printf(b, f == 4 ? "} %.4f\n" :
+				    "} %.0f\n", val);
 		}
 	}
 	for (size_t f = 0; f < 2 && rv == 0; f++) {
