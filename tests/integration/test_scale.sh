@@ -237,6 +237,21 @@ ok(mt is not None and abs(mt - want) <= 0.10 * want
    and md is not None and abs(md - D) <= 0.05 * D,
    "/metrics: bucketcache_scale_target_bytes and the dataset's size",
    "(%r, %r)" % (mt, md))
+# the last whole epoch as the gateway saw it (from one epoch end to the
+# next) against the consumer's epochs 2 and 3, and its shortfall: this
+# one reader waits on every miss, so at D*(1-B/R) it runs well below R
+le = d.get("last_epoch_seconds") or 0
+ce = sum(x["seconds"] for x in e[1:3]) / 2
+sf = d.get("shortfall")
+msf = sl.metric(m, "bucketcache_scale_dataset_shortfall", {"dataset": DS})
+print("# a: the gateway's last epoch %.2f s (consumer's epochs 2-3: %.2f s), "
+      "%s/s, shortfall %s" % (le, ce, sl.mib(d.get("last_epoch_bytes_per_second")), sf),
+      file=sys.stderr)
+ok(abs(le - ce) <= 0.15 * ce and sf is not None
+   and abs(sf - (1 - D / ce / j.get("rate_bytes_per_second", 1))) <= 0.15
+   and msf is not None and abs(msf - sf) <= 0.01,
+   "the dataset's last epoch: its seconds within 15% of the job's, its "
+   "shortfall 1 - (D/epoch)/R (in /metrics too)", "(%r, %r, %r)" % (le, sf, msf))
 done()
 EOF
 wait_consumer "$A_PID" a
@@ -361,4 +376,4 @@ EOF
 wait_consumer "$CA_PID" cA
 wait_consumer "$CB_PID" cB
 bc_stop_gateway
-bc_done 33
+bc_done 34
