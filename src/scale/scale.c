@@ -378,7 +378,11 @@ bc_scale_tick(bc_scale_t *s)
 	if (s->o.cache != NULL) {
 		uint64_t b, busy, tt, tn;
 
-		bc_cache_origin_totals(s->o.cache, &b, &busy, &tt, &tn);
+		if (s->o.origin_totals != NULL)
+			s->o.origin_totals(&b, &busy, &tt, &tn);
+		else
+			bc_cache_origin_totals(s->o.cache, &b, &busy, &tt,
+			    &tn);
 		bc_scale_est_origin_totals(s->est, b, busy, tt, tn);
 		floor = bc_cache_mem_floor(s->o.cache);
 	}

@@ -50,6 +50,10 @@ typedef struct bc_scale_opts_s {
 	 * --prefetch-memory); NULL: none */
 	struct bc_prefetch_s *prefetch;
 	uint64_t            (*now_ns)(void);   /* NULL: bc_mono_ns */
+	/* the origin's totals as bc_cache_origin_totals gives them (tests'
+	 * stand-in); NULL: the cache's */
+	void                (*origin_totals)(uint64_t *bytes,
+	    uint64_t *busy_ns, uint64_t *ttfb_ns, uint64_t *ttfb_n);
 	/* mem-max when cfg's is 0 and the default cannot be read; and
 	 * tests' stand-ins for the cgroup and RAM (0: read them) */
 	uint64_t              cgroup_limit, ram;
