@@ -2,7 +2,7 @@
  * config.c — the option table (config_table.h) expanded into defaults, one
  * parser per TYPE, the config file, BUCKETCACHE_* environment variables,
  * command-line flags and --help; then validation and derived fields
- * (upstream form, credentials, client keys). See config.h.
+ * (upstream form, credentials, client keys, Redis URLs). See config.h.
  *
  * Runs on the main thread before anything else starts; afterwards the
  * bc_config_t is read-only and may be read from any thread (the lookups
@@ -393,6 +393,11 @@ derived_fini(bc_config_t *c)
 	free(c->secret_key);
 	free(c->session_token);
 	free(c->upstream_dir);
+	for (size_t i = 0; i < c->nredis_addrs; i++)
+		bc_config_redis_fini(&c->redis_addrs[i]);
+	free(c->redis_addrs);
+	c->redis_addrs = NULL;
+	c->nredis_addrs = 0;
 	c->access_key = c->secret_key = c->session_token = NULL;
 	c->upstream_dir = NULL;
 	c->upstream_is_file = false;
@@ -955,6 +960,68 @@ check_disk(const bc_config_t *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The Redis tier: --redis URLs (one server, or a cluster's seeds, which
+ * has database 0 only) into redis_addrs, and --redis-size with them;
+ * whether Redis answers is the tier's to find out. On failure
+ * redis_addrs holds what was parsed (freed by derived_fini). */
+static int
+check_redis(bc_config_t *c, char *err, size_t errlen)
+{
+	size_t n = c->redis.n;
+	char why[WHY_LEN];
+	int rv = 0;
+
+	if (c->redis_ttl < 1000) {
+		bc_errf(err, errlen, "--redis-ttl: must be at least 1s");
+		return BC_EINVAL;
+	}
+	if (c->redis_timeout == 0 || c->redis_connect_timeout == 0) {
+		bc_errf(err, errlen, "--redis-%stimeout: must be at least 1ms",
+		    c->redis_timeout == 0 ? "" : "connect-");
+		return BC_EINVAL;
+	}
+	if (n == 0) {
+		if (c->redis_size == 0)
+			return 0;
+		bc_errf(err, errlen, "--redis-size: needs --redis (the Redis "
+		    "server: redis://host[:port])");
+		return BC_EINVAL;
+	}
+	c->redis_addrs = calloc(n, sizeof(*c->redis_addrs));
+	if (c->redis_addrs == NULL) {
+		bc_errf(err, errlen, "out of memory");
+		return BC_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		c->nredis_addrs = i + 1;
+		why[0] = '\0';
+		rv = bc_config_redis_parse(c->redis.v[i], &c->redis_addrs[i],
+		    why, sizeof(why));
+		if (rv < 0) {
+			bc_errf(err, errlen, "--redis: %s", why);
+			return rv;
+		}
+		if (n > 1 && c->redis_addrs[i].db != 0) {
+			bc_errf(err, errlen, "--redis: database %u with several "
+			    "seeds: Redis Cluster has database 0 only",
+			    c->redis_addrs[i].db);
+			return BC_EINVAL;
+		}
+	}
+	if (c->redis_size == 0) {
+		bc_errf(err, errlen, "--redis: needs --redis-size (the bytes "
+		    "this gateway may write to Redis, e.g. 10G)");
+		return BC_EINVAL;
+	}
+	if (c->redis_size < c->chunk_size) {
+		bc_errf(err, errlen, "--redis-size: %llu is less than one chunk "
+		    "(--chunk-size %llu)", (unsigned long long)c->redis_size,
+		    (unsigned long long)c->chunk_size);
+		return BC_EINVAL;
+	}
+	return 0;
+}
+
 static int
 check_misc(const bc_config_t *c, char *err, size_t errlen)
 {
@@ -1285,6 +1352,8 @@ bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen)
 	if (rv == 0)
 		rv = check_mem(c, err, errlen);
 	if (rv == 0)
+		rv = check_redis(c, err, errlen);
+	if (rv == 0)
 		rv = load_creds(c, env, err, errlen);
 	if (rv == 0 && !c->upstream_is_file && c->access_key == NULL) {
 		rv = BC_EINVAL;
@@ -1355,8 +1424,8 @@ bc_config_usage(void *fpv, const char *argv0)
 	    "  --version\n      show the version and exit\n\n");
 	wrap(fp, "Values: N is a decimal number; SIZE is bytes with an "
 	    "optional K, M, G or T suffix (powers of 1024), e.g. 64K, 8M; "
-	    "TIME is a duration like 250ms, 5s or 2m (a bare number is "
-	    "seconds); LEVEL is error, warn, info or debug. '--name=value' "
+	    "TIME is a duration like 250ms, 5s, 2m or 24h (a bare number "
+	    "is seconds); LEVEL is error, warn, info or debug. '--name=value' "
 	    "works too.", 0, 79);
 	fputc('\n', fp);
 	wrap(fp, "Every option can also be set in the environment as "

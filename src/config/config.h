@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/config_redis.h"
+
 typedef struct bc_strlist_s {
 	char  **v;
 	size_t  n;
@@ -55,6 +57,10 @@ typedef struct bc_config_s {
 	 * moves it */
 	bool             mem_auto;
 	char            *upstream_dir;   /* file:// root, absolute */
+	/* --redis, parsed: the server, or the cluster's seeds (several
+	 * only with db 0); NULL and 0 without a Redis tier */
+	bc_redis_addr_t *redis_addrs;
+	size_t           nredis_addrs;
 	bool             help;           /* --help was given */
 	bool             version;        /* --version was given */
 } bc_config_t;
@@ -81,6 +87,7 @@ int  bc_config_load_text(bc_config_t *c, const char *text, size_t len,
     const char *name, char *err, size_t errlen);
 
 /* Validates and derives: upstream URL form, addressing, client keys,
+ * the Redis tier's URLs (redis_addrs) and options,
  * upstream credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
  * AWS_SESSION_TOKEN from env, else the profile in
  * AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials). An http(s) upstream

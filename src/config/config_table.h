@@ -8,7 +8,7 @@
  *         cased with '-' as '_', the environment variable BUCKETCACHE_NAME
  * TYPE    STR, BOOL ("yes/no/true/false/1/0"; a bare flag means yes),
  *         UINT (decimal), SIZE (bytes; K, M, G, T suffixes are powers of
- *         1024), MEMSIZE (a SIZE or "auto": BC_MEM_AUTO), MS (duration; ms, s, m suffixes; bare number = seconds),
+ *         1024), MEMSIZE (a SIZE or "auto": BC_MEM_AUTO), MS (duration; ms, s, m, h suffixes; bare number = seconds),
  *         LEVEL (error|warn|info|debug), LIST (repeatable; each use adds)
  * default as text, parsed like user input ("" for none)
  *
@@ -82,6 +82,16 @@ BC_OPT(disk_dir,      "disk-dir",      STR,   "",
     "a directory for the disk tier: chunks and object metadata kept across restarts (needs --disk-size; default: no disk tier)")
 BC_OPT(disk_size,     "disk-size",     SIZE,  "0",
     "disk tier bound: bytes of its files on disk, in 4 KiB blocks (needs --disk-dir)")
+BC_OPT(redis,         "redis",         LIST,  "",
+    "redis://[[user]:pass@]host[:port][/db] of the Redis tier, shared by gateways on several nodes (repeatable: seeds of one Redis Cluster; needs --redis-size; default: no Redis tier)")
+BC_OPT(redis_size,    "redis-size",    SIZE,  "0",
+    "bytes this gateway may write to Redis, as it accounts them (needs --redis)")
+BC_OPT(redis_ttl,     "redis-ttl",     MS,    "24h",
+    "how long Redis keeps what a gateway wrote (each value's TTL)")
+BC_OPT(redis_timeout, "redis-timeout", MS,    "2s",
+    "a Redis command not answered within this fails (the tier is then marked down; requests go on from the origin)")
+BC_OPT(redis_connect_timeout, "redis-connect-timeout", MS, "1s",
+    "Redis connect timeout")
 BC_OPT(readahead,     "readahead",     UINT,  "1",
     "chunks fetched ahead of a client reading an object sequentially")
 BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",

@@ -4,7 +4,7 @@
  * the config file's syntax and FILE:LINE errors, --help, the credentials
  * file (config_creds.c), upstream credentials from env and profiles,
  * client keys and their allow lists, upstream URL and file:// resolution,
- * listen validation.
+ * listen validation, the Redis tier's URLs and options.
  *
  * config.c is included (not only linked) so the static type parsers can
  * be tested directly: the table has no SIZE option yet. The binary then
@@ -1047,6 +1047,313 @@ LTest(finish, disk_tier_options)
 	bc_config_fini(&c);
 }
 
+/* ---- the Redis tier's options ------------------------------------------- */
+
+/* One URL that parses: what it must give. */
+typedef struct {
+	const char *url;
+	const char *host;
+	unsigned    port;
+	const char *user, *pass;    /* NULL: none */
+	unsigned    db;
+} redis_good_t;
+
+LTest(finish, redis_urls_parse)
+{
+	static const redis_good_t good[] = {
+		{ "redis://cache", "cache", 6379, NULL, NULL, 0 },
+		{ "redis://127.0.0.1:7000", "127.0.0.1", 7000, NULL, NULL, 0 },
+		{ "REDIS://Cache-1.example:1/", "Cache-1.example", 1, NULL,
+		    NULL, 0 },
+		{ "redis://h:65535/15", "h", 65535, NULL, NULL, 15 },
+		{ "redis://h/2147483647", "h", 6379, NULL, NULL, 2147483647u },
+		{ "redis://[::1]", "::1", 6379, NULL, NULL, 0 },
+		{ "redis://[::1]:6380/3", "::1", 6380, NULL, NULL, 3 },
+		{ "redis://[2001:db8::7]:7001", "2001:db8::7", 7001, NULL, NULL,
+		    0 },
+		{ "redis://:s3cret@h", "h", 6379, NULL, "s3cret", 0 },
+		{ "redis://bc:pw@h:7000/1", "h", 7000, "bc", "pw", 1 },
+		/* percent-decoded; raw '@', ':' and '/' in the password */
+		{ "redis://b%63:p%40ss%2Fw%3a@h", "h", 6379, "bc", "p@ss/w:",
+		    0 },
+		{ "redis://u:a@b:c/d@[::1]:9/4", "::1", 9, "u", "a@b:c/d", 4 },
+		{ "redis://u:%C3%A9%ff@h", "h", 6379, "u", "\xc3\xa9\xff", 0 },
+	};
+	bc_redis_addr_t a;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		const redis_good_t *g = &good[i];
+
+		err[0] = '\0';
+		cr_assert_eq(bc_config_redis_parse(g->url, &a, err,
+		    sizeof(err)), 0, "%s: %s", g->url, err);
+		cr_assert_str_eq(a.host, g->host, "%s", g->url);
+		cr_assert_eq(a.port, g->port, "%s", g->url);
+		cr_assert_eq(a.db, g->db, "%s", g->url);
+		if (g->user == NULL)
+			cr_assert_null(a.user, "%s", g->url);
+		else
+			cr_assert_str_eq(a.user, g->user, "%s", g->url);
+		if (g->pass == NULL)
+			cr_assert_null(a.pass, "%s", g->url);
+		else
+			cr_assert_str_eq(a.pass, g->pass, "%s", g->url);
+		bc_config_redis_fini(&a);
+	}
+	bc_config_redis_fini(NULL);
+}
+
+LTest(finish, redis_url_errors)
+{
+	static const char *const bad[][2] = {
+		{ "rediss://h:6380", "rediss://: TLS needs hiredis >= 1.0; "
+		    "Debian 12's 0.14 has none" },
+		{ "REDISS://:pw@h", "rediss://: TLS needs hiredis >= 1.0; "
+		    "Debian 12's 0.14 has none" },
+		{ "http://h:6379", "'http://h:6379' must start with redis:// "
+		    "(redis://[[user]:pass@]host[:port][/db])" },
+		{ "h:6379", "'h:6379' must start with redis:// "
+		    "(redis://[[user]:pass@]host[:port][/db])" },
+		{ "unix:///run/redis.sock", "'unix:///run/redis.sock' must "
+		    "start with redis:// (redis://[[user]:pass@]host[:port]"
+		    "[/db])" },
+		{ "", "'' must start with redis:// "
+		    "(redis://[[user]:pass@]host[:port][/db])" },
+		{ "redis://", "'redis://': no host" },
+		{ "redis:///0", "'redis:///0': no host" },
+		{ "redis://:7000", "'redis://:7000': no host" },
+		{ "redis://h:0", "'redis://h:0': port must be 1-65535" },
+		{ "redis://h:65536", "'redis://h:65536': port must be "
+		    "1-65535" },
+		{ "redis://h:", "'redis://h:': port must be 1-65535" },
+		{ "redis://h:63x", "'redis://h:63x': port must be 1-65535" },
+		{ "redis://h:99999999999999999999999",
+		    "'redis://h:99999999999999999999999': port must be "
+		    "1-65535" },
+		{ "redis://h/x", "'redis://h/x': the database (after the '/') "
+		    "must be a number from 0 to 2147483647" },
+		{ "redis://h/-1", "'redis://h/-1': the database (after the "
+		    "'/') must be a number from 0 to 2147483647" },
+		{ "redis://h/2147483648", "'redis://h/2147483648': the "
+		    "database (after the '/') must be a number from 0 to "
+		    "2147483647" },
+		{ "redis://h/0/", "'redis://h/0/': the database (after the "
+		    "'/') must be a number from 0 to 2147483647" },
+		{ "redis://h/0?x=1", "'redis://h/0?x=1': no query or "
+		    "fragment allowed" },
+		{ "redis://h#f", "'redis://h#f': no query or fragment "
+		    "allowed" },
+		{ "redis://[::1", "'redis://[::1': bad IPv6 address" },
+		{ "redis://[zz]:1", "'redis://[zz]:1': bad IPv6 address" },
+		{ "redis://[::1]6379", "'redis://[::1]6379': junk after ']'" },
+		{ "redis://::1:6379", "'redis://::1:6379': no host" },
+		{ "redis://h!x", "'redis://h!x': bad character in host (IPv6 "
+		    "addresses go in [brackets])" },
+		{ "redis://h x", "'redis://h x': contains a blank or control "
+		    "character" },
+		{ "redis://h\n", "'redis://h?': contains a blank or control "
+		    "character" },
+		{ "\nredis:\v://u:p@h", "'?redis:?://***@h': contains a blank "
+		    "or control character" },
+		{ "redis://user@h", "'redis://***@h': a user needs a password "
+		    "(redis://user:pass@host)" },
+		{ "redis://@h", "'redis://***@h': nothing before '@' (want "
+		    "redis://[[user]:pass@]host)" },
+		{ "redis://u:@h", "'redis://***@h': empty password" },
+		{ "redis://:@h", "'redis://***@h': empty password" },
+		{ "redis://u:p%4@h", "'redis://***@h': bad percent-encoding "
+		    "in the user or password" },
+		{ "redis://u:p%zz@h", "'redis://***@h': bad percent-encoding "
+		    "in the user or password" },
+		{ "redis://u:p%00x@h", "'redis://***@h': bad percent-encoding "
+		    "in the user or password" },
+		{ "redis://u%2:p@h", "'redis://***@h': bad percent-encoding "
+		    "in the user or password" },
+		{ "redis://u:pw@h:0", "'redis://***@h:0': port must be "
+		    "1-65535" },
+		{ "u:pw@h", "'***@h' must start with redis:// "
+		    "(redis://[[user]:pass@]host[:port][/db])" },
+	};
+	bc_redis_addr_t a;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		cr_assert_eq(bc_config_redis_parse(bad[i][0], &a, err,
+		    sizeof(err)), BC_EINVAL, "%s", bad[i][0]);
+		cr_assert_str_eq(err, bad[i][1], "%s", bad[i][0]);
+		cr_assert_null(a.host);
+		cr_assert_null(a.user);
+		cr_assert_null(a.pass);
+		bc_config_redis_fini(&a);
+	}
+}
+
+LTest(finish, redis_url_bounds)
+{
+	char url[BC_REDIS_URL_MAX + 16], want[200];
+	bc_redis_addr_t a;
+
+	/* a host of 255 bytes is fine, 256 is not */
+	memset(url, 0, sizeof(url));
+	strcpy(url, "redis://");
+	memset(url + 8, 'h', 255);
+	cr_assert_eq(bc_config_redis_parse(url, &a, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(strlen(a.host), 255);
+	bc_config_redis_fini(&a);
+	url[8 + 255] = 'h';
+	cr_assert_eq(bc_config_redis_parse(url, &a, err, sizeof(err)),
+	    BC_EINVAL);
+	snprintf(want, sizeof(want), "'%.64s': host name longer than 255 "
+	    "bytes", url);
+	cr_assert_str_eq(err, want);
+	/* a URL of BC_REDIS_URL_MAX bytes is fine (a long password) */
+	memset(url, 0, sizeof(url));
+	strcpy(url, "redis://:");
+	memset(url + 9, 'p', BC_REDIS_URL_MAX - 9 - 2);
+	strcat(url, "@h");
+	cr_assert_eq(strlen(url), BC_REDIS_URL_MAX);
+	cr_assert_eq(bc_config_redis_parse(url, &a, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(strlen(a.pass), BC_REDIS_URL_MAX - 11);
+	bc_config_redis_fini(&a);
+	strcat(url, "x");
+	cr_assert_eq(bc_config_redis_parse(url, &a, err, sizeof(err)),
+	    BC_EINVAL);
+	cr_assert_str_eq(err, "'redis://***@hx': longer than 2048 bytes");
+}
+
+LTest(finish, redis_options)
+{
+	const char *env[] = { "BUCKETCACHE_REDIS=redis://a:7000 "
+	    "redis://b:7001  redis://[::1]:7002", "BUCKETCACHE_REDIS_SIZE=4G",
+	    NULL };
+	bc_config_t c;
+	char up[600];
+
+	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+	/* defaults: no Redis tier */
+	cr_assert_eq(finish(&c, ARGS(up), NOENV), 0, "%s", err);
+	cr_assert_eq(c.redis.n, 0);
+	cr_assert_null(c.redis_addrs);
+	cr_assert_eq(c.nredis_addrs, 0);
+	cr_assert_eq(c.redis_size, 0);
+	cr_assert_eq(c.redis_ttl, 24ull * 3600 * 1000);
+	cr_assert_eq(c.redis_timeout, 2000);
+	cr_assert_eq(c.redis_connect_timeout, 1000);
+	bc_config_fini(&c);
+	/* one server */
+	cr_assert_eq(finish(&c, ARGS(up, "--redis", "redis://:pw@r1:6380/2",
+	    "--redis-size", "10G", "--redis-ttl", "1h", "--redis-timeout",
+	    "500ms", "--redis-connect-timeout", "250ms"), NOENV), 0, "%s",
+	    err);
+	cr_assert_eq(c.nredis_addrs, 1);
+	cr_assert_str_eq(c.redis_addrs[0].host, "r1");
+	cr_assert_eq(c.redis_addrs[0].port, 6380);
+	cr_assert_str_eq(c.redis_addrs[0].pass, "pw");
+	cr_assert_eq(c.redis_addrs[0].db, 2);
+	cr_assert_eq(c.redis_size, 10ull << 30);
+	cr_assert_eq(c.redis_ttl, 3600000);
+	cr_assert_eq(c.redis_timeout, 500);
+	cr_assert_eq(c.redis_connect_timeout, 250);
+	/* finish again (derived fields are rebuilt, not leaked) */
+	cr_assert_eq(bc_config_finish(&c, (char **)NOENV, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(c.nredis_addrs, 1);
+	bc_config_fini(&c);
+	/* cluster seeds, repeated flags or blank-separated in the env */
+	cr_assert_eq(finish(&c, ARGS(up, "--redis", "redis://s1:7000",
+	    "--redis=redis://s2:7001/0", "--redis-size", "1G"), NOENV), 0,
+	    "%s", err);
+	cr_assert_eq(c.nredis_addrs, 2);
+	cr_assert_str_eq(c.redis_addrs[0].host, "s1");
+	cr_assert_eq(c.redis_addrs[1].port, 7001);
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS(up), env), 0, "%s", err);
+	cr_assert_eq(c.nredis_addrs, 3);
+	cr_assert_str_eq(c.redis_addrs[2].host, "::1");
+	cr_assert_eq(c.redis_addrs[2].port, 7002);
+	cr_assert_eq(c.redis_size, 4ull << 30);
+	bc_config_fini(&c);
+	/* flags replace the environment's list */
+	cr_assert_eq(finish(&c, ARGS(up, "--redis", "redis://f"), env), 0,
+	    "%s", err);
+	cr_assert_eq(c.nredis_addrs, 1);
+	cr_assert_str_eq(c.redis_addrs[0].host, "f");
+	bc_config_fini(&c);
+}
+
+LTest(finish, redis_option_errors)
+{
+	char up[600];
+
+	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+	finish_fails(ARGS(up, "--redis", "redis://h"), NOENV,
+	    "--redis: needs --redis-size (the bytes this gateway may write "
+	    "to Redis, e.g. 10G)");
+	finish_fails(ARGS(up, "--redis-size", "1G"), NOENV,
+	    "--redis-size: needs --redis (the Redis server: "
+	    "redis://host[:port])");
+	finish_fails(ARGS(up, "--redis", "redis://h", "--redis-size", "1M"),
+	    NOENV, "--redis-size: 1048576 is less than one chunk "
+	    "(--chunk-size 8388608)");
+	finish_fails(ARGS(up, "--redis", "rediss://h", "--redis-size", "1G"),
+	    NOENV, "--redis: rediss://: TLS needs hiredis >= 1.0; Debian 12's "
+	    "0.14 has none");
+	finish_fails(ARGS(up, "--redis", "redis://a", "--redis",
+	    "redis://b:7000/1", "--redis-size", "1G"), NOENV,
+	    "--redis: database 1 with several seeds: Redis Cluster has "
+	    "database 0 only");
+	finish_fails(ARGS(up, "--redis", "redis://a", "--redis", "redis:/b",
+	    "--redis-size", "1G"), NOENV, "--redis: 'redis:/b' must start "
+	    "with redis:// (redis://[[user]:pass@]host[:port][/db])");
+	finish_fails(ARGS(up, "--redis-ttl", "0"), NOENV,
+	    "--redis-ttl: must be at least 1s");
+	finish_fails(ARGS(up, "--redis-ttl", "999ms"), NOENV,
+	    "--redis-ttl: must be at least 1s");
+	finish_fails(ARGS(up, "--redis-timeout", "0"), NOENV,
+	    "--redis-timeout: must be at least 1ms");
+	finish_fails(ARGS(up, "--redis-connect-timeout", "0ms"), NOENV,
+	    "--redis-connect-timeout: must be at least 1ms");
+	load_fails(ARGS("--redis-ttl", "1d"), NOENV,
+	    "--redis-ttl: '1d' is not a duration (like 250ms, 5s, 2m, 1h; a "
+	    "bare number is seconds)");
+	load_fails(ARGS("--redis-size", "lots"), NOENV,
+	    "--redis-size: 'lots' is not a size (like 512, 64K, 8M, 2G, 1T)");
+}
+
+/* Neither the user nor the password of a --redis URL is ever shown. */
+LTest(finish, redis_errors_never_show_credentials)
+{
+	static const char *const bad[] = {
+		"redis://TOPUSER:TOPSECRET@h:0",
+		"redis://TOPUSER:TOPSECRET@",
+		"redis://TOPUSER:TOPSECRET@h/x",
+		"redis://TOPUSER:TOPSECRET@h?x",
+		"redis://TOPUSER:TOPSECRET%zz@h",
+		"redis://TOPUSER:TOPSECRET@[::1",
+		"rediss://TOPUSER:TOPSECRET@h",
+		"http://TOPUSER:TOPSECRET@h",
+		"TOPUSER:TOPSECRET@h",
+		"redis://TOPUSER:TOPSECRET@h x",
+		"redis://TOPUSER:TOP SECRET@h",
+	};
+	char up[600], arg[300];
+	bc_config_t c;
+
+	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(arg, sizeof(arg), "--redis=%s", bad[i]);
+		cr_assert_eq(finish(&c, ARGS(up, arg, "--redis-size=1G"),
+		    NOENV), -1, "%s", bad[i]);
+		cr_assert_eq(strncmp(err, "--redis: ", 9), 0, "%s", err);
+		cr_assert_null(strstr(err, "TOPSECRET"), "%s", err);
+		cr_assert_null(strstr(err, "TOPUSER"), "%s", err);
+		cr_assert_null(strchr(err, '\n'));
+		bc_config_fini(&c);
+	}
+}
+
 LTest(finish, env_credentials_and_default_key)
 {
 	bc_config_t c;
@@ -1409,8 +1716,10 @@ LTest(config, example_conf_lists_every_option_with_its_default)
 	/* and its client-key examples are valid */
 	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
 	snprintf(arg, sizeof(arg), "--config=%s", out);
-	cr_assert_eq(finish(&c, ARGS(arg, up), NOENV), 0, "%s", err);
+	cr_assert_eq(finish(&c, ARGS(arg, up, "--redis-size=1G"), NOENV), 0,
+	    "%s", err);
 	cr_assert_geq(c.nkeys, 1);
+	cr_assert_geq(c.nredis_addrs, 1);
 	bc_config_fini(&c);
 }
 
