@@ -272,18 +272,27 @@ redis_fixture_cmdv(redis_node_t *node, int argc, const char **argv,
 }
 
 redisReply *
-redis_fixture_cmd(redis_node_t *node, const char *fmt, ...)
+redis_fixture_vcmd(redis_node_t *node, const char *fmt, va_list ap)
 {
 	redisContext *rc = connect_node(node);
 	redisReply   *r;
-	va_list       ap;
 
 	cr_assert_not_null(rc, "cannot connect to port %d", node->port);
-	va_start(ap, fmt);
 	r = redisvCommand(rc, fmt, ap);
-	va_end(ap);
 	cr_assert_not_null(r, "port %d: %s", node->port, rc->errstr);
 	redisFree(rc);
+	return r;
+}
+
+redisReply *
+redis_fixture_cmd(redis_node_t *node, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list     ap;
+
+	va_start(ap, fmt);
+	r = redis_fixture_vcmd(node, fmt, ap);
+	va_end(ap);
 	return r;
 }
 

@@ -18,6 +18,7 @@
 #ifndef BC_TEST_REDIS_FIXTURE_H
 #define BC_TEST_REDIS_FIXTURE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -60,6 +61,8 @@ void redis_fixture_resume(redis_node_t *node);
  * it has a password); returns the reply, the caller's to
  * freeReplyObject. Asserts the connection works. */
 redisReply *redis_fixture_cmd(redis_node_t *node, const char *fmt, ...);
+redisReply *redis_fixture_vcmd(redis_node_t *node, const char *fmt,
+    va_list ap);
 /* The same with argv (binary-safe). */
 redisReply *redis_fixture_cmdv(redis_node_t *node, int argc,
     const char **argv, const size_t *lens);
