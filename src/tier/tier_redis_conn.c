@@ -197,7 +197,8 @@ answer(cmd_t *cmd, int status, const redisReply *reply)
 		c->nwire--;
 	} else {
 		c->nqueued--;
-		free(cmd->own);
+		if (cmd->own != NULL)
+			redisFreeCommand(cmd->own);
 		free(cmd);
 	}
 	if (status < 0)
@@ -812,16 +813,4 @@ const bc_tier_redis_conn_stats_t *
 bc_tier_redis_conn_stats(const bc_tier_redis_conn_t *c)
 {
 	return &c->stats;
-}
-
-const char *
-bc_tier_redis_conn_host(const bc_tier_redis_conn_t *c)
-{
-	return c->host;
-}
-
-int
-bc_tier_redis_conn_port(const bc_tier_redis_conn_t *c)
-{
-	return c->port;
 }

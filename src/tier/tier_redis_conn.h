@@ -24,8 +24,12 @@
  * queue of at most max_queued. A command's timeout runs from the moment
  * it is written, not while it waits in the queue.
  *
+ * While DOWN, submit refuses commands (BC_ENOTCONN): callers fail fast
+ * instead of waiting out the backoff. While CONNECTING, they queue.
+ *
  * The connection must be closed (bc_tier_redis_conn_close) before its
  * loop stops closing handles: at the latest from bc_loop_stop's stop_fn.
+ * hiredis writes with write(2): the process must ignore SIGPIPE.
  */
 #ifndef BC_TIER_REDIS_CONN_H
 #define BC_TIER_REDIS_CONN_H
@@ -47,8 +51,9 @@ typedef enum bc_tier_redis_conn_state_e {
 	BC_TIER_REDIS_CONN_CLOSED = 3,
 } bc_tier_redis_conn_state_t;
 
-/* Called on the loop thread when the connection goes UP or DOWN (not for
- * CONNECTING or CLOSED). It may submit; it must not close c. */
+/* Called on the loop thread when the connection goes UP, and when it goes
+ * DOWN (after each failed attempt too); not for CONNECTING or CLOSED. It
+ * may submit; it must not close c. */
 typedef void (*bc_tier_redis_conn_state_cb)(bc_tier_redis_conn_t *c,
     bc_tier_redis_conn_state_t state, void *arg);
 
@@ -158,9 +163,5 @@ bc_tier_redis_conn_state_t bc_tier_redis_conn_state(
     const bc_tier_redis_conn_t *c);
 const bc_tier_redis_conn_stats_t *bc_tier_redis_conn_stats(
     const bc_tier_redis_conn_t *c);
-
-/* host:port as given at creation (c's own string). */
-const char *bc_tier_redis_conn_host(const bc_tier_redis_conn_t *c);
-int         bc_tier_redis_conn_port(const bc_tier_redis_conn_t *c);
 
 #endif
