@@ -27,6 +27,9 @@
 #define BC_ENOSPC    (-ENOSPC)
 #define BC_ENOTSUP   (-ENOTSUP)
 #define BC_EPIPE     (-EPIPE)
+#define BC_ENOTCONN  (-ENOTCONN)
+#define BC_ECONNREFUSED (-ECONNREFUSED)
+#define BC_ECONNRESET (-ECONNRESET)
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);

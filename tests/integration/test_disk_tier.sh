@@ -355,10 +355,21 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=8m tmpfs "$SMALL"; then
 	downs=$(tier disk downs)
 	bc_assert_ge "$wf" 1 "ENOSPC: the tier counts its write failures"
 	bc_assert_ge "$downs" 1 "ENOSPC: the tier went down (stats downs)"
-	for i in $(seq 100); do
+	# down lasts until a read probes the tier after its backoff (1 s,
+	# doubling) and finds it readable: pass 1 may have ended with such a
+	# probe. A read of an object new to the origin makes one more write,
+	# which the full filesystem refuses: down again, until the next probe
+	for i in $(seq 20); do
 		up=$(tier disk up)
 		[ "$up" = 0 ] && break
-		sleep 0.05
+		bc_mkfile "$DATA/ds/train/late$i.bin" 300000
+		curl -sf -o /dev/null "$BC_GW_URL/ds/train/late$i.bin" ||
+			bc_fail "ENOSPC: GET late$i failed"
+		for _ in $(seq 20); do
+			up=$(tier disk up)
+			[ "$up" = 0 ] && break 2
+			sleep 0.05
+		done
 	done
 	bc_assert_eq 0 "$up" "ENOSPC: the stats say the disk tier is down"
 	get_all "ENOSPC pass 2"
