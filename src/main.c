@@ -162,6 +162,16 @@ main(int argc, char **argv)
 		bc_config_fini(&cfg);
 		return 2;
 	}
+	if (cfg.nredis_addrs > 0) {
+		/* the options parse and are checked; the tier that uses them
+		 * (issue 14) is not composed yet: refuse rather than run
+		 * without the tier the operator asked for */
+		fprintf(stderr, "bucketcache: --redis: the Redis tier is not "
+		    "in this build yet (its connection, cluster and value "
+		    "layers are; the tier is next)\n");
+		bc_config_fini(&cfg);
+		return 2;
+	}
 	bc_log_level = cfg.log_level;
 	/* Chunk buffers (64 KiB and up) get their own mappings, returned to
 	 * the system when freed: with glibc's default, which rises after
