@@ -67,6 +67,9 @@ file_opened(bc_tier_file_t *req, int status)
 	bc_cache_t *c = op->c;
 
 	pthread_mutex_lock(&c->mu);
+	if (status == 0 && !bc_cache_tier_len_ok(c, op->o, op->index,
+	    req->len))
+		status = BC_ENOENT;   /* its fd is closed below */
 	if (status == 0 && op->waiters != NULL) {
 		bc_waiter_t *w = op->waiters;
 
@@ -134,6 +137,10 @@ bc_cache_chunk_file(bc_cache_t *c, bc_object_t *o, const char *etag,
 	op->waiters = NULL;   /* only w, which is still waiting */
 	w->list = NULL;
 	w->result = BC_WAIT_PENDING;
+	if (rv == 1 && !bc_cache_tier_len_ok(c, o, i, op->req.len)) {
+		close(op->req.fd);
+		rv = BC_ENOENT;
+	}
 	if (rv == 1) {
 		w->fd = op->req.fd;
 		w->fd_off = op->req.off;

@@ -255,11 +255,18 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 	bc_fill_t *f = req->data;
 	bc_cache_t *c = f->c;
 	bc_object_t *o = f->o;
+	bc_chunk_t *other = NULL;   /* a hit of another chunk size */
 
 	pthread_mutex_lock(&c->mu);
 	f->probing = false;
+	if (status == 0 && !bc_cache_tier_len_ok(c, o, f->index, ch->len)) {
+		other = ch;
+		ch = NULL;
+		status = BC_ENOENT;
+	}
 	if (status != 0 && fill_fetch(c, f) == 0) {
 		pthread_mutex_unlock(&c->mu);
+		bc_chunk_unref(other);
 		return;
 	}
 	fill_unlink(o, f);
@@ -297,6 +304,7 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 	fill_ended(c, f);
 	pthread_mutex_unlock(&c->mu);
 	bc_chunk_unref(ch);
+	bc_chunk_unref(other);
 	free(f);
 }
 

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
+#include "cache/cache_math.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
@@ -165,6 +166,21 @@ bc_cache_policy_ctx(const bc_object_t *o, bool prefetch)
 	bc_policy_ctx_t ctx = { bc_mono_ns(), NULL, o->dataset, prefetch };
 
 	return ctx;
+}
+
+/* c->mu held: whether a lower tier's chunk of len bytes can be o's chunk
+ * i at the chunk size in force. A tier filled under another
+ * --chunk-size keeps chunks of other lengths (and offsets) under the
+ * same names: those are not used (counted, fetched again). Unknown
+ * metadata: nothing to check against. */
+static inline bool
+bc_cache_tier_len_ok(const bc_cache_t *c, const bc_object_t *o, uint32_t i,
+    uint64_t len)
+{
+	if (!o->meta_valid || len == bc_chunk_len(i, o->meta.size, c->cs))
+		return true;
+	BC_STATS_INC(cache_tier_mismatches);
+	return false;
 }
 
 /* ---- cache_waiter.c (c->mu held) ---- */

@@ -56,6 +56,7 @@ BC_STAT(cache_meta_lower_puts, COUNTER, "Object metadata learned or revalidated 
 BC_STAT(cache_bytes_disk,    COUNTER, "Object bytes sent to clients from chunks a lower tier (disk) brought for them.")
 BC_STAT(cache_disk_sendfile,  COUNTER, "Object responses sent from a disk tier's file with sendfile (a range within one chunk memory lacked).")
 BC_STAT(cache_disk_promotions, COUNTER, "Chunks sent from a disk tier's file that were also brought into memory (while memory has room for them without evicting).")
+BC_STAT(cache_tier_mismatches, COUNTER, "Chunks a lower tier (disk) had under the right name but of another length than the chunk size in force gives (kept under another --chunk-size): not used, fetched again.")
 BC_STAT(cache_invalidations, COUNTER, "Objects dropped by writes through the gateway or the admin call.")
 BC_STAT(cache_evictions,     COUNTER, "Chunks evicted from the memory tier.")
 BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")

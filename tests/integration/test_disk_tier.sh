@@ -249,6 +249,17 @@ reads5=$(bc_stats_get upstream_file_reads)
 bc_assert_eq 2 "$reads5" "only the two objects not read since their change come from the origin"
 bc_stop_gateway
 
+# ---- (g) the same disk under another --chunk-size ---------------------------
+# Its files keep the names of 1 MiB chunks: under 512 KiB chunks the same
+# names mean other bytes. Those are refused by length and fetched again;
+# single-chunk objects are the same bytes under both and are used.
+bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 16MiB \
+	--chunk-size 512K --meta-ttl 10m --disk-dir "$DISK" --disk-size 1GiB
+get_all "another chunk size"
+mm=$(bc_stats_get cache_tier_mismatches)
+bc_assert_ge "$mm" 10 "another chunk size: the disk's 1 MiB chunks are not used as 512 KiB ones (cache_tier_mismatches)"
+bc_stop_gateway
+
 # ---- (f) a memory tier too small for its readers ------------------------------
 # 4 MiB of memory, 16 readers at once: fills memory has no room for run as
 # transit fills (to the disk tier only), so the set lands on disk; later
@@ -382,4 +393,4 @@ else
 	PLANNED_C=0
 fi
 
-bc_done $(( 50 + PLANNED_C ))
+bc_done $(( 54 + PLANNED_C ))
