@@ -108,7 +108,7 @@ disk_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	COUNT(t, writes, 1);
 	COUNT(t, bytes_written, size);
 	pthread_mutex_unlock(&t->lock);
-	bc_disk_unlink_later(t, &u);
+	w->unlink_first = u;
 	return bc_disk_write_start(t, w);
 reject:
 	pthread_mutex_unlock(&t->lock);
@@ -185,7 +185,7 @@ disk_meta_put(bc_tier_t *bt, const char *bucket, const char *key,
 	}
 	t->writing++;
 	pthread_mutex_unlock(&t->lock);
-	bc_disk_unlink_later(t, &u);
+	w->unlink_first = u;
 	return bc_disk_write_start(t, w);
 fail:
 	pthread_mutex_unlock(&t->lock);

@@ -164,6 +164,15 @@ struct bc_disk_obj_s {
 };
 
 /* A write in flight (tier_disk.c): the chunk or blob being written. */
+/* Paths to unlink once the lock is dropped (bc_disk_unlink_later). */
+typedef struct bc_disk_unlinks_s {
+	size_t n, cap;
+	struct bc_disk_victim_s {
+		uint8_t  kind;
+		uint64_t hash;
+	}     *v;
+} bc_disk_unlinks_t;
+
 struct bc_disk_write_s {
 	bc_disk_t       *t;
 	uint8_t          kind;
@@ -173,17 +182,13 @@ struct bc_disk_write_s {
 	size_t           len;
 	uint64_t         size;     /* its entry's pol.size */
 	bc_disk_hdr_t    h;        /* strings in c->id or strs */
+	/* the files evicted to make this write's room: the write's job
+	 * unlinks them before it writes (on a nearly full filesystem, an
+	 * unlink queued apart could run after the write, which then met
+	 * ENOSPC) */
+	bc_disk_unlinks_t unlink_first;
 	char             strs[];
 };
-
-/* Paths to unlink once the lock is dropped (bc_disk_unlink_later). */
-typedef struct bc_disk_unlinks_s {
-	size_t n, cap;
-	struct bc_disk_victim_s {
-		uint8_t  kind;
-		uint64_t hash;
-	}     *v;
-} bc_disk_unlinks_t;
 
 /* A del_object made while the scan runs: files of matching objects the
  * scan has not reached yet must go too. */

@@ -14,6 +14,9 @@
  * (tier_disk_space.c), and the tier stays up. An unlink removes a path under its stripe lock only while no
  * entry names it, so a late unlink never removes a newer file.
  *
+ * A write first unlinks the files evicted to make its room
+ * (w->unlink_first), so its bytes never race their removal.
+ *
  * Jobs are counted in t->writing from before they are handed to the pool
  * until their last touch of t, which close and bc_tier_disk_flush wait on.
  */
@@ -151,6 +154,11 @@ write_work(void *arg)
 	char             tmp[BC_DISK_PATH_MAX], path[BC_DISK_PATH_MAX];
 	int              rv;
 
+	for (size_t i = 0; i < w->unlink_first.n; i++)
+		bc_disk_unlink_unindexed(t, w->unlink_first.v[i].kind,
+		    w->unlink_first.v[i].hash);
+	free(w->unlink_first.v);
+	memset(&w->unlink_first, 0, sizeof(w->unlink_first));
 	bc_disk_path(tmp, w->kind, w->hash, t->token,
 	    atomic_fetch_add(&t->seq, 1));
 	bc_disk_path(path, w->kind, w->hash, NULL, 0);
@@ -202,6 +210,7 @@ bc_disk_write_start(bc_disk_t *t, bc_disk_write_t *w)
 
 	if (rv == 0)
 		return 0;
+	bc_disk_unlink_later(t, &w->unlink_first);
 	pthread_mutex_lock(&t->lock);
 	e = do_entry_of(t, w);
 	if (e != NULL)
