@@ -44,8 +44,8 @@ typedef struct redis_s {
 	bc_tier_t                base;
 	bc_loop_t               *loop;
 	pthread_t                loop_thread;
-	bc_tier_redis_cluster_t *cl;
-	atomic_bool              ever_up;
+	bc_tier_redis_cluster_t *cl;       /* NULL once stopped */
+	atomic_bool              ever_up, stopped;
 	uint64_t                 unit, ttl_ms;
 	char                     px[24];
 	pthread_mutex_t          lock;
@@ -246,6 +246,18 @@ on_answer(redis_t *r, int status)
 		bc_tier_mark_up(&r->base, bc_mono_ns());
 }
 
+/* The cluster's submit, refused (BC_ECANCELED) once stopped. */
+static int
+submit(redis_t *r, const char *key, size_t keylen, int argc,
+    const char **argv, const size_t *argvlen, bc_tier_redis_cluster_cb cb,
+    void *arg)
+{
+	if (r->cl == NULL)
+		return BC_ECANCELED;
+	return bc_tier_redis_cluster_submit(r->cl, key, keylen, argc, argv,
+	    argvlen, cb, arg);
+}
+
 static void
 del_done(void *arg, int status, const redisReply *reply)
 {
@@ -260,7 +272,7 @@ send_del(redis_t *r, const char *name, size_t len)
 	size_t      argvlen[2] = { 3, len };
 	int         rv;
 
-	rv = bc_tier_redis_cluster_submit(r->cl, name, len, 2, argv, argvlen,
+	rv = submit(r, name, len, 2, argv, argvlen,
 	    del_done, r);
 	if (rv < 0)
 		on_answer(r, rv);
@@ -395,7 +407,7 @@ submit_set(redis_t *r, const char *name, size_t nlen, const void *v,
 	const char *argv[5] = { "SET", name, v, "PX", r->px };
 	size_t      argvlen[5] = { 3, nlen, vlen, 2, strlen(r->px) };
 
-	return bc_tier_redis_cluster_submit(r->cl, name, nlen, 5, argv,
+	return submit(r, name, nlen, 5, argv,
 	    argvlen, cb, arg);
 }
 
@@ -604,7 +616,7 @@ get_send(get_job_t *j, uint32_t from)
 
 		j->slots[i].j = j;
 		j->slots[i].i = i;
-		rv = bc_tier_redis_cluster_submit(j->r->cl, name, n, 2, argv,
+		rv = submit(j->r, name, n, 2, argv,
 		    argvlen, get_slice_done, &j->slots[i]);
 		if (rv < 0) {
 			on_answer(j->r, rv);
@@ -961,7 +973,7 @@ meta_run(bc_loop_t *l, void *arg)
 	int         rv;
 
 	(void)l;
-	rv = bc_tier_redis_cluster_submit(j->r->cl, j->name, j->nlen, 2, argv,
+	rv = submit(j->r, j->name, j->nlen, 2, argv,
 	    argvlen, meta_got, j);
 	if (rv < 0)
 		meta_got(j, rv, NULL);
@@ -1050,6 +1062,8 @@ redis_health(bc_tier_t *bt)
 {
 	redis_t *r = redis_of(bt);
 
+	if (atomic_load(&r->stopped))
+		return BC_TIER_DOWN;
 	if (atomic_load(&r->ever_up) && !bc_tier_redis_cluster_up(r->cl))
 		return BC_TIER_DOWN;
 	return BC_TIER_UP;
@@ -1144,8 +1158,35 @@ open_client(sync_t *s)
 static void
 close_client(sync_t *s)
 {
+	if (s->r->cl == NULL)
+		return;
+	atomic_store(&s->r->stopped, true);
 	bc_tier_redis_cluster_free(s->r->cl);
 	s->r->cl = NULL;
+}
+
+/* Frees r's client on the loop thread. Returns 0, or BC_ECANCELED when
+ * the loop no longer runs calls (the client is then left open). */
+static int
+stop_client(redis_t *r)
+{
+	sync_t s = { .fn = close_client, .r = r };
+
+	if (r->cl == NULL)
+		return 0;
+	if (pthread_equal(pthread_self(), r->loop_thread)) {
+		close_client(&s);
+		return 0;
+	}
+	return on_loop(&s);
+}
+
+void
+bc_tier_redis_stop(bc_tier_t *bt)
+{
+	if (stop_client(redis_of(bt)) < 0)
+		BC_WARN("tier %s: loop stopped before the Redis client was "
+		    "closed: it is left open", bt->name);
 }
 
 static void
@@ -1220,19 +1261,10 @@ redis_open_plain(const bc_tier_opts_t *o, bc_tier_t **out)
 static void
 redis_close(bc_tier_t *bt)
 {
-	redis_t *r;
-	sync_t   s = { .fn = close_client };
-
 	if (bt == NULL)
 		return;
-	r = redis_of(bt);
-	s.r = r;
-	if (pthread_equal(pthread_self(), r->loop_thread))
-		close_client(&s);
-	else if (on_loop(&s) < 0)
-		BC_WARN("tier %s: loop stopped before close: the Redis "
-		    "client is left open", bt->name);
-	redis_free(r);
+	bc_tier_redis_stop(bt);
+	redis_free(redis_of(bt));
 }
 
 const bc_tier_ops_t bc_tier_redis = {

@@ -35,10 +35,12 @@
  * an answer marks it up. The health op says DOWN while the client, once
  * up, is down.
  *
- * open and close hop to the loop thread and wait there, unless called
- * on it; the loop must be running. close must run before the loop stops
- * closing handles (from bc_loop_stop's stop_fn at the latest), with no
- * get or meta_get in flight.
+ * open and close hop to the loop thread and wait there (close runs at
+ * once on it); the loop must be running. The Redis client must be freed
+ * before the loop stops closing handles: by close, or by
+ * bc_tier_redis_stop when the tier is closed later (by the cache, after
+ * the loop). No get or meta_get may be in
+ * flight at close.
  */
 #ifndef BC_TIER_REDIS_H
 #define BC_TIER_REDIS_H
@@ -75,5 +77,14 @@ extern const bc_tier_ops_t bc_tier_redis;
  */
 int bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
     bc_tier_t **out, char *err, size_t errlen);
+
+/*
+ * Frees t's Redis client: every pending command ends (ECANCELED: puts
+ * are not counted as failures, gets fail). From then on the tier is DOWN
+ * and sends nothing; close still frees the rest. On the loop thread (from
+ * bc_loop_stop's stop_fn too) at once; from another thread it hops to
+ * the loop, which must be running, and waits. A second call is a no-op.
+ */
+void bc_tier_redis_stop(bc_tier_t *t);
 
 #endif
