@@ -376,3 +376,43 @@ Test(tier_redis, down_and_up_again)
 	bc_chunk_unref(c);
 	bc_tier_redis.close(a);
 }
+
+Test(tier_redis, cluster_spreads_slices_and_shares_them)
+{
+	redis_node_t        *nodes[3];
+	char                 seed[3][32], err[256] = "";
+	const char          *seeds[3] = { seed[0], seed[1], seed[2] };
+	bc_tier_opts_t       o = { .capacity = 64u << 20, .loop = F.loop };
+	bc_tier_redis_opts_t ro = { .seeds = seeds, .nseeds = 3,
+	    .chunk_size = UNIT, .ttl_ms = TTL_MS };
+	bc_tier_t           *a = NULL, *b = NULL;
+	bc_chunk_t          *c = NULL;
+	int                  used = 0;
+
+	redis_fixture_cluster(3, nodes);
+	for (int i = 0; i < 3; i++)
+		snprintf(seed[i], sizeof(seed[i]), "127.0.0.1:%d",
+		    nodes[i]->port);
+	cr_assert_eq(bc_tier_redis_open(&o, &ro, &a, err, sizeof(err)), 0,
+	    "%s", err);
+	ro.seeds = seeds + 2;   /* b knows one seed only */
+	ro.nseeds = 1;
+	cr_assert_eq(bc_tier_redis_open(&o, &ro, &b, err, sizeof(err)), 0,
+	    "%s", err);
+	put(a, "obj", 0, UNIT);
+	cr_assert_eq(get(a, "obj", 0, &c), 0);
+	bc_chunk_unref(c);
+	cr_assert_eq(get(b, "obj", 0, &c), 0);
+	cr_assert(intact(c, 0, UNIT));
+	bc_chunk_unref(c);
+	for (int i = 0; i < 3; i++) {
+		redisReply *r = redis_fixture_cmd(nodes[i], "DBSIZE");
+
+		used += r->integer > 0;
+		freeReplyObject(r);
+	}
+	cr_assert_geq(used, 2, "one chunk's slices on several masters");
+	cr_assert_eq(STAT(a, write_failures), 0);
+	bc_tier_redis.close(b);
+	bc_tier_redis.close(a);
+}
