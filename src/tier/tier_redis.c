@@ -45,7 +45,9 @@ typedef struct redis_s {
 	bc_loop_t               *loop;
 	pthread_t                loop_thread;
 	bc_tier_redis_cluster_t *cl;       /* NULL once stopped */
-	atomic_bool              ever_up, stopped;
+	/* The client's health as on_state last said (health() reads these,
+	 * never the client, which stop may be freeing). */
+	atomic_bool              ever_up, client_up, stopped;
 	uint64_t                 unit, ttl_ms;
 	char                     px[24];
 	pthread_mutex_t          lock;
@@ -1064,7 +1066,7 @@ redis_health(bc_tier_t *bt)
 
 	if (atomic_load(&r->stopped))
 		return BC_TIER_DOWN;
-	if (atomic_load(&r->ever_up) && !bc_tier_redis_cluster_up(r->cl))
+	if (atomic_load(&r->ever_up) && !atomic_load(&r->client_up))
 		return BC_TIER_DOWN;
 	return BC_TIER_UP;
 }
@@ -1077,6 +1079,7 @@ on_state(bc_tier_redis_cluster_t *cl, bool up, void *arg)
 	redis_t *r = arg;
 
 	(void)cl;
+	atomic_store(&r->client_up, up);
 	if (up) {
 		atomic_store(&r->ever_up, true);
 		bc_tier_mark_up(&r->base, bc_mono_ns());
