@@ -542,6 +542,11 @@ struct get_job_s {
 	bc_tier_get_t        *req;
 	bc_tier_redis_chunk_t rc;
 	bool                  known;   /* rc.len from the index */
+	/* Length unknown: the values of the unit's layout, copied as they
+	 * come (NULL: none), until slice 0 tells the layout. */
+	uint8_t             **vals;
+	size_t               *vlens;
+	uint32_t              nvals;
 	uint8_t              *data;
 	slot_t               *slots;
 	uint32_t              pending;
@@ -589,6 +594,10 @@ get_answer(get_job_t *j)
 		BC_TIER_COUNT(&r->base, hits, 1);
 		BC_TIER_COUNT(&r->base, bytes_read, c->len);
 	}
+	for (uint32_t i = 0; i < j->nvals; i++)
+		free(j->vals[i]);
+	free(j->vals);
+	free(j->vlens);
 	free(j->data);
 	free(j->slots);
 	free(j);
@@ -629,65 +638,107 @@ get_send(get_job_t *j, uint32_t from)
 	}
 }
 
-/* Slice 0 of a chunk whose length the index did not know: its header
- * tells the length, then the other slices are asked for. */
+/* Takes value v (slice i's, n bytes) into the chunk: 0, or BC_ENOENT,
+ * BC_EPROTO as bc_tier_redis_key_slice_check. */
 static int
-get_first(get_job_t *j, const char *v, size_t n)
+take(get_job_t *j, uint32_t i, const void *v, size_t n)
+{
+	const uint8_t *payload;
+	uint32_t       off, len;
+	int            rv;
+
+	rv = bc_tier_redis_key_slice_check(&j->rc, i, v, n, &payload);
+	if (rv == 0) {
+		bc_tier_redis_key_span(&j->rc, i, &off, &len);
+		memcpy(j->data + off, payload, len);
+	}
+	return rv;
+}
+
+static void
+note(get_job_t *j, int rv)
+{
+	if (rv == BC_ENOENT)
+		j->miss = true;
+	else if (rv == BC_EPROTO)
+		j->corrupt = true;
+	else if (rv < 0)
+		j->err = rv;
+}
+
+/*
+ * Every value of the unit's layout came (a chunk whose length the index
+ * did not know): slice 0's header tells the chunk's length, whose full
+ * slices are the same keys at the same offsets; takes what came and
+ * asks for the slices the unit's layout did not name.
+ */
+static void
+resolve(get_job_t *j)
 {
 	bc_tier_redis_slice_t s;
-	const bc_chunk_key_t *k = j->req->key;
+	uint32_t              fetched = j->nvals;
 	int                   rv;
 
-	rv = bc_tier_redis_key_slice_parse(v, n, &s);
-	if (rv < 0)
-		return rv == BC_ENOTSUP ? BC_ENOENT : rv;
-	if (s.len == 0 || s.len > j->r->unit || s.unit != j->r->unit)
-		return BC_ENOENT;
-	if (bc_tier_redis_key_chunk_init(&j->rc, k, j->r->unit, s.len) < 0)
-		return BC_ENOENT;
+	if (j->err < 0 || j->miss || j->corrupt)
+		return;
+	if (j->vals[0] == NULL) {
+		j->miss = true;
+		return;
+	}
+	rv = bc_tier_redis_key_slice_parse(j->vals[0], j->vlens[0], &s);
+	if (rv == BC_ENOTSUP || (rv == 0 && (s.len == 0 ||
+	    s.len > j->r->unit || s.unit != j->r->unit ||
+	    bc_tier_redis_key_chunk_init(&j->rc, j->req->key, j->r->unit,
+	    s.len) < 0)))
+		rv = BC_ENOENT;
+	if (rv == 0) {
+		j->data = malloc(j->rc.len);
+		rv = j->data != NULL ? 0 : BC_ENOMEM;
+	}
 	j->known = true;
+	for (uint32_t i = 0; rv == 0 && i < j->rc.nslices && i < fetched; i++)
+		rv = j->vals[i] != NULL ? take(j, i, j->vals[i], j->vlens[i]) :
+		    BC_ENOENT;
+	note(j, rv);
+	if (rv < 0 || j->rc.nslices <= fetched)
+		return;
 	free(j->slots);
 	j->slots = NULL;
-	j->data = malloc(j->rc.len);
-	return j->data != NULL ? 0 : BC_ENOMEM;
+	get_send(j, fetched);
 }
 
 static void
 get_slice_done(void *arg, int status, const redisReply *reply)
 {
-	slot_t        *s = arg;
-	get_job_t     *j = s->j;
-	uint32_t       i = s->i;
-	const uint8_t *payload;
-	uint32_t       off, len;
-	int            rv;
+	slot_t    *s = arg;
+	get_job_t *j = s->j;
+	uint32_t   i = s->i;
 
 	on_answer(j->r, status);
 	if (status < 0) {
 		j->err = status;
 	} else if (reply->type == REDIS_REPLY_NIL) {
-		j->miss = true;
+		if (j->known || i == 0)
+			j->miss = true;
 	} else if (reply->type != REDIS_REPLY_STRING) {
 		j->err = BC_EIO;
-	} else if (!j->miss && !j->corrupt && j->err == 0) {
-		rv = 0;
-		if (!j->known)
-			rv = get_first(j, reply->str, reply->len);
-		if (rv == 0)
-			rv = bc_tier_redis_key_slice_check(&j->rc, i,
-			    reply->str, reply->len, &payload);
-		if (rv == 0) {
-			bc_tier_redis_key_span(&j->rc, i, &off, &len);
-			memcpy(j->data + off, payload, len);
-			if (i == 0 && j->slots == NULL)
-				get_send(j, 1);
-		} else if (rv == BC_ENOENT) {
-			j->miss = true;
-		} else if (rv == BC_EPROTO) {
-			j->corrupt = true;
+	} else if (j->miss || j->corrupt || j->err < 0) {
+		;
+	} else if (j->known) {
+		note(j, take(j, i, reply->str, reply->len));
+	} else {
+		j->vals[i] = malloc(reply->len > 0 ? reply->len : 1);
+		if (j->vals[i] == NULL) {
+			j->err = BC_ENOMEM;
 		} else {
-			j->err = rv;
+			memcpy(j->vals[i], reply->str, reply->len);
+			j->vlens[i] = reply->len;
 		}
+	}
+	if (j->pending == 1 && !j->known) {
+		j->pending++;
+		resolve(j);
+		j->pending--;
 	}
 	if (--j->pending == 0)
 		get_answer(j);
@@ -733,11 +784,13 @@ get_run(bc_loop_t *l, void *arg)
 		else
 			get_send(j, 0);
 	} else {
-		uint32_t n = j->rc.nslices;
-
-		j->rc.nslices = 1;
-		get_send(j, 0);
-		j->rc.nslices = n;
+		j->nvals = j->rc.nslices;
+		j->vals = calloc(j->nvals, sizeof(*j->vals));
+		j->vlens = calloc(j->nvals, sizeof(*j->vlens));
+		if (j->vals == NULL || j->vlens == NULL)
+			j->err = BC_ENOMEM;
+		else
+			get_send(j, 0);
 	}
 	if (--j->pending == 0)
 		get_answer(j);

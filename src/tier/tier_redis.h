@@ -18,10 +18,12 @@
  * Ops. get, put, del, del_object, meta_put and meta_get may be called
  * from any thread; the Redis commands are sent from the loop thread
  * (bc_loop_call), in call order, so a get after a put or del on the same
- * thread sees it. get: the chunk's slices by GET, in parallel (slice 0
- * first when the index does not know the chunk's length: its header
- * tells it); a missing slice is a miss, a damaged one is counted corrupt
- * and a miss. put and meta_put: SET ... PX ttl, queued and best-effort:
+ * thread sees it. get: the chunk's slices by GET, in parallel; when the
+ * index does not know the chunk's length, the slices of a chunk of the
+ * unit's length (full slices sit at the same keys and offsets whatever
+ * the length), then slice 0's header tells the length and any slice the
+ * chunk's own layout adds is asked for; a missing slice is a miss, a
+ * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX ttl, queued and best-effort:
  * put returns 0 when accepted, a failed SET is counted (write_failures)
  * and its chunk leaves the index. del: DEL of the chunk's slices (slice
  * 0 only for a chunk the index does not know: without it every get is a

@@ -220,6 +220,33 @@ Test(tier_redis, another_gateway_reads_what_one_wrote)
 	bc_tier_redis.close(a);
 }
 
+/* A chunk whose own layout has more slices than the unit's: a reader that
+ * does not know its length asks for the rest in a second round. */
+Test(tier_redis, a_chunk_with_more_slices_than_the_unit)
+{
+	bc_tier_t  *a = open_tier(64u << 20), *b = open_tier(64u << 20);
+	bc_chunk_t *c = NULL;
+	char        name[BC_REDIS_KEY_NAME_MAX];
+	uint32_t    n, nunit;
+	size_t      len = 0;
+
+	slice_name("unit", 0, UNIT, 0, name, &nunit);
+	for (size_t l = UNIT - 1; l > UNIT / 2 && len == 0; l -= 4093) {
+		slice_name("odd", 0, l, 0, name, &n);
+		if (n > nunit)
+			len = l;
+	}
+	cr_assert_gt(len, 0, "some length has more slices than the unit");
+	put(a, "odd", 0, len);
+	cr_assert_eq(get(a, "odd", 0, &c), 0);
+	bc_chunk_unref(c);
+	cr_assert_eq(get(b, "odd", 0, &c), 0);
+	cr_assert(intact(c, 0, len));
+	bc_chunk_unref(c);
+	bc_tier_redis.close(b);
+	bc_tier_redis.close(a);
+}
+
 Test(tier_redis, damaged_slice_is_corrupt_and_a_miss)
 {
 	bc_tier_t  *a = open_tier(64u << 20), *b = open_tier(64u << 20);
