@@ -723,7 +723,7 @@ get_slice_done(void *arg, int status, const redisReply *reply)
 	} else if (reply->type != REDIS_REPLY_STRING) {
 		j->err = BC_EIO;
 	} else if (j->miss || j->corrupt || j->err < 0) {
-		;
+		(void)0;   /* the answer is known: no more bytes kept */
 	} else if (j->known) {
 		note(j, take(j, i, reply->str, reply->len));
 	} else {

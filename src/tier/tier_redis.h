@@ -23,9 +23,9 @@
  * unit's length (full slices sit at the same keys and offsets whatever
  * the length), then slice 0's header tells the length and any slice the
  * chunk's own layout adds is asked for; a missing slice is a miss, a
- * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX ttl, queued and best-effort:
- * put returns 0 when accepted, a failed SET is counted (write_failures)
- * and its chunk leaves the index. del: DEL of the chunk's slices (slice
+ * damaged one is counted corrupt and a miss. put and meta_put: SET ...
+ * PX ttl, queued and best-effort: put returns 0 when accepted, a
+ * failed SET is counted (write_failures) and its chunk leaves the index. del: DEL of the chunk's slices (slice
  * 0 only for a chunk the index does not know: without it every get is a
  * miss); returns 0 when the index held it. del_object: the index's
  * matching chunks as del does, and the object's metadata key (not for a

@@ -1,6 +1,7 @@
 /*
- * conformance_redis_cluster.c — the Redis tier on a 3-master Redis Cluster under the tier conformance suite
- * (tier_conformance.h): tests/unit/tier/test_tier_conformance_redis_cluster.
+ * conformance_redis_cluster.c — the Redis tier on a 3-master Redis
+ * Cluster under the tier conformance suite (tier_conformance.h):
+ * tests/unit/tier/test_tier_conformance_redis_cluster.
  * Each tier gets its own fresh cluster of three masters (redis_fixture.h),
  * all three seeds given, killed after close; the chunk size is 8 MiB.
  */
