@@ -23,14 +23,15 @@
  * unit's length (full slices sit at the same keys and offsets whatever
  * the length), then slice 0's header tells the length and any slice the
  * chunk's own layout adds is asked for; a missing slice is a miss, a
- * damaged one is counted corrupt and a miss. put and meta_put: SET ...
- * PX ttl, queued and best-effort: put returns 0 when accepted, a
- * failed SET is counted (write_failures) and its chunk leaves the index. del: DEL of the chunk's slices (slice
- * 0 only for a chunk the index does not know: without it every get is a
- * miss); returns 0 when the index held it. del_object: the index's
- * matching chunks as del does, and the object's metadata key (not for a
- * prefix: stale metadata expires by its TTL). Chunks are per version
- * (their keys carry the ETag), so one never serves stale bytes.
+ * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX
+ * ttl, queued and best-effort: put returns 0 when accepted, a failed SET
+ * is counted (write_failures) and its chunk leaves the index. del: DEL of
+ * the chunk's slices (slice 0 only for a chunk the index does not know:
+ * without it every get is a miss); returns 0 when the index held it.
+ * del_object: the index's matching chunks as del does, and the object's
+ * metadata key (not for a prefix: stale metadata expires by its TTL).
+ * Chunks are per version (their keys carry the ETag), so one never
+ * serves stale bytes.
  *
  * Health: a command failing without an answer (timeout, connection
  * lost) or the client going down marks the tier down (bc_tier_mark_down);
@@ -41,8 +42,7 @@
  * once on it); the loop must be running. The Redis client must be freed
  * before the loop stops closing handles: by close, or by
  * bc_tier_redis_stop when the tier is closed later (by the cache, after
- * the loop). No get or meta_get may be in
- * flight at close.
+ * the loop). No get or meta_get may be in flight at close.
  */
 #ifndef BC_TIER_REDIS_H
 #define BC_TIER_REDIS_H
