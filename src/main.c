@@ -43,6 +43,7 @@
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "tier/tier_disk.h"
+#include "tier/tier_redis.h"
 #include "tier/tier_stats.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
@@ -57,6 +58,9 @@ extern char **environ;
 #define BC_DISK_POOL_THREADS "16"
 
 static volatile sig_atomic_t stop_signal;
+/* The Redis tier, whose client the loop's stop_fn frees (the chain closes
+ * the tier later, with the cache); NULL: none. */
+static bc_tier_t *redis_tier;
 
 static void
 on_signal(int sig)
@@ -110,7 +114,82 @@ disk_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
 	return 0;
 }
 
-/* Loop thread, as the loop stops: ends the origin's exchanges. */
+/*
+ * Opens the Redis tier over cfg's --redis seeds and appends it to the
+ * cache's chain (after the disk tier), ordered by the memory tier's
+ * policy (and the jobs' plans); --redis-size bounds what this gateway
+ * writes. Every seed shares the first URL's user, password and db.
+ * Returns 0; 2 with the tier's reason on stderr when the options cannot
+ * be used; 1 on another failure.
+ */
+static int
+redis_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
+    const bc_policy_oracle_t *oracle)
+{
+	bc_tier_opts_t to;
+	bc_tier_redis_opts_t ro;
+	bc_tier_t *t = NULL;
+	const bc_redis_addr_t *a = &cfg->redis_addrs[0];
+	char **seeds;
+	char err[512] = "";
+	int rv = 1;
+
+	seeds = calloc(cfg->nredis_addrs, sizeof(*seeds));
+	if (seeds == NULL)
+		goto out;
+	for (size_t i = 0; i < cfg->nredis_addrs; i++) {
+		const bc_redis_addr_t *s = &cfg->redis_addrs[i];
+		size_t n = strlen(s->host) + 16;
+
+		seeds[i] = malloc(n);
+		if (seeds[i] == NULL)
+			goto out;
+		snprintf(seeds[i], n, strchr(s->host, ':') != NULL ?
+		    "[%s]:%u" : "%s:%u", s->host, (unsigned)s->port);
+	}
+	memset(&to, 0, sizeof(to));
+	to.capacity = cfg->redis_size;
+	to.policy = bc_policy_find(cfg->policy);   /* checked by config */
+	to.oracle = oracle;
+	to.loop = loop;
+	memset(&ro, 0, sizeof(ro));
+	ro.seeds = (const char *const *)seeds;
+	ro.nseeds = cfg->nredis_addrs;
+	ro.user = a->user;
+	ro.pass = a->pass;
+	ro.db = (int)a->db;
+	ro.chunk_size = cfg->chunk_size;
+	ro.ttl_ms = cfg->redis_ttl;
+	ro.timeout_ms = cfg->redis_timeout;
+	ro.connect_timeout_ms = cfg->redis_connect_timeout;
+	rv = bc_tier_redis_open(&to, &ro, &t, err, sizeof(err));
+	if (rv < 0) {
+		fprintf(stderr, "bucketcache: %s\n", err[0] != '\0' ? err :
+		    bc_strerror(rv));
+		rv = rv == BC_ENOMEM ? 1 : 2;
+		goto out;
+	}
+	rv = bc_tier_chain_add(bc_cache_tiers(cache), t);
+	if (rv < 0) {
+		bc_tier_redis.close(t);
+		fprintf(stderr, "bucketcache: redis tier: %s\n",
+		    bc_strerror(rv));
+		rv = 1;
+		goto out;
+	}
+	redis_tier = t;
+	BC_INFO("redis tier: %zu seed(s), first %s, %llu MiB", cfg->nredis_addrs,
+	    seeds[0], (unsigned long long)(cfg->redis_size >> 20));
+	rv = 0;
+out:
+	for (size_t i = 0; seeds != NULL && i < cfg->nredis_addrs; i++)
+		free(seeds[i]);
+	free(seeds);
+	return rv;
+}
+
+/* Loop thread, as the loop stops: ends the origin's exchanges and frees
+ * the Redis tier's client (its handles must close before the loop's). */
 static void
 cancel_exchanges(bc_loop_t *l, void *origin)
 {
@@ -119,6 +198,8 @@ cancel_exchanges(bc_loop_t *l, void *origin)
 	(void)l;
 	if (o != NULL)
 		o->ops->cancel_all(o);
+	if (redis_tier != NULL)
+		bc_tier_redis_stop(redis_tier);
 }
 
 int
@@ -159,16 +240,6 @@ main(int argc, char **argv)
 	}
 	if (bc_config_finish(&cfg, environ, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bucketcache: %s\n", err);
-		bc_config_fini(&cfg);
-		return 2;
-	}
-	if (cfg.nredis_addrs > 0) {
-		/* the options parse and are checked; the tier that uses them
-		 * (issue 14) is not composed yet: refuse rather than run
-		 * without the tier the operator asked for */
-		fprintf(stderr, "bucketcache: --redis: the Redis tier is not "
-		    "in this build yet (its connection, cluster and value "
-		    "layers are; the tier is next)\n");
 		bc_config_fini(&cfg);
 		return 2;
 	}
@@ -223,10 +294,21 @@ main(int argc, char **argv)
 				goto out;
 			}
 		}
+		if (cfg.nredis_addrs > 0) {
+			e = redis_tier_start(&cfg, loop, cache,
+			    bc_jobs_oracle(jobs));
+			if (e != 0) {
+				rv = e;
+				goto out;
+			}
+		}
 		bc_stats_set_tiers(bc_tier_stats_rows, bc_cache_tiers(cache));
-	} else if (cfg.disk_dir[0] != '\0') {
-		BC_WARN("--disk-dir %s: ignored with --no-cache",
-		    cfg.disk_dir);
+	} else {
+		if (cfg.disk_dir[0] != '\0')
+			BC_WARN("--disk-dir %s: ignored with --no-cache",
+			    cfg.disk_dir);
+		if (cfg.nredis_addrs > 0)
+			BC_WARN("--redis: ignored with --no-cache");
 	}
 	if (cache != NULL && cfg.prefetch_concurrency > 0) {
 		bc_prefetch_opts_t po = { cache, loop,
@@ -276,6 +358,10 @@ main(int argc, char **argv)
 		sigsuspend(&old);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	BC_INFO("signal %d: stopping", (int)stop_signal);
+	/* The server's stop ends the loop: the Redis client goes first (a
+	 * request still waiting on it goes to the origin). */
+	if (redis_tier != NULL)
+		bc_tier_redis_stop(redis_tier);
 	bc_server_stop(&srv);
 	rv = 0;
 out:

@@ -1,0 +1,92 @@
+/*
+ * tier_redis.h — the Redis tier (DESIGN.md "Redis tier"): chunks stored in
+ * Redis (standalone or Cluster) in slices (tier_redis_key.h), each with a
+ * TTL, through the cluster client (tier_redis_cluster.h) on the loop.
+ *
+ * What it counts as its own. Redis is shared (several gateways read and
+ * write one keyspace) and evicts by its own maxmemory policy and the TTL,
+ * so the tier cannot know what Redis holds. It accounts for what this
+ * gateway wrote: an index of the chunks it put, each charged its values'
+ * bytes plus BC_TIER_REDIS_KEY_COST per slice key, dropped when its TTL
+ * runs out, when deleted, or when the policy evicts it (then its slices
+ * are deleted from Redis). usage() is that sum, kept within the capacity
+ * (--redis-size). A get still asks Redis for any chunk, so what other
+ * gateways wrote is found too; an indexed chunk's hit is the policy's
+ * on_hit. Chunks of zero bytes are not stored in Redis (the key format
+ * has no empty chunk): they live in the index only.
+ *
+ * Ops. get, put, del, del_object, meta_put and meta_get may be called
+ * from any thread; the Redis commands are sent from the loop thread
+ * (bc_loop_call), in call order, so a get after a put or del on the same
+ * thread sees it. get: the chunk's slices by GET, in parallel; when the
+ * index does not know the chunk's length, the slices of a chunk of the
+ * unit's length (full slices sit at the same keys and offsets whatever
+ * the length), then slice 0's header tells the length and any slice the
+ * chunk's own layout adds is asked for; a missing slice is a miss, a
+ * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX
+ * ttl, queued and best-effort: put returns 0 when accepted, a failed SET
+ * is counted (write_failures) and its chunk leaves the index. del: DEL of
+ * the chunk's slices (slice 0 only for a chunk the index does not know:
+ * without it every get is a miss); returns 0 when the index held it.
+ * del_object: the index's matching chunks as del does, and the object's
+ * metadata key (not for a prefix: stale metadata expires by its TTL).
+ * Chunks are per version (their keys carry the ETag), so one never
+ * serves stale bytes.
+ *
+ * Health: a command failing without an answer (timeout, connection
+ * lost) or the client going down marks the tier down (bc_tier_mark_down);
+ * an answer marks it up. The health op says DOWN while the client, once
+ * up, is down.
+ *
+ * open and close hop to the loop thread and wait there (close runs at
+ * once on it); the loop must be running. The Redis client must be freed
+ * before the loop stops closing handles: by close, or by
+ * bc_tier_redis_stop when the tier is closed later (by the cache, after
+ * the loop). No get or meta_get may be in flight at close.
+ */
+#ifndef BC_TIER_REDIS_H
+#define BC_TIER_REDIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tier/tier.h"
+
+/* What one slice key costs Redis beyond its value (key name, dict entry,
+ * expiry; measured in tier_redis_key.h). */
+#define BC_TIER_REDIS_KEY_COST 96
+
+typedef struct bc_tier_redis_opts_s {
+	const char *const *seeds;      /* "host:port" each ("[v6]:port") */
+	size_t             nseeds;
+	const char        *user;       /* NULL: AUTH pass */
+	const char        *pass;       /* NULL: no AUTH */
+	int                db;         /* standalone only */
+	uint64_t           chunk_size; /* the cache's chunk size (the unit) */
+	uint64_t           ttl_ms;     /* of every value; 0: 24 h */
+	uint64_t           timeout_ms;           /* command; 0: 2000 */
+	uint64_t           connect_timeout_ms;   /* 0: 1000 */
+} bc_tier_redis_opts_t;
+
+extern const bc_tier_ops_t bc_tier_redis;
+
+/*
+ * Opens a Redis tier: o (capacity, policy, loop, name) and ro. Returns 0
+ * and *out, or BC_EINVAL (no loop, no seed, a bad seed, chunk size 0 or
+ * past BC_REDIS_KEY_UNIT_MAX; a line in err) or BC_ENOMEM. Connecting
+ * goes on in the background: the tier starts up.
+ * bc_tier_redis.open refuses (BC_EINVAL): it has no Redis options.
+ */
+int bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
+    bc_tier_t **out, char *err, size_t errlen);
+
+/*
+ * Frees t's Redis client: every pending command ends (ECANCELED: puts
+ * are not counted as failures, gets fail). From then on the tier is DOWN
+ * and sends nothing; close still frees the rest. On the loop thread (from
+ * bc_loop_stop's stop_fn too) at once; from another thread it hops to
+ * the loop, which must be running, and waits. A second call is a no-op.
+ */
+void bc_tier_redis_stop(bc_tier_t *t);
+
+#endif

@@ -1,0 +1,91 @@
+#!/bin/bash
+# test_redis_tier.sh — the Redis tier shared by two gateways (issue 14):
+# gateway A reads a dataset from the file:// origin and writes its chunks
+# to Redis; gateway B, started afterwards with a memory tier too small to
+# matter, reads the same dataset without one read of the directory: every
+# chunk comes from Redis (tier="redis" hits). Redis killed: B still
+# serves every object (from the origin), the tier says down; Redis back:
+# the tier comes up again. Both gateways stop cleanly.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_redis.sh"
+
+bc_require_basics
+bc_skip_unless_tool redis-server redis-cli
+
+DATA=$BC_TMP/data
+mkdir -p "$DATA/ds"
+N=6
+for i in $(seq 1 $N); do
+	bc_mkfile "$DATA/ds/s$i.bin" $(( 50000 + i * 77777 ))
+done
+bc_mkfile "$DATA/ds/big.bin" $(( 17 * 1024 * 1024 + 3 ))   # three chunks
+
+bc_start_redis
+
+get_all() {   # $1: tag; GETs every object with curl, compares bytes
+	local f k
+	for f in "$DATA"/ds/*.bin; do
+		k=${f#"$DATA/ds/"}
+		curl -sf --max-time 20 -o "$BC_TMP/got" "$BC_GW_URL/ds/$k" ||
+			bc_fail "$1: GET ds/$k failed"
+		cmp -s "$f" "$BC_TMP/got" || bc_fail "$1: ds/$k bytes differ"
+	done
+	bc_pass "$1: every object's bytes match the directory"
+}
+
+wait_redis_up() {   # $1: 0 or 1; polls B's tier state for 15 s
+	local i v
+	for i in $(seq 150); do
+		v=$(bc_stats_get tiers.redis.up)
+		[ "$v" = "$1" ] && break
+		sleep 0.1
+	done
+	echo "$v"
+}
+
+# ---- A fills Redis ---------------------------------------------------------
+bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 64MiB \
+	--redis "$BC_REDIS_URL" --redis-size 256MiB
+A_PID=$BC_GW_PID A_LOG=$BC_GW_LOG A_URL=$BC_GW_URL
+get_all "A, first pass"
+w=0
+for i in $(seq 50); do   # Redis writes are queued: wait for all 9 chunks
+	w=$(bc_stats_get tiers.redis.writes)
+	[ "$w" -ge $(( N + 3 )) ] && break
+	sleep 0.1
+done
+bc_assert_eq $(( N + 3 )) "$w" "A wrote every chunk to Redis"
+fails=$(bc_stats_get tiers.redis.write_failures)
+bc_assert_eq 0 "$fails" "no Redis write failed"
+keys=$(bc_redis_cli 0 DBSIZE)
+bc_assert_ge "$keys" $(( N + 3 )) "Redis holds the slices"
+
+# ---- B reads it all from Redis --------------------------------------------
+bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 1MiB \
+	--redis "$BC_REDIS_URL" --redis-size 256MiB
+B_PID=$BC_GW_PID B_LOG=$BC_GW_LOG
+bc_stats_save "$BC_TMP/b0.json"
+get_all "B, from Redis"
+reads=$(bc_stats_delta "$BC_TMP/b0.json" upstream_file_reads)
+bc_assert_eq 0 "$reads" "B never reads the directory"
+hits=$(bc_stats_get tiers.redis.hits)
+bc_assert_ge "$hits" $(( N + 3 )) "every chunk B served came from Redis"
+up=$(bc_stats_get tiers.redis.up)
+bc_assert_eq 1 "$up" "the Redis tier is up"
+
+# ---- Redis goes away, then comes back -------------------------------------
+bc_redis_kill 0
+get_all "B, Redis down"
+up=$(wait_redis_up 0)
+bc_assert_eq 0 "$up" "the Redis tier says down"
+bc_redis_restart 0
+up=$(wait_redis_up 1)
+bc_assert_eq 1 "$up" "the Redis tier is up again"
+get_all "B, Redis back"
+
+# ---- both stop cleanly -----------------------------------------------------
+bc_stop_gateway
+BC_GW_PID=$A_PID BC_GW_LOG=$A_LOG BC_GW_URL=$A_URL
+bc_stop_gateway
+bc_done 16

@@ -1,0 +1,76 @@
+/*
+ * conformance_redis_cluster.c — the Redis tier on a 3-master Redis
+ * Cluster under the tier conformance suite (tier_conformance.h):
+ * tests/unit/tier/test_tier_conformance_redis_cluster.
+ * Each tier gets its own fresh cluster of three masters (redis_fixture.h),
+ * all three seeds given, killed after close; the chunk size is 8 MiB.
+ */
+#include <stdio.h>
+
+#include <criterion/criterion.h>
+
+#include "redis_fixture.h"
+#include "tier/tier_redis.h"
+#include "tier_conformance.h"
+
+#define MAX_OPEN 4
+
+static struct {
+	bc_tier_t    *t;
+	redis_node_t *nodes[3];
+} open_tiers[MAX_OPEN];
+static int nopen;
+
+static bc_tier_t *
+redis_open(uint64_t capacity, const bc_policy_ops_t *pol, bc_loop_t *loop)
+{
+	bc_tier_opts_t       o = { .capacity = capacity, .policy = pol,
+	    .loop = loop };
+	bc_tier_redis_opts_t ro = { .nseeds = 1, .chunk_size = 8u << 20,
+	    .ttl_ms = 600000 };
+	bc_tier_t           *t = NULL;
+	char                 seed[3][32], err[256] = "";
+	const char          *seeds[3] = { seed[0], seed[1], seed[2] };
+	int                  i;
+
+	if (!redis_fixture_have())
+		cr_skip_test("redis-server not installed");
+	for (i = 0; i < MAX_OPEN && open_tiers[i].t != NULL; i++)
+		;
+	cr_assert_lt(i, MAX_OPEN);
+	redis_fixture_cluster(3, open_tiers[i].nodes);
+	for (int j = 0; j < 3; j++)
+		snprintf(seed[j], sizeof(seed[j]), "127.0.0.1:%d",
+		    open_tiers[i].nodes[j]->port);
+	ro.seeds = seeds;
+	ro.nseeds = 3;
+	cr_assert_eq(bc_tier_redis_open(&o, &ro, &t, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_not_null(t);
+	open_tiers[i].t = t;
+	nopen++;
+	return t;
+}
+
+static void
+redis_close(bc_tier_t *t)
+{
+	for (int i = 0; i < MAX_OPEN; i++) {
+		if (open_tiers[i].t != t)
+			continue;
+		bc_tier_redis.close(t);
+		for (int j = 0; j < 3; j++)
+			redis_fixture_kill(open_tiers[i].nodes[j]);
+		open_tiers[i].t = NULL;
+		if (--nopen == 0)
+			redis_fixture_cleanup();
+		return;
+	}
+	cr_assert_fail("closing a tier this file did not open");
+}
+
+const bc_conformance_t bc_conformance = {
+	.ops = &bc_tier_redis,
+	.open = redis_open,
+	.close = redis_close,
+};
