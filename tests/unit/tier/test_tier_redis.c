@@ -357,6 +357,12 @@ Test(tier_redis, metadata_round_trip_and_del_object)
 
 	cr_assert_eq(bc_tier_redis.meta_put(a, "bkt", "obj", "hello", 5), 0);
 	put(a, "obj", 0, SMALL);
+	/* a's writes are queued: its own read, sent after them on its
+	 * connection, is answered after they ran (b's might come first) */
+	cr_assert_eq(meta_get(a, "obj", &g), 0);
+	cr_assert_eq(get(a, "obj", 0, &c), 0);
+	bc_chunk_unref(c);
+	c = NULL;
 	cr_assert_eq(meta_get(b, "obj", &g), 0);
 	cr_assert_eq(g.len, 5);
 	cr_assert(memcmp(g.blob, "hello", 5) == 0);
