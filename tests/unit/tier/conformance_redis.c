@@ -25,8 +25,13 @@ redis_open(uint64_t capacity, const bc_policy_ops_t *pol, bc_loop_t *loop)
 {
 	bc_tier_opts_t       o = { .capacity = capacity, .policy = pol,
 	    .loop = loop };
+	/* generous deadlines: the suite checks the tier's contract, not
+	 * Redis's speed, and a command timed out on a loaded machine (many
+	 * redis-servers and tests on 2 cores) drops its connection and the
+	 * DEL of an eviction with it (failed once in a CI run) */
 	bc_tier_redis_opts_t ro = { .nseeds = 1, .chunk_size = 8u << 20,
-	    .ttl_ms = 600000 };
+	    .ttl_ms = 600000, .timeout_ms = 10000,
+	    .connect_timeout_ms = 10000 };
 	bc_tier_t           *t = NULL;
 	char                 seed[32], err[256] = "";
 	const char          *seeds[1] = { seed };
