@@ -7,10 +7,20 @@
  * nodes), the slot table (slot → master, NULL: unknown, go to
  * cl->fallback), one map request at a time (cl->refreshing), and the
  * requests waiting out a TRYAGAIN (cl->retries, ordered by due time, one
- * timer). A request owns its command, formatted once (sds) and lent to
- * each connection it is sent to until that connection calls back; so a
- * request is always either with exactly one connection or on the retry
- * list.
+ * timer), and the requests held back to keep a slot's order (cl->held).
+ * A request owns its command, formatted once (sds) and lent to each
+ * connection it is sent to until that connection calls back; so a
+ * request is always either with exactly one connection, on the retry
+ * list, or on the held list.
+ *
+ * Order per slot: a keyed request is "in flight" on its slot from its
+ * first send to its answer, and "detoured" once an answer sent it
+ * elsewhere or later (MOVED, ASK, TRYAGAIN). A new request goes out at
+ * once only when nothing is held for its slot and the slot's requests in
+ * flight, if any, all went straight to the node it would go to; else it
+ * is held until the slot has nothing in flight. Without this, a SET told
+ * MOVED after the map changed would land after a DEL sent later straight
+ * to the new master, and the DEL would be lost.
  *
  * The cluster's memory goes when both its timers are closed (free).
  */
@@ -45,9 +55,18 @@ typedef struct req_s {
 	bool                     keyed;
 	uint16_t                 slot;
 	uint32_t                 redirects, retries;
+	bool                     in_flight, detoured;   /* on its slot */
 	node_t                  *node;      /* where it was sent last */
 	uint64_t                 due_ms;    /* loop time of its retry */
 } req_t;
+
+/* A slot's requests in flight and held (the order rule above). */
+typedef struct slot_order_s {
+	node_t  *node;       /* where its straight requests went */
+	uint32_t in_flight, detoured, held;
+} slot_order_t;
+
+#define HELD_MAX 65536   /* held requests, all slots; then BC_EAGAIN */
 
 struct bc_tier_redis_cluster_s {
 	bc_loop_t                     *loop;
@@ -62,6 +81,9 @@ struct bc_tier_redis_cluster_s {
 	size_t                         nseeds, next_seed;
 	node_t                        *fallback;   /* unmapped slots */
 	node_t                        *slots[BC_TIER_REDIS_CLUSTER_SLOTS];
+	slot_order_t                   order[BC_TIER_REDIS_CLUSTER_SLOTS];
+	bc_list_t                      held;
+	uint32_t                       nheld;
 
 	bool                           refreshing, refresh_again;
 	bool                           refresh_slots; /* SLOTS, not SHARDS */
@@ -248,18 +270,40 @@ split_addr(const char *s, size_t len, const char **host, size_t *hostlen)
 
 /* ---- requests ---------------------------------------------------------------- */
 
+static void release_held(bc_tier_redis_cluster_t *cl, uint16_t slot);
+
 static void
 finish(req_t *r, int status, const redisReply *reply)
 {
 	bc_tier_redis_cluster_t *cl = r->cl;
+	slot_order_t            *o = &cl->order[r->slot];
+	bool                     release = false;
 
+	if (r->in_flight) {
+		o->in_flight--;
+		o->detoured -= r->detoured;
+		release = o->in_flight == 0 && o->held > 0;
+	}
 	if (status < 0)
 		COUNT(cl, failures, 1);
 	else
 		COUNT(cl, answers, 1);
 	r->cb(r->arg, status, reply);
+	if (release)
+		release_held(cl, r->slot);
 	sdsfree(r->cmd);
 	free(r);
+}
+
+/* r was sent elsewhere or put off by an answer: the slot's later
+ * requests wait for it. */
+static void
+detour(req_t *r)
+{
+	if (r->in_flight && !r->detoured) {
+		r->detoured = true;
+		r->cl->order[r->slot].detoured++;
+	}
 }
 
 static void on_reply(void *arg, int status, const redisReply *reply);
@@ -279,7 +323,7 @@ send_to(bc_tier_redis_cluster_t *cl, req_t *r, node_t *n, unsigned flags)
 }
 
 static node_t *
-route(bc_tier_redis_cluster_t *cl, const req_t *r)
+route(const bc_tier_redis_cluster_t *cl, const req_t *r)
 {
 	node_t *n = r->keyed ? cl->slots[r->slot] : NULL;
 
@@ -388,6 +432,7 @@ on_reply(void *arg, int status, const redisReply *reply)
 			finish(r, 0, reply);
 			return;
 		}
+		detour(r);
 		if (moved) {
 			COUNT(cl, moved, 1);
 			cl->slots[slot] = n;
@@ -407,6 +452,7 @@ on_reply(void *arg, int status, const redisReply *reply)
 			return;
 		}
 		COUNT(cl, tryagain, 1);
+		detour(r);
 		r->due_ms = uv_now(bc_loop_uv(cl->loop)) + cl->retry_delay_ms;
 		bc_list_insert_tail(&cl->retries, &r->link);
 		if (bc_list_first(&cl->retries) == &r->link)
@@ -414,6 +460,72 @@ on_reply(void *arg, int status, const redisReply *reply)
 		return;
 	}
 	finish(r, 0, reply);
+}
+
+/* Whether keyed r may be sent now (the order rule at the top). */
+static bool
+may_go_now(const bc_tier_redis_cluster_t *cl, const req_t *r)
+{
+	const slot_order_t *o = &cl->order[r->slot];
+
+	return o->held == 0 && (o->in_flight == 0 ||
+	    (o->detoured == 0 && o->node == route(cl, r)));
+}
+
+/* r's first send; a keyed r is then in flight on its slot. */
+static int
+send_first(bc_tier_redis_cluster_t *cl, req_t *r)
+{
+	node_t *n = route(cl, r);
+	int     rv = send_to(cl, r, n, 0);
+
+	if (rv == 0 && r->keyed) {
+		slot_order_t *o = &cl->order[r->slot];
+
+		r->in_flight = true;
+		o->in_flight++;
+		o->node = n;
+	}
+	return rv;
+}
+
+static int
+hold(bc_tier_redis_cluster_t *cl, req_t *r)
+{
+	if (cl->nheld >= HELD_MAX)
+		return BC_EAGAIN;
+	bc_list_insert_tail(&cl->held, &r->link);
+	cl->order[r->slot].held++;
+	cl->nheld++;
+	COUNT(cl, held, 1);
+	return 0;
+}
+
+/* Sends slot's held requests, oldest first, while the rule lets them. */
+static void
+release_held(bc_tier_redis_cluster_t *cl, uint16_t slot)
+{
+	slot_order_t *o = &cl->order[slot];
+	bc_list_t    *it, *next;
+	req_t        *r;
+	int           rv;
+
+	BC_LIST_FOREACH_SAFE(it, next, &cl->held) {
+		r = BC_CONTAINER_OF(it, req_t, link);
+		if (o->held == 0 || cl->closing)
+			return;
+		if (r->slot != slot)
+			continue;
+		if (o->in_flight > 0 && (o->detoured > 0 ||
+		    o->node != route(cl, r)))
+			return;
+		bc_list_remove(it);
+		o->held--;
+		cl->nheld--;
+		rv = send_first(cl, r);
+		if (rv < 0)
+			finish(r, rv, NULL);
+	}
 }
 
 int
@@ -442,7 +554,10 @@ bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl, const void *key,
 	r->keyed = key != NULL;
 	if (r->keyed)
 		r->slot = bc_tier_redis_cluster_slot(key, keylen);
-	rv = send_to(cl, r, route(cl, r), 0);
+	if (r->keyed && !may_go_now(cl, r))
+		rv = hold(cl, r);
+	else
+		rv = send_first(cl, r);
 	if (rv < 0) {
 		COUNT(cl, rejects, 1);
 		sdsfree(r->cmd);
@@ -807,6 +922,7 @@ bc_tier_redis_cluster_new(bc_loop_t *loop,
 	cl->loop = loop;
 	bc_list_init(&cl->nodes);
 	bc_list_init(&cl->retries);
+	bc_list_init(&cl->held);
 	cl->conn_opts = o->conn;
 	cl->conn_opts.user = o->conn.user ? strdup(o->conn.user) : NULL;
 	cl->conn_opts.pass = o->conn.pass ? strdup(o->conn.pass) : NULL;
@@ -867,6 +983,10 @@ bc_tier_redis_cluster_free(bc_tier_redis_cluster_t *cl)
 		n->conn = NULL;
 	}
 	while ((first = bc_list_first(&cl->retries)) != NULL) {
+		bc_list_remove(first);
+		finish(BC_CONTAINER_OF(first, req_t, link), BC_ECANCELED, NULL);
+	}
+	while ((first = bc_list_first(&cl->held)) != NULL) {
 		bc_list_remove(first);
 		finish(BC_CONTAINER_OF(first, req_t, link), BC_ECANCELED, NULL);
 	}

@@ -18,6 +18,11 @@
  * or still told TRYAGAIN/CLUSTERDOWN after its retries, gets that last
  * error reply as its answer (counted in redirect_limit).
  *
+ * Order: commands on one slot run in the order submitted, redirections
+ * included: a command submitted while an earlier one on its slot is
+ * being redirected or retried, or is on the wire to another node than
+ * the map now names, is held until the slot has none on the wire.
+ *
  * Health: up when the map is known and no connection to a master (the
  * standalone server) is DOWN; a master's connection going DOWN also asks
  * for a refresh (a failover moves slots). Nodes that leave the map keep
@@ -75,6 +80,7 @@ typedef struct bc_tier_redis_cluster_opts_s {
 	X(moved,          "MOVED answers followed")                           \
 	X(ask,            "ASK answers followed")                             \
 	X(tryagain,       "TRYAGAIN/CLUSTERDOWN answers retried")             \
+	X(held,           "commands held back to keep their slot's order")    \
 	X(redirect_limit, "commands answered with an unresolved redirection") \
 	X(refreshes,      "slot maps loaded")                                 \
 	X(refresh_errors, "slot map requests that failed")

@@ -1,7 +1,8 @@
 /*
  * redis_fixture.c — starts and stops redis-server processes for tests
  * (redis_fixture.h). Readiness has no event to wait on: a server is ready
- * when it answers PING, a cluster when every node says cluster_state:ok;
+ * when it answers PING, a cluster when every node says cluster_state:ok
+ * and all of them name the same owners for the slots;
  * both are polled with a deadline.
  */
 #define _GNU_SOURCE
@@ -296,6 +297,12 @@ redis_fixture_cmd(redis_node_t *node, const char *fmt, ...)
 	return r;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static bool
 cluster_ok(redis_node_t *n)
 {
@@ -314,18 +321,81 @@ cluster_ok(redis_node_t *n)
 	return ok;
 }
 
+/* n's view of who serves which slots: its CLUSTER NODES lines cut to
+ * "id slots...", sorted, joined (malloc'd; NULL when it cannot say). */
+static char *
+slot_view(redis_node_t *n)
+{
+	redisContext *rc = connect_node(n);
+	redisReply   *r;
+	char         *lines[64], *out = NULL, *save = NULL, *line;
+	size_t        nl = 0, len = 1;
+
+	if (rc == NULL)
+		return NULL;
+	r = redisCommand(rc, "CLUSTER NODES");
+	if (r != NULL && r->type == REDIS_REPLY_STRING) {
+		for (line = strtok_r(r->str, "\n", &save); line != NULL &&
+		    nl < 64; line = strtok_r(NULL, "\n", &save)) {
+			char *f = line;
+
+			/* id addr flags master ping pong epoch link slots... */
+			for (int k = 0; k < 8 && f != NULL; k++)
+				f = strchr(f + 1, ' ');
+			if (f == NULL)
+				continue;   /* no slots */
+			memmove(strchr(line, ' '), f, strlen(f) + 1);
+			lines[nl++] = line;
+			len += strlen(line) + 1;
+		}
+		qsort(lines, nl, sizeof(*lines), cmp_str);
+		out = calloc(1, len);
+		for (size_t i = 0; out != NULL && i < nl; i++) {
+			strcat(out, lines[i]);
+			strcat(out, "\n");
+		}
+	}
+	if (r != NULL)
+		freeReplyObject(r);
+	redisFree(rc);
+	return out;
+}
+
+/* Whether every node says cluster_state:ok and all give the same slot
+ * owners (a fresh cluster's nodes learn each other's slots by gossip;
+ * until they agree, a client sees MOVED back and forth). */
+static bool
+cluster_settled(redis_node_t **ns, int n)
+{
+	char *first = NULL, *v;
+	bool  ok = true;
+
+	for (int i = 0; i < n && ok; i++) {
+		ok = cluster_ok(ns[i]);
+		if (!ok)
+			break;
+		v = slot_view(ns[i]);
+		if (v == NULL)
+			ok = false;
+		else if (first == NULL)
+			first = v;
+		else {
+			ok = strcmp(first, v) == 0;
+			free(v);
+		}
+	}
+	free(first);
+	return ok;
+}
+
 void
 redis_fixture_cluster_wait_ok(redis_node_t **ns, int n)
 {
 	long long deadline = now_ms() + 20000;
-	int       i = 0;
 
-	while (i < n) {
-		if (cluster_ok(ns[i])) {
-			i++;
-			continue;
-		}
-		cr_assert_lt(now_ms(), deadline, "cluster_state not ok");
+	while (!cluster_settled(ns, n)) {
+		cr_assert_lt(now_ms(), deadline,
+		    "cluster_state not ok, or nodes disagree on slots");
 		nap_ms(20);
 	}
 }

@@ -44,7 +44,7 @@ bool redis_fixture_have(void);
 redis_node_t *redis_fixture_start(const char *pass);
 
 /* Starts n cluster-enabled servers, makes them a cluster of n masters
- * (no replicas) and waits until every node reports cluster_state:ok.
+ * (no replicas) and waits until it is settled (below).
  * nodes[i] are set, in the order of their slot ranges. */
 void redis_fixture_cluster(int n, redis_node_t **nodes);
 
@@ -67,7 +67,8 @@ redisReply *redis_fixture_vcmd(redis_node_t *node, const char *fmt,
 redisReply *redis_fixture_cmdv(redis_node_t *node, int argc,
     const char **argv, const size_t *lens);
 
-/* Waits until every node of the cluster reports cluster_state:ok. */
+/* Waits until every node of the cluster reports cluster_state:ok and all
+ * name the same owners for the slots (CLUSTER NODES). */
 void redis_fixture_cluster_wait_ok(redis_node_t **nodes, int n);
 
 /* Kills every server this process started and removes the directories. */

@@ -6,7 +6,9 @@
  * three masters all SET/GET right with no redirection; a slot migrated by
  * hand (SETSLOT MIGRATING/IMPORTING + MIGRATE: ASK for a moved key and a
  * new one, TRYAGAIN for a multi-key command split between the nodes,
- * then SETSLOT NODE: MOVED and a refreshed map); a master killed (health
+ * then SETSLOT NODE: MOVED and a refreshed map); one slot's commands kept
+ * in order across a map change (a SET redirected after a later DEL would
+ * otherwise overtake it); a master killed (health
  * down) and restarted (up again); a standalone server through the same
  * API, found past a dead seed.
  *
@@ -440,6 +442,107 @@ LTest(redis_cluster, migration_ask_tryagain_moved)
 	cr_assert_eq(slots_of(&f, src->port), src_slots - 1);
 	cr_assert_geq(CSTAT(f.cl, refreshes), 2);
 	redis_res_clear(&r);
+	teardown(&f);
+}
+
+/* A key "<prefix><n>" whose slot node i serves. */
+static void
+key_on(fix_t *f, int i, const char *prefix, char *out, size_t len)
+{
+	for (int n = 0; n < 10000; n++) {
+		snprintf(out, len, "%s%d", prefix, n);
+		if (owner(f, out) == i)
+			return;
+	}
+	cr_assert_fail("no key for node %d", i);
+}
+
+typedef struct two_s {
+	sub_t a, b;
+} two_t;
+
+static void
+do_submit_two(void *arg)
+{
+	two_t *t = arg;
+
+	do_submit(&t->a);
+	do_submit(&t->b);
+}
+
+/*
+ * The map changes while a SET is on the wire to the slot's old master
+ * (paused): a DEL of the same key submitted after the change must not
+ * reach the new master before the SET, which comes there by MOVED once
+ * the old master wakes. Without the order rule the DEL goes straight to
+ * the new master, runs first, and the key survives.
+ */
+LTest(redis_cluster, slot_order_kept_across_a_map_change)
+{
+	fix_t         f;
+	redis_res_t   r = { 0 }, rset = { 0 }, rdel = { 0 }, rk2 = { 0 };
+	char          k[32], k2[32];
+	int           a = 0, b = 1, c = 2;   /* old master, new, the seed */
+	uint32_t      b_slots;
+	two_t         two;
+	sub_t         del;
+
+	setup(&f);
+	redis_fixture_cluster(3, f.node);
+	seed(&f, f.node[c]->port);        /* the map is asked of c */
+	f.opts.conn.command_timeout_ms = 10000;
+	open_up(&f);
+	key_on(&f, a, "ord:a:", k, sizeof(k));
+	key_on(&f, c, "ord:c:", k2, sizeof(k2));
+	run(&f, &r, k, "GET", k, NULL);   /* a's connection is up */
+	cr_assert_eq(r.type, REDIS_REPLY_NIL);
+	b_slots = slots_of(&f, f.node[b]->port);
+	/* both slots (empty) go to b; the client's map does not know */
+	for (int i = 0; i < 3; i++) {
+		ok_cmd(f.node[i], "CLUSTER SETSLOT %d NODE %s", slot_of(k),
+		    f.node[b]->id);
+		ok_cmd(f.node[i], "CLUSTER SETSLOT %d NODE %s", slot_of(k2),
+		    f.node[b]->id);
+	}
+	nap_ms(150);                      /* past refresh_min_ms */
+	redis_fixture_pause(f.node[a]);
+	/* SET k waits on paused a; GET k2 is told MOVED by c, which asks c
+	 * for the map: k's slot is b's in it */
+	two.a = (sub_t){ .f = &f, .key = k, .argc = 3,
+	    .argv = { "SET", k, "v" }, .lens = { 3, strlen(k), 1 },
+	    .res = &rset };
+	two.b = (sub_t){ .f = &f, .key = k2, .argc = 2,
+	    .argv = { "GET", k2 }, .lens = { 3, strlen(k2) }, .res = &rk2 };
+	redis_fixture_on_loop(f.loop, do_submit_two, &two);
+	cr_assert_eq(two.a.rv, 0);
+	cr_assert_eq(two.b.rv, 0);
+	redis_res_wait(&rk2);
+	cr_assert_eq(rk2.type, REDIS_REPLY_NIL, "%d %s", rk2.type, rk2.str);
+	for (int i = 0; i < 2000 && slots_of(&f, f.node[b]->port) !=
+	    b_slots + 2; i++)
+		nap_ms(5);
+	cr_assert_eq(slots_of(&f, f.node[b]->port), b_slots + 2,
+	    "the map moved both slots to b");
+	del = (sub_t){ .f = &f, .key = k, .argc = 2, .argv = { "DEL", k },
+	    .lens = { 3, strlen(k) }, .res = &rdel };
+	redis_fixture_on_loop(f.loop, do_submit, &del);
+	cr_assert_eq(del.rv, 0);
+	nap_ms(100);                      /* a wrong DEL would run now */
+	cr_assert_geq(CSTAT(f.cl, held), 1, "the DEL waits for the SET");
+	redis_fixture_resume(f.node[a]);
+	redis_res_wait(&rset);
+	redis_res_wait(&rdel);
+	cr_assert_eq(rset.type, REDIS_REPLY_STATUS, "%d %s", rset.type,
+	    rset.str);
+	cr_assert_eq(rdel.type, REDIS_REPLY_INTEGER);
+	cr_assert_eq(rdel.integer, 1, "the DEL ran after the SET");
+	run(&f, &r, k, "GET", k, NULL);
+	cr_assert_eq(r.type, REDIS_REPLY_NIL, "the key was deleted");
+	cr_assert_geq(CSTAT(f.cl, moved), 2);
+	redis_res_clear(&r);
+	redis_res_clear(&rset);
+	redis_res_clear(&rdel);
+	redis_res_clear(&rk2);
 	teardown(&f);
 }
 
