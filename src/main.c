@@ -178,6 +178,9 @@ redis_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
 		goto out;
 	}
 	redis_tier = t;
+	if (bc_stats_set_section("redis", bc_tier_redis_stats_json,
+	    bc_tier_redis_stats_prom, t) < 0)
+		BC_WARN("redis tier: no room for its stats section");
 	BC_INFO("redis tier: %zu seed(s), first %s, %llu MiB", cfg->nredis_addrs,
 	    seeds[0], (unsigned long long)(cfg->redis_size >> 20));
 	rv = 0;
@@ -370,6 +373,7 @@ out:
 	bc_scale_free(scale);         /* its timer stopped with the loop */
 	bc_prefetch_free(prefetch);   /* its timer stopped with the loop */
 	bc_stats_set_tiers(NULL, NULL);
+	bc_stats_set_section("redis", NULL, NULL, NULL);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
 	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);

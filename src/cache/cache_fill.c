@@ -349,6 +349,8 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 		    cls == BC_ORIGIN_PREFETCH);
 
 		f->probe.data = f;
+		f->probe.len_hint = o->meta_valid ?
+		    bc_chunk_len(index, o->meta.size, c->cs) : 0;
 		f->probing = true;
 		if (bc_tier_chain_probe(c->tiers, &f->probe, &k, &ctx,
 		    fill_probed) == 0) {

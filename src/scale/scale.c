@@ -167,8 +167,9 @@ bc_scale_new(const bc_scale_opts_t *o)
 		if (s->timer == NULL)
 			goto fail;
 	}
-	bc_stats_set_section("scale", scale_json_section, scale_prom_section,
-	    s);
+	if (bc_stats_set_section("scale", scale_json_section,
+	    scale_prom_section, s) < 0)
+		goto fail;
 	BC_STATS_SET(scale_target_bytes, s->target);
 	return s;
 fail:
@@ -182,7 +183,7 @@ bc_scale_free(bc_scale_t *s)
 	if (s == NULL)
 		return;
 	bc_loop_timer_free(s->timer);
-	bc_stats_set_section(NULL, NULL, NULL, NULL);
+	bc_stats_set_section("scale", NULL, NULL, NULL);
 	bc_scale_est_free(s->est);
 	free(s->jobs_buf);
 	pthread_mutex_destroy(&s->mu);

@@ -779,32 +779,60 @@ json_tiers(struct out *o)
 	put(o, "%s},\n", n > 0 ? "\n  " : "");
 }
 
-/* The module section (bc_stats_set_section), under section_mu. */
-static pthread_mutex_t   section_mu = PTHREAD_MUTEX_INITIALIZER;
-static const char       *section_name;
-static bc_stats_section_fn section_json, section_prom;
-static void             *section_arg;
+/* The modules' sections (bc_stats_set_section), in the order first set,
+ * under section_mu. */
+#define MAX_SECTIONS 4
+static pthread_mutex_t section_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char                name[32];
+	bc_stats_section_fn json, prom;
+	void               *arg;
+} sections[MAX_SECTIONS];
 
-void
+int
 bc_stats_set_section(const char *name, bc_stats_section_fn json,
     bc_stats_section_fn prom, void *arg)
 {
+	int i, free_at = -1, rv = 0;
+
+	if (name == NULL || strlen(name) >= sizeof(sections[0].name))
+		return BC_EINVAL;
 	pthread_mutex_lock(&section_mu);
-	section_name = name;
-	section_json = json;
-	section_prom = prom;
-	section_arg = arg;
+	for (i = 0; i < MAX_SECTIONS; i++) {
+		if (strcmp(sections[i].name, name) == 0)
+			break;
+		if (free_at < 0 && sections[i].name[0] == '\0')
+			free_at = i;
+	}
+	if (i == MAX_SECTIONS)
+		i = json != NULL || prom != NULL ? free_at : -1;
+	if (i >= 0) {
+		if (json == NULL && prom == NULL) {
+			memset(&sections[i], 0, sizeof(sections[i]));
+		} else {
+			snprintf(sections[i].name, sizeof(sections[i].name),
+			    "%s", name);
+			sections[i].json = json;
+			sections[i].prom = prom;
+			sections[i].arg = arg;
+		}
+	} else if (json != NULL || prom != NULL) {
+		rv = BC_ENOMEM;
+	}
 	pthread_mutex_unlock(&section_mu);
+	return rv;
 }
 
 static void
 json_section(struct out *o)
 {
 	pthread_mutex_lock(&section_mu);
-	if (section_json != NULL && o->rv == 0) {
-		put(o, "  ,\"%s\": ", section_name);
+	for (int i = 0; i < MAX_SECTIONS && o->rv == 0; i++) {
+		if (sections[i].json == NULL)
+			continue;
+		put(o, "  ,\"%s\": ", sections[i].name);
 		if (o->rv == 0)
-			o->rv = section_json(section_arg, o->b);
+			o->rv = sections[i].json(sections[i].arg, o->b);
 		put(o, "\n");
 	}
 	pthread_mutex_unlock(&section_mu);
@@ -814,8 +842,10 @@ static void
 prom_section(struct out *o)
 {
 	pthread_mutex_lock(&section_mu);
-	if (section_prom != NULL && o->rv == 0)
-		o->rv = section_prom(section_arg, o->b);
+	for (int i = 0; i < MAX_SECTIONS && o->rv == 0; i++) {
+		if (sections[i].prom != NULL)
+			o->rv = sections[i].prom(sections[i].arg, o->b);
+	}
 	pthread_mutex_unlock(&section_mu);
 }
 

@@ -157,15 +157,18 @@ void   bc_stats_set_tiers(bc_stats_tiers_fn fn, void *arg);
 size_t bc_stats_tiers(bc_stats_tier_t *rows, size_t max);
 
 /*
- * One module's own section (scale/): json appends a JSON value, rendered
- * as the member name of /stats's object; prom appends Prometheus lines
- * (with their # HELP and # TYPE) at the end of /metrics. Each returns 0
- * or a negative code (the document is then discarded). NULL fns: none.
+ * A module's own section (scale/, the Redis tier): json appends a JSON
+ * value, rendered as the member name of /stats's object; prom appends
+ * Prometheus lines (with their # HELP and # TYPE) at the end of /metrics.
+ * Each returns 0 or a negative code (the document is then discarded).
+ * Setting a name again replaces its fns; NULL fns remove the section.
+ * At most 4 sections, rendered in the order first set. Returns 0, or
+ * BC_EINVAL (name NULL or of 32 bytes or more), BC_ENOMEM (4 already).
  * Returns once no renderer calls the previous fns any more, so their arg
- * may go after bc_stats_set_section(NULL, NULL, NULL, NULL).
+ * may go after bc_stats_set_section(name, NULL, NULL, NULL).
  */
 typedef int (*bc_stats_section_fn)(void *arg, bc_buf_t *out);
-void bc_stats_set_section(const char *name, bc_stats_section_fn json,
+int bc_stats_set_section(const char *name, bc_stats_section_fn json,
     bc_stats_section_fn prom, void *arg);
 
 /* Sets gauge name to v (for gauges mirrored from another module). */

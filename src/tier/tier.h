@@ -131,6 +131,11 @@ struct bc_tier_get_s {
 	bc_tier_t             *tier;
 	const bc_chunk_key_t  *key;
 	const bc_policy_ctx_t *ctx;
+	/* The chunk's length when the caller knows it (the object's size is
+	 * known), 0 when not: a tier that stores no length index may use it
+	 * to ask for exactly the chunk's bytes; a chunk found of another
+	 * length is a miss. Set by the caller before get(). */
+	uint64_t               len_hint;
 	bc_tier_get_cb         cb;
 	void                  *priv;   /* the tier's per-request state */
 	bc_tier_get_t         *next;   /* the tier's, to queue requests */

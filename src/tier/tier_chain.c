@@ -382,6 +382,7 @@ probe_step(bc_tier_probe_t *req)
 		}
 		req->asked = req->next - 1;
 		req->get.data = req;
+		req->get.len_hint = req->len_hint;
 		rv = t->ops->get(t, &req->get, &req->key, &req->ctx, on_get);
 		if (rv == 0)
 			return;

@@ -74,6 +74,7 @@ struct bc_tier_probe_s {
 	size_t            next;     /* the next tier to ask */
 	size_t            asked;    /* the tier get is waiting on */
 	bc_chunk_key_t    key;      /* copies, in strs */
+	uint64_t          len_hint; /* the caller's: the get's (tier.h) */
 	bc_policy_ctx_t   ctx;
 	char             *strs;
 	bc_tier_get_t     get;

@@ -48,6 +48,10 @@ typedef struct redis_s {
 	/* The client's health as on_state last said (health() reads these,
 	 * never the client, which stop may be freeing). */
 	atomic_bool              ever_up, client_up, stopped;
+	_Atomic int              mode;     /* the client's, as on_state saw */
+	/* The client's counters, here so that they outlive it. */
+	bc_tier_redis_conn_stats_t    conn_stats;
+	bc_tier_redis_cluster_stats_t cluster_stats;
 	uint64_t                 unit, ttl_ms;
 	char                     px[24];
 	pthread_mutex_t          lock;
@@ -761,6 +765,8 @@ get_run(bc_loop_t *l, void *arg)
 	if (pp != NULL && *pp != NULL)
 		len = (*pp)->len;
 	pthread_mutex_unlock(&r->lock);
+	if (len < 0 && j->req->len_hint > 0 && j->req->len_hint <= r->unit)
+		len = (int64_t)j->req->len_hint;   /* another gateway's chunk */
 	if (len == 0) {
 		j->data = malloc(1);
 		j->known = true;
@@ -1131,7 +1137,7 @@ on_state(bc_tier_redis_cluster_t *cl, bool up, void *arg)
 {
 	redis_t *r = arg;
 
-	(void)cl;
+	atomic_store(&r->mode, (int)bc_tier_redis_cluster_mode(cl));
 	atomic_store(&r->client_up, up);
 	if (up) {
 		atomic_store(&r->ever_up, true);
@@ -1202,9 +1208,11 @@ open_client(sync_t *s)
 			    ro->connect_timeout_ms : 1000,
 			.command_timeout_ms = ro->timeout_ms > 0 ?
 			    ro->timeout_ms : 2000,
+			.totals = &s->r->conn_stats,
 		},
 		.on_state = on_state,
 		.state_arg = s->r,
+		.stats = &s->r->cluster_stats,
 	};
 
 	s->rv = bc_tier_redis_cluster_new(s->r->loop, &co, &s->r->cl, s->err,
@@ -1304,6 +1312,19 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	}
 	*out = &r->base;
 	return 0;
+}
+
+void
+bc_tier_redis_counters(bc_tier_t *bt, bc_tier_redis_counters_t *out)
+{
+	redis_t *r = redis_of(bt);
+
+	pthread_mutex_lock(&r->lock);
+	out->chunks = r->n;
+	pthread_mutex_unlock(&r->lock);
+	out->mode = atomic_load(&r->mode);
+	out->conn = &r->conn_stats;
+	out->cluster = &r->cluster_stats;
 }
 
 static int

@@ -51,6 +51,8 @@
 #include <stdint.h>
 
 #include "tier/tier.h"
+#include "tier/tier_redis_cluster.h"
+#include "util/util_buf.h"
 
 /* What one slice key costs Redis beyond its value (key name, dict entry,
  * expiry; measured in tier_redis_key.h). */
@@ -88,5 +90,25 @@ int bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
  * the loop, which must be running, and waits. A second call is a no-op.
  */
 void bc_tier_redis_stop(bc_tier_t *t);
+
+/* The Redis client's counters: its connections' summed (fault kinds,
+ * round trips; tier_redis_conn.h) and the cluster layer's (redirections,
+ * held commands; tier_redis_cluster.h), and how many chunks this
+ * gateway's index holds. The pointers are t's, valid
+ * until close, and read from any thread (atomics). */
+typedef struct bc_tier_redis_counters_s {
+	bc_tier_redis_cluster_mode_t         mode;
+	uint64_t                             chunks;   /* in the index */
+	const bc_tier_redis_conn_stats_t    *conn;
+	const bc_tier_redis_cluster_stats_t *cluster;
+} bc_tier_redis_counters_t;
+
+void bc_tier_redis_counters(bc_tier_t *t, bc_tier_redis_counters_t *out);
+
+/* The "redis" section of /stats and /metrics (stats.h's
+ * bc_stats_set_section) for tier t (the arg): the counters above, the
+ * recent and mean round trip. */
+int bc_tier_redis_stats_json(void *t, bc_buf_t *out);
+int bc_tier_redis_stats_prom(void *t, bc_buf_t *out);
 
 #endif

@@ -97,11 +97,11 @@ struct bc_tier_redis_cluster_s {
 
 	_Atomic int                    mode;
 	_Atomic bool                   up;
-	bc_tier_redis_cluster_stats_t  stats;
+	bc_tier_redis_cluster_stats_t  stats_own, *stats;   /* o->stats */
 };
 
 #define COUNT(cl, f, n) \
-	atomic_fetch_add_explicit(&(cl)->stats.f, (n), memory_order_relaxed)
+	atomic_fetch_add_explicit(&(cl)->stats->f, (n), memory_order_relaxed)
 
 static void refresh(bc_tier_redis_cluster_t *cl);
 static void refresh_soon(bc_tier_redis_cluster_t *cl);
@@ -920,6 +920,7 @@ bc_tier_redis_cluster_new(bc_loop_t *loop,
 	if (cl == NULL)
 		return BC_ENOMEM;
 	cl->loop = loop;
+	cl->stats = o->stats != NULL ? o->stats : &cl->stats_own;
 	bc_list_init(&cl->nodes);
 	bc_list_init(&cl->retries);
 	bc_list_init(&cl->held);
@@ -1009,7 +1010,7 @@ bc_tier_redis_cluster_mode(const bc_tier_redis_cluster_t *cl)
 const bc_tier_redis_cluster_stats_t *
 bc_tier_redis_cluster_stats(const bc_tier_redis_cluster_t *cl)
 {
-	return &cl->stats;
+	return cl->stats;
 }
 
 size_t

@@ -70,6 +70,9 @@ typedef struct bc_tier_redis_cluster_opts_s {
 	uint64_t    refresh_min_ms;   /* 0: 1000 */
 	bc_tier_redis_cluster_state_cb on_state;  /* may be NULL */
 	void       *state_arg;
+	/* Where the counters go (so they outlive the client); NULL: the
+	 * client's own. */
+	struct bc_tier_redis_cluster_stats_s *stats;
 } bc_tier_redis_cluster_opts_t;
 
 #define BC_TIER_REDIS_CLUSTER_STATS(X)                                      \

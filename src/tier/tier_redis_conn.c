@@ -83,12 +83,43 @@ struct bc_tier_redis_conn_s {
 	int                         handles;   /* open: timer, closing links */
 	_Atomic int                 state;
 	bc_tier_redis_conn_stats_t  stats;
+	bc_tier_redis_conn_stats_t *totals;    /* o->totals, may be NULL */
 };
 
 static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
 
-#define COUNT(c, f, n) \
-	atomic_fetch_add_explicit(&(c)->stats.f, (n), memory_order_relaxed)
+/* Adds n to c's counter f, and to the same counter of c->totals. */
+static void
+count_at(bc_tier_redis_conn_t *c, _Atomic uint64_t *f, uint64_t n)
+{
+	size_t off = (size_t)((char *)f - (char *)&c->stats);
+
+	assert(off < sizeof(c->stats));
+	atomic_fetch_add_explicit(f, n, memory_order_relaxed);
+	if (c->totals != NULL)
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)
+		    ((char *)c->totals + off), n, memory_order_relaxed);
+}
+
+#define COUNT(c, f, n) count_at((c), &(c)->stats.f, (n))
+
+/* Folds one round trip into c's recent RTT and its totals'. */
+static void
+rtt_note(bc_tier_redis_conn_t *c, uint64_t ns)
+{
+	bc_tier_redis_conn_stats_t *s[2] = { &c->stats, c->totals };
+
+	COUNT(c, rtt_ns_sum, ns);
+	COUNT(c, rtt_count, 1);
+	for (int i = 0; i < 2 && s[i] != NULL; i++) {
+		uint64_t v = atomic_load_explicit(&s[i]->rtt_recent_ns,
+		    memory_order_relaxed);
+
+		v = v == 0 ? ns : v - v / 16 + ns / 16;
+		atomic_store_explicit(&s[i]->rtt_recent_ns, v,
+		    memory_order_relaxed);
+	}
+}
 
 static void on_timer(uv_timer_t *t);
 static void on_poll(uv_poll_t *h, int status, int events);
@@ -233,7 +264,7 @@ link_lost(bc_tier_redis_conn_t *c, int code, _Atomic uint64_t *kind)
 	c->link = NULL;
 	c->handshake = 0;
 	c->failures++;
-	atomic_fetch_add_explicit(kind, 1, memory_order_relaxed);
+	count_at(c, kind, 1);
 	set_state(c, BC_TIER_REDIS_CONN_DOWN);
 	c->backoff_ms = c->backoff_ms * 2 < c->backoff_max_ms ?
 	    c->backoff_ms * 2 : c->backoff_max_ms;
@@ -311,6 +342,10 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 	if (c->nwire > peak)
 		atomic_store_explicit(&c->stats.outstanding_peak, c->nwire,
 		    memory_order_relaxed);
+	if (c->totals != NULL && c->nwire > atomic_load_explicit(
+	    &c->totals->outstanding_peak, memory_order_relaxed))
+		atomic_store_explicit(&c->totals->outstanding_peak, c->nwire,
+		    memory_order_relaxed);
 	if (first)
 		arm_command_timer(c);
 }
@@ -354,8 +389,7 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 	/* An answered command's link is gone: no reply reaches it. */
 	assert(cmd->cb != NULL);
 	COUNT(c, replies, 1);
-	COUNT(c, rtt_ns_sum, bc_mono_ns() - cmd->sent_ns);
-	COUNT(c, rtt_count, 1);
+	rtt_note(c, bc_mono_ns() - cmd->sent_ns);
 	if (reply->type == REDIS_REPLY_ERROR)
 		COUNT(c, error_replies, 1);
 	answer(cmd, 0, reply);
@@ -685,6 +719,7 @@ bc_tier_redis_conn_new(bc_loop_t *loop, const bc_tier_redis_conn_opts_t *o,
 	c->backoff_ms = c->backoff_min_ms;
 	c->on_state = o->on_state;
 	c->state_arg = o->state_arg;
+	c->totals = o->totals;
 	bc_list_init(&c->queue);
 	bc_list_init(&c->wire);
 	set_state(c, BC_TIER_REDIS_CONN_CONNECTING);

@@ -72,6 +72,10 @@ typedef struct bc_tier_redis_conn_opts_s {
 	uint64_t    backoff_max_ms;      /* 0: 5000 */
 	bc_tier_redis_conn_state_cb on_state;   /* may be NULL */
 	void       *state_arg;
+	/* Counters every count also goes to (the connections of one
+	 * client summed; outstanding_peak and rtt_recent_ns over them all);
+	 * may be NULL; must outlive the connection. */
+	struct bc_tier_redis_conn_stats_s *totals;
 } bc_tier_redis_conn_opts_t;
 
 /*
@@ -102,6 +106,9 @@ typedef struct bc_tier_redis_conn_stats_s {
 #define BC_TIER_REDIS_CONN_STAT_FIELD(name, help) _Atomic uint64_t name;
 	BC_TIER_REDIS_CONN_STATS(BC_TIER_REDIS_CONN_STAT_FIELD)
 #undef BC_TIER_REDIS_CONN_STAT_FIELD
+	/* Not a counter: recent round trip, a moving average over about the
+	 * last 16 answers (each moves it 1/16 of the way). */
+	_Atomic uint64_t rtt_recent_ns;
 } bc_tier_redis_conn_stats_t;
 
 /*

@@ -8,6 +8,7 @@
 #include "tier/tier.h"
 #include "tier/tier_chain.h"
 #include "tier/tier_disk.h"
+#include "tier/tier_redis.h"
 #include "tier/tier_stats.h"
 
 /* Every counter a tier keeps has its line in the stats table. */
@@ -53,6 +54,11 @@ row_of(bc_tier_chain_t *ch, size_t i, bc_stats_tier_t *row)
 		v[BC_TSTAT_scan_files] = di.scan_files;
 		v[BC_TSTAT_scan_removed] = di.scan_removed;
 		v[BC_TSTAT_scan_ms] = di.scan_ns / 1000000u;
+	} else if (t->ops == &bc_tier_redis) {
+		bc_tier_redis_counters_t rc;
+
+		bc_tier_redis_counters(t, &rc);
+		v[BC_TSTAT_chunks] = rc.chunks;
 	}
 }
 

@@ -955,3 +955,67 @@ LTest(stats, tiers_are_read_when_rendered)
 	cr_assert_eq(calls, 2);
 	bc_buf_fini(&b);
 }
+
+static int
+sec_json(void *arg, bc_buf_t *out)
+{
+	return bc_buf_printf(out, "{\"n\": %d}", *(int *)arg);
+}
+
+static int
+sec_prom(void *arg, bc_buf_t *out)
+{
+	return bc_buf_printf(out, "# HELP bucketcache_sec_%d x\n"
+	    "# TYPE bucketcache_sec_%d gauge\nbucketcache_sec_%d %d\n",
+	    *(int *)arg, *(int *)arg, *(int *)arg, *(int *)arg);
+}
+
+/* Modules' sections: several at once, in the order set; set again
+ * replaces, NULL fns remove; a fifth is refused. */
+LTest(stats, sections_render_in_order_and_go)
+{
+	static int v[6] = { 1, 2, 3, 4, 5, 6 };
+	static const char *names[5] = { "sa", "sb", "sc", "sd", "se" };
+	bc_buf_t b = BC_BUF_INIT;
+
+	bc_stats_reset();
+	cr_assert_eq(bc_stats_set_section("sa", sec_json, sec_prom, &v[0]), 0);
+	cr_assert_eq(bc_stats_set_section("sb", sec_json, sec_prom, &v[1]), 0);
+	cr_assert_eq(bc_stats_set_section("sa", sec_json, sec_prom, &v[5]), 0,
+	    "set again: replaced in place");
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "assert d[\"sa\"] == {\"n\": 6}, d\n"
+	    "assert d[\"sb\"] == {\"n\": 2}, d\n"
+	    "k = list(d)\n"
+	    "assert k.index(\"sa\") < k.index(\"sb\"), k\n"), 0, "%s",
+	    bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	check_prometheus(bc_buf_str(&b));
+	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_sec_6"), 6);
+	cr_assert_eq(sample(bc_buf_str(&b), "bucketcache_sec_2"), 2);
+	cr_assert_eq(bc_stats_set_section("sc", sec_json, NULL, &v[2]), 0);
+	cr_assert_eq(bc_stats_set_section("sd", sec_json, NULL, &v[3]), 0);
+	cr_assert_eq(bc_stats_set_section("se", sec_json, NULL, &v[4]),
+	    BC_ENOMEM, "four at most");
+	cr_assert_eq(bc_stats_set_section(NULL, sec_json, NULL, &v[4]),
+	    BC_EINVAL);
+	cr_assert_eq(bc_stats_set_section("sa", NULL, NULL, NULL), 0);
+	cr_assert_eq(bc_stats_set_section("se", sec_json, NULL, &v[4]), 0,
+	    "a removed one's place is free");
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "assert \"sa\" not in d and d[\"se\"] == {\"n\": 5}, d\n"), 0,
+	    "%s",
+	    bc_buf_str(&b));
+	for (int i = 0; i < 5; i++)
+		bc_stats_set_section(names[i], NULL, NULL, NULL);
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_null(strstr(bc_buf_str(&b), "\"sb\""));
+	bc_buf_fini(&b);
+}

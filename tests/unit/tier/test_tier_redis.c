@@ -3,9 +3,11 @@
  * conformance suite, against a real redis-server (redis_fixture.h): two
  * gateways sharing one Redis (a chunk read without knowing its length,
  * over several slices), TTLs, damaged and missing slices, del in Redis,
- * object metadata, and Redis going away and coming back.
+ * object metadata, and Redis going away and coming back (the client's
+ * counters and the tier's stats section then).
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +222,70 @@ Test(tier_redis, another_gateway_reads_what_one_wrote)
 	bc_tier_redis.close(a);
 }
 
+/* get() with the chunk's length given (the cache knows the object's
+ * size): another gateway's chunk costs one GET per slice it has, not the
+ * unit's; a wrong length is a miss. */
+static int
+get_hinted(bc_tier_t *t, const char *key, uint32_t index, uint64_t len,
+    bc_chunk_t **c)
+{
+	bc_chunk_key_t k = { "bkt", key, "\"e\"", index };
+	got_t          g = { .req = { .data = &g, .len_hint = len } };
+	int            rv;
+
+	rv = bc_tier_redis.get(t, &g.req, &k, &ctx, on_got);
+	if (rv < 0)
+		return rv;
+	RF_WAIT_FOR(g.done);
+	*c = g.c;
+	return g.status;
+}
+
+static uint64_t
+requests_of(bc_tier_t *t)
+{
+	bc_tier_redis_counters_t k;
+
+	bc_tier_redis_counters(t, &k);
+	return atomic_load(&k.cluster->requests);
+}
+
+Test(tier_redis, a_known_length_asks_only_for_its_slices)
+{
+	bc_tier_t  *a = open_tier(64u << 20), *b = open_tier(64u << 20);
+	bc_chunk_t *c = NULL;
+	char        name[BC_REDIS_KEY_NAME_MAX];
+	uint32_t    nunit, nbig, nsmall;
+	uint64_t    before;
+
+	slice_name("unit", 0, UNIT, 0, name, &nunit);
+	slice_name("obj", 1, BIG, 0, name, &nbig);
+	slice_name("obj", 0, SMALL, 0, name, &nsmall);
+	put(a, "obj", 0, SMALL);
+	put(a, "obj", 1, BIG);
+	cr_assert_eq(get(a, "obj", 0, &c), 0);   /* a's SETs have run */
+	bc_chunk_unref(c);
+	before = requests_of(b);
+	cr_assert_eq(get_hinted(b, "obj", 0, SMALL, &c), 0);
+	cr_assert(intact(c, 0, SMALL));
+	bc_chunk_unref(c);
+	cr_assert_eq(requests_of(b) - before, nsmall, "one GET a slice");
+	before = requests_of(b);
+	cr_assert_eq(get_hinted(b, "obj", 1, BIG, &c), 0);
+	cr_assert(intact(c, 1, BIG));
+	bc_chunk_unref(c);
+	cr_assert_eq(requests_of(b) - before, nbig);
+	before = requests_of(b);
+	cr_assert_eq(get(b, "obj", 0, &c), 0, "no hint: the unit's slices");
+	bc_chunk_unref(c);
+	cr_assert_eq(requests_of(b) - before, nunit);
+	cr_assert_gt(nunit, nsmall);
+	cr_assert_eq(get_hinted(b, "obj", 0, SMALL + 1, &c), BC_ENOENT,
+	    "a wrong length is a miss");
+	bc_tier_redis.close(b);
+	bc_tier_redis.close(a);
+}
+
 /* A chunk whose own layout has more slices than the unit's: a reader that
  * does not know its length asks for the rest in a second round. */
 Test(tier_redis, a_chunk_with_more_slices_than_the_unit)
@@ -384,6 +450,46 @@ wait_health(bc_tier_t *t, bc_tier_state_t want)
 	cr_assert_eq(bc_tier_health(t), want);
 }
 
+/* The client's counters after down_and_up_again, in the tier's own
+ * stats section too: the lost link counted by kind, reconnects, round
+ * trips. */
+static void
+check_counters(bc_tier_t *t)
+{
+	bc_tier_redis_counters_t k;
+	bc_buf_t                 b = BC_BUF_INIT;
+	uint64_t                 lost;
+
+	bc_tier_redis_counters(t, &k);
+	cr_assert_eq(k.mode, BC_TIER_REDIS_CLUSTER_STANDALONE);
+	cr_assert_eq(k.chunks, 1);
+	lost = atomic_load(&k.conn->err_reset) +
+	    atomic_load(&k.conn->err_refused) +
+	    atomic_load(&k.conn->err_poll);
+	cr_assert_geq(lost, 1, "the kill is counted by kind");
+	cr_assert_geq(atomic_load(&k.conn->connects), 2);
+	cr_assert_geq(atomic_load(&k.conn->reconnects), 1);
+	cr_assert_geq(atomic_load(&k.conn->rtt_count), 4);
+	cr_assert_gt(atomic_load(&k.conn->rtt_recent_ns), 0);
+	cr_assert_gt(atomic_load(&k.cluster->requests), 0);
+	cr_assert_eq(bc_tier_redis_stats_json(t, &b), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"mode\": \"standalone\""),
+	    "%s", bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b), "\"cluster\": {\"requests\""),
+	    "%s", bc_buf_str(&b));
+	bc_buf_reset(&b);
+	cr_assert_eq(bc_tier_redis_stats_prom(t, &b), 0);
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "bucketcache_redis_mode 1\n"), "%s", bc_buf_str(&b));
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "# TYPE bucketcache_redis_rtt_seconds summary\n"));
+	cr_assert_null(strstr(bc_buf_str(&b), "bucketcache_redis_err_"),
+	    "link failures are one labelled family");
+	cr_assert_not_null(strstr(bc_buf_str(&b),
+	    "bucketcache_redis_link_failures_total{kind=\"reset\"} "));
+	bc_buf_fini(&b);
+}
+
 Test(tier_redis, down_and_up_again)
 {
 	bc_tier_t  *a = open_tier(64u << 20);
@@ -407,6 +513,7 @@ Test(tier_redis, down_and_up_again)
 	cr_assert_eq(get(a, "obj", 0, &c), 0);
 	cr_assert(intact(c, 0, SMALL));
 	bc_chunk_unref(c);
+	check_counters(a);
 	bc_tier_redis.close(a);
 }
 
