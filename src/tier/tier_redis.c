@@ -56,6 +56,9 @@ typedef struct redis_s {
 	char                     px[24];
 	pthread_mutex_t          lock;
 	uint64_t                 capacity, usage, serial;   /* lock */
+	/* Value bytes of puts sent or being sent to Redis (their commands
+	 * hold copies), and the bound past which puts are refused. */
+	uint64_t                 put_pending, put_pending_max;  /* lock */
 	const bc_policy_ops_t   *pol_ops;
 	bc_policy_t             *pol;                      /* lock */
 	entry_t                **table;                    /* lock */
@@ -355,7 +358,7 @@ typedef struct put_job_s {
 	redis_t              *r;
 	bc_chunk_t           *c;
 	bc_tier_redis_chunk_t rc;
-	uint64_t              serial;
+	uint64_t              serial, charge;
 	uint32_t              pending;
 	int                   failed;
 } put_job_t;
@@ -383,6 +386,9 @@ put_finish(put_job_t *j)
 {
 	redis_t *r = j->r;
 
+	pthread_mutex_lock(&r->lock);
+	r->put_pending -= j->charge;
+	pthread_mutex_unlock(&r->lock);
 	if (j->failed < 0) {
 		if (j->failed != BC_ECANCELED)
 			BC_TIER_COUNT(&r->base, write_failures, 1);
@@ -490,7 +496,9 @@ redis_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	e->pol.key = bc_policy_key_hash(k.bucket, k.key, k.index);
 	e->expires_ns = bc_mono_ns() + r->ttl_ms * 1000000u;
 	pthread_mutex_lock(&r->lock);
-	if (charge > r->capacity || !r->pol_ops->admit(r->pol, &e->pol, ctx))
+	if (charge > r->capacity || (j != NULL &&
+	    r->put_pending + charge > r->put_pending_max) ||
+	    !r->pol_ops->admit(r->pol, &e->pol, ctx))
 		goto reject;
 	pp = find(r, e->id, e->id_len, e->index);
 	if (*pp != NULL) {
@@ -507,11 +515,14 @@ redis_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	r->pol_ops->on_insert(r->pol, &e->pol, ctx);
 	BC_TIER_COUNT(bt, writes, 1);
 	BC_TIER_COUNT(bt, bytes_written, charge);
+	if (j != NULL)
+		r->put_pending += charge;
 	pthread_mutex_unlock(&r->lock);
 	send_dels(r, drops);
 	if (j == NULL)
 		return 0;
 	bc_chunk_ref(c);
+	j->charge = charge;
 	j->r = r;
 	j->c = c;
 	j->rc = rc;
@@ -1293,6 +1304,8 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	r->ttl_ms = ro->ttl_ms > 0 ? ro->ttl_ms : 24ull * 3600 * 1000;
 	snprintf(r->px, sizeof(r->px), "%" PRIu64, r->ttl_ms);
 	r->capacity = o->capacity;
+	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 4 * r->unit ?
+	    BC_TIER_REDIS_PUT_PENDING_MIN : 4 * r->unit;
 	r->nbuckets = 1024;
 	r->table = calloc(r->nbuckets, sizeof(*r->table));
 	r->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;

@@ -19,13 +19,16 @@
  * from any thread; the Redis commands are sent from the loop thread
  * (bc_loop_call), in call order, so a get after a put or del on the same
  * thread sees it. get: the chunk's slices by GET, in parallel; when the
- * index does not know the chunk's length, the slices of a chunk of the
- * unit's length (full slices sit at the same keys and offsets whatever
- * the length), then slice 0's header tells the length and any slice the
- * chunk's own layout adds is asked for; a missing slice is a miss, a
+ * index does not know the chunk's length, the request's len_hint (a
+ * slice of another length is then a miss); with neither, the slices of
+ * a chunk of the unit's length (full slices sit at the same keys and
+ * offsets whatever the length), then slice 0's header tells the length
+ * and any slice the chunk's own layout adds is asked for; a missing slice is a miss, a
  * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX
  * ttl, queued and best-effort: put returns 0 when accepted, a failed SET
- * is counted (write_failures) and its chunk leaves the index. del: DEL of
+ * is counted (write_failures) and its chunk leaves the index; past
+ * BC_TIER_REDIS_PUT_PENDING_MIN (or 4 chunks) of values not answered yet,
+ * put refuses (BC_E2BIG). del: DEL of
  * the chunk's slices (slice 0 only for a chunk the index does not know:
  * without it every get is a miss); returns 0 when the index held it.
  * del_object: the index's matching chunks as del does, and the object's
@@ -57,6 +60,11 @@
 /* What one slice key costs Redis beyond its value (key name, dict entry,
  * expiry; measured in tier_redis_key.h). */
 #define BC_TIER_REDIS_KEY_COST 96
+
+/* Puts hold copies of their values until Redis answered them: past
+ * max(this, 4 chunks) of such bytes a put is refused (BC_E2BIG, counted
+ * in rejects), so a slow Redis costs copies not written, never memory. */
+#define BC_TIER_REDIS_PUT_PENDING_MIN (64u << 20)
 
 typedef struct bc_tier_redis_opts_s {
 	const char *const *seeds;      /* "host:port" each ("[v6]:port") */

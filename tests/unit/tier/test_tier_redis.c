@@ -517,6 +517,53 @@ Test(tier_redis, down_and_up_again)
 	bc_tier_redis.close(a);
 }
 
+/* A Redis that does not answer: puts past the bound of values on their
+ * way are refused (counted), not held; once the link gives up on them,
+ * puts are taken again. */
+Test(tier_redis, puts_waiting_on_redis_are_bounded)
+{
+	bc_tier_t  *a = open_tier(1024u << 20);
+	bc_chunk_t *c = NULL;
+	int         taken = 0, refused = 0;
+
+	put(a, "warm", 0, SMALL);
+	cr_assert_eq(get(a, "warm", 0, &c), 0);   /* connected */
+	bc_chunk_unref(c);
+	redis_fixture_pause(F.node);
+	for (uint32_t i = 0; i < 16; i++) {
+		bc_chunk_t *ch = make_chunk("slow", i, UNIT);
+		int         rv = bc_tier_redis.put(a, ch, &ctx);
+
+		bc_chunk_unref(ch);
+		cr_assert(rv == 0 || rv == BC_E2BIG, "%d", rv);
+		taken += rv == 0;
+		refused += rv == BC_E2BIG;
+	}
+	cr_assert_eq(taken, BC_TIER_REDIS_PUT_PENDING_MIN / UNIT - 1,
+	    "64 MiB of 8 MiB chunks with their headers: 7 fit");
+	cr_assert_eq(refused, 16 - taken);
+	cr_assert_eq(STAT(a, rejects), (uint64_t)refused);
+	redis_fixture_resume(F.node);
+	/* the stalled SETs time out and drop the link: wait for it back */
+	for (int i = 0; i < 200 && STAT(a, write_failures) == 0; i++)
+		usleep(10000);
+	wait_health(a, BC_TIER_UP);
+	for (int i = 0; i < 2000; i++) {
+		bc_chunk_t *ch = make_chunk("after", 0, UNIT);
+		int         rv = bc_tier_redis.put(a, ch, &ctx);
+
+		bc_chunk_unref(ch);
+		if (rv == 0)
+			break;
+		cr_assert_lt(i, 1999, "puts are never taken again");
+		usleep(10000);
+	}
+	cr_assert_eq(get(a, "after", 0, &c), 0);
+	cr_assert(intact(c, 0, UNIT));
+	bc_chunk_unref(c);
+	bc_tier_redis.close(a);
+}
+
 Test(tier_redis, cluster_spreads_slices_and_shares_them)
 {
 	redis_node_t        *nodes[3];
