@@ -1304,8 +1304,8 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	r->ttl_ms = ro->ttl_ms > 0 ? ro->ttl_ms : 24ull * 3600 * 1000;
 	snprintf(r->px, sizeof(r->px), "%" PRIu64, r->ttl_ms);
 	r->capacity = o->capacity;
-	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 4 * r->unit ?
-	    BC_TIER_REDIS_PUT_PENDING_MIN : 4 * r->unit;
+	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 8 * r->unit ?
+	    BC_TIER_REDIS_PUT_PENDING_MIN : 8 * r->unit;
 	r->nbuckets = 1024;
 	r->table = calloc(r->nbuckets, sizeof(*r->table));
 	r->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;

@@ -27,7 +27,7 @@
  * damaged one is counted corrupt and a miss. put and meta_put: SET ... PX
  * ttl, queued and best-effort: put returns 0 when accepted, a failed SET
  * is counted (write_failures) and its chunk leaves the index; past
- * BC_TIER_REDIS_PUT_PENDING_MIN (or 4 chunks) of values not answered yet,
+ * BC_TIER_REDIS_PUT_PENDING_MIN (or 8 chunks) of values not answered yet,
  * put refuses (BC_E2BIG). del: DEL of
  * the chunk's slices (slice 0 only for a chunk the index does not know:
  * without it every get is a miss); returns 0 when the index held it.
@@ -62,9 +62,9 @@
 #define BC_TIER_REDIS_KEY_COST 96
 
 /* Puts hold copies of their values until Redis answered them: past
- * max(this, 4 chunks) of such bytes a put is refused (BC_E2BIG, counted
+ * max(this, 8 chunks) of such bytes a put is refused (BC_E2BIG, counted
  * in rejects), so a slow Redis costs copies not written, never memory. */
-#define BC_TIER_REDIS_PUT_PENDING_MIN (64u << 20)
+#define BC_TIER_REDIS_PUT_PENDING_MIN (128u << 20)
 
 typedef struct bc_tier_redis_opts_s {
 	const char *const *seeds;      /* "host:port" each ("[v6]:port") */
