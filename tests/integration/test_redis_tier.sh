@@ -6,6 +6,10 @@
 # chunk comes from Redis (tier="redis" hits). Redis killed: B still
 # serves every object (from the origin), the tier says down; Redis back:
 # the tier comes up again. Both gateways stop cleanly.
+# Memory: after caching the dataset's N bytes (44 MiB), Redis's INFO
+# memory used_memory has grown by at most 1.05 N (the tier cuts chunks
+# into slices that fit jemalloc's size classes; a value of exactly 8 MiB
+# would cost Redis 10 MiB).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis.sh"
@@ -20,6 +24,9 @@ for i in $(seq 1 $N); do
 	bc_mkfile "$DATA/ds/s$i.bin" $(( 50000 + i * 77777 ))
 done
 bc_mkfile "$DATA/ds/big.bin" $(( 17 * 1024 * 1024 + 3 ))   # three chunks
+bc_mkfile "$DATA/ds/big2.bin" $(( 24 * 1024 * 1024 + 123457 ))   # four
+CHUNKS=$(( N + 7 ))
+NBYTES=$(cat "$DATA"/ds/*.bin | wc -c)
 
 bc_start_redis
 
@@ -48,18 +55,22 @@ wait_redis_up() {   # $1: 0 or 1; polls B's tier state for 15 s
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 64MiB \
 	--redis "$BC_REDIS_URL" --redis-size 256MiB
 A_PID=$BC_GW_PID A_LOG=$BC_GW_LOG A_URL=$BC_GW_URL
+used_memory() {
+	bc_redis_cli 0 INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'
+}
+mem0=$(used_memory)
 get_all "A, first pass"
 w=0
-for i in $(seq 50); do   # Redis writes are queued: wait for all 9 chunks
+for i in $(seq 50); do   # Redis writes are queued: wait for all 13 chunks
 	w=$(bc_stats_get tiers.redis.writes)
-	[ "$w" -ge $(( N + 3 )) ] && break
+	[ "$w" -ge "$CHUNKS" ] && break
 	sleep 0.1
 done
-bc_assert_eq $(( N + 3 )) "$w" "A wrote every chunk to Redis"
+bc_assert_eq "$CHUNKS" "$w" "A wrote every chunk to Redis"
 fails=$(bc_stats_get tiers.redis.write_failures)
 bc_assert_eq 0 "$fails" "no Redis write failed"
 keys=$(bc_redis_cli 0 DBSIZE)
-bc_assert_ge "$keys" $(( N + 3 )) "Redis holds the slices"
+bc_assert_ge "$keys" "$CHUNKS" "Redis holds the slices"
 
 # ---- B reads it all from Redis --------------------------------------------
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 1MiB \
@@ -70,9 +81,19 @@ get_all "B, from Redis"
 reads=$(bc_stats_delta "$BC_TMP/b0.json" upstream_file_reads)
 bc_assert_eq 0 "$reads" "B never reads the directory"
 hits=$(bc_stats_get tiers.redis.hits)
-bc_assert_ge "$hits" $(( N + 3 )) "every chunk B served came from Redis"
+bc_assert_ge "$hits" "$CHUNKS" "every chunk B served came from Redis"
 up=$(bc_stats_get tiers.redis.up)
 bc_assert_eq 1 "$up" "the Redis tier is up"
+
+# ---- what the dataset costs Redis -----------------------------------------
+# tiers.redis.writes counts puts accepted, before their SETs are answered;
+# B's read without a read of the directory shows every slice is in Redis.
+mem1=$(used_memory)
+grow=$(( mem1 - mem0 ))
+ratio=$(awk -v g="$grow" -v n="$NBYTES" 'BEGIN { printf "%.4f", g / n }')
+bc_log "used_memory $mem0 -> $mem1: +$grow bytes for $NBYTES bytes cached ($ratio)"
+bc_assert_ge $(( NBYTES * 105 / 100 )) "$grow" \
+	"used_memory grew by $grow bytes for $NBYTES bytes cached: $ratio times, at most 1.05"
 
 # ---- Redis goes away, then comes back -------------------------------------
 bc_redis_kill 0
@@ -88,4 +109,4 @@ get_all "B, Redis back"
 bc_stop_gateway
 BC_GW_PID=$A_PID BC_GW_LOG=$A_LOG BC_GW_URL=$A_URL
 bc_stop_gateway
-bc_done 16
+bc_done 17
