@@ -31,9 +31,9 @@
 #       Redis alone again (B refilled what Q lost);
 #   (f) both gateways stop cleanly.
 # MOVED and ASK are read from Redis's own counters (INFO errorstats:
-# errorstat_MOVED, errorstat_ASK; INFO commandstats: cmdstat_asking): the
-# gateway's stats do not show its cluster client's moved/ask counters.
-# Only B sends keyed commands while they are counted.
+# errorstat_MOVED, errorstat_ASK; INFO commandstats: cmdstat_asking) and
+# from B's "redis" stats section (cluster.moved, cluster.ask), which must
+# count as many. Only B sends keyed commands while they are counted.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis.sh"
@@ -282,6 +282,8 @@ q_keys1=$(bc_redis_cli "$Q" DBSIZE)
 bc_assert_ge "$((q_keys1 - q_keys0))" "$moved_keys" "the reshard moved $moved_keys chunk slices (or more) to master $Q"
 moved=$(redis_errorstat "$P" MOVED)
 bc_assert_ge "$moved" 1 "the old owner answered B with MOVED ($moved times)"
+gmoved=$(bc_stats_delta "$BC_TMP/c0.json" redis.cluster.moved)
+bc_assert_ge "$gmoved" "$moved" "B's stats count the MOVED answers it followed ($gmoved)"
 ask=0 asking=0
 for n in "${CN[@]}"; do
 	v=$(redis_errorstat "$n" ASK)
@@ -312,6 +314,8 @@ ask=$(redis_errorstat "$R" ASK)
 bc_assert_ge "$ask" 1 "the migrating master answered B with ASK ($ask times)"
 asking=$(redis_calls "$P" asking)
 bc_assert_ge "$asking" 1 "B sent ASKING to the importing master ($asking times)"
+gask=$(bc_stats_delta "$BC_TMP/d0.json" redis.cluster.ask)
+bc_assert_eq "$ask" "$gask" "B's stats count the ASK answers it followed"
 for n in "$P" "$R" "$Q"; do   # the end of a slot's migration, as the reshard does it
 	v=$(bc_redis_cli "$n" CLUSTER SETSLOT "$s" NODE "$P_ID")
 	[ "$v" = OK ] || bc_fail "SETSLOT $s NODE on $n: $v"
@@ -340,6 +344,16 @@ reads=$(bc_stats_delta "$BC_TMP/e0.json" upstream_file_reads)
 bc_assert_ge "$reads" 1 "the directory answered while the tier was down ($reads reads)"
 downs=$(bc_stats_delta "$BC_TMP/e0.json" tiers.redis.downs)
 bc_assert_ge "$downs" 1 "the tier counted going down"
+lost=0
+for k in err_refused err_reset err_poll err_timeout err_other; do
+	v=$(bc_stats_delta "$BC_TMP/e0.json" "redis.connections.$k")
+	lost=$((lost + v))
+done
+bc_assert_ge "$lost" 1 "B's stats count the lost link by kind ($lost)"
+rtt=$(bc_stats_get redis.rtt_us_recent "$B_URL")
+bc_assert_ge "$rtt" 1 "B's stats show a Redis round trip (${rtt} us recent)"
+mode=$(bc_stats_get redis.mode "$B_URL")
+bc_assert_eq cluster "$mode" "B's stats say it talks to a cluster"
 wait_cluster_settled
 # Q came back empty: B refills what it lost, then a round comes from
 # Redis alone
@@ -362,4 +376,4 @@ bc_stop_gateway
 BC_GW_PID=$A_PID BC_GW_LOG=$A_LOG BC_GW_URL=$A_URL
 bc_stop_gateway
 bc_log "took $((SECONDS - T0)) s"
-bc_done 28
+bc_done 33
