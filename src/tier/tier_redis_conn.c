@@ -77,7 +77,8 @@ struct bc_tier_redis_conn_s {
 	link_t                     *link;      /* the live link, or NULL */
 	bc_list_t                   queue, wire;
 	uint32_t                    nqueued, nwire;
-	int                         handshake; /* AUTH/SELECT answers awaited */
+	int                         handshake; /* AUTH/SELECT/PING answers
+	                                        * awaited */
 	uint64_t                    backoff_ms;
 	uint64_t                    failures;  /* since last UP */
 	int                         handles;   /* open: timer, closing links */
@@ -435,6 +436,31 @@ on_handshake(redisAsyncContext *ac, void *r, void *priv)
 		go_up(c);
 }
 
+/* The handshake's last answer: a server that accepts connections but
+ * does not answer (stopped, hung) never makes the connection UP. */
+static void
+on_ping(redisAsyncContext *ac, void *r, void *priv)
+{
+	link_t               *l = priv;
+	bc_tier_redis_conn_t *c = l->conn;
+	const redisReply     *reply = r;
+	bool                  noauth;
+
+	(void)ac;
+	if (reply == NULL || c->link != l)
+		return;
+	if (reply->type == REDIS_REPLY_ERROR) {
+		noauth = strncmp(reply->str, "NOAUTH", 6) == 0;
+		BC_WARN("redis %s:%d: PING refused: %s", c->host, c->port,
+		    reply->str);
+		link_drop(c, noauth ? BC_EACCES : BC_EIO, noauth ?
+		    &c->stats.err_auth : &c->stats.err_other);
+		return;
+	}
+	if (--c->handshake == 0)
+		go_up(c);
+}
+
 static void
 on_connect(const redisAsyncContext *ac, int status)
 {
@@ -581,6 +607,10 @@ handshake_send(bc_tier_redis_conn_t *c, link_t *l)
 		redisAsyncCommandArgv(l->ac, on_handshake, l, 2, argv, lens);
 		c->handshake++;
 	}
+	argv[0] = "PING";
+	lens[0] = 4;
+	redisAsyncCommandArgv(l->ac, on_ping, l, 1, argv, lens);
+	c->handshake++;
 }
 
 static void

@@ -9,9 +9,10 @@
  * other threads hop with bc_loop_call. Callbacks fire on the loop thread.
  *
  * Life of a connection: DOWN → CONNECTING (TCP connect, then AUTH and
- * SELECT when configured, all within connect_timeout_ms) → UP. Any
- * failure (refused, reset or closed by the server, a poll error, a
- * protocol error, AUTH/SELECT refused, a connect or command timeout) drops
+ * SELECT when configured, and a PING, all within connect_timeout_ms:
+ * a server that accepts connections but does not answer is not UP) → UP.
+ * Any failure (refused, reset or closed by the server, a poll error, a
+ * protocol error, AUTH/SELECT/PING refused, a connect or command timeout) drops
  * the link: every pending command's callback fires once with the failure's
  * code, the connection goes DOWN and tries again after a backoff
  * (backoff_min_ms doubling to backoff_max_ms; back to the minimum once

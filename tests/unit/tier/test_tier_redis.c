@@ -3,8 +3,9 @@
  * conformance suite, against a real redis-server (redis_fixture.h): two
  * gateways sharing one Redis (a chunk read without knowing its length,
  * over several slices), TTLs, damaged and missing slices, del in Redis,
- * object metadata, and Redis going away and coming back (the client's
- * counters and the tier's stats section then).
+ * object metadata, Redis answering errors or too slow, and Redis going
+ * away and coming back (the client's counters and the tier's stats
+ * section then).
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -564,6 +565,64 @@ Test(tier_redis, puts_waiting_on_redis_are_bounded)
 	}
 	cr_assert_eq(get(a, "after", 0, &c), 0);
 	cr_assert(intact(c, 0, UNIT));
+	bc_chunk_unref(c);
+	bc_tier_redis.close(a);
+}
+
+static void
+config_set(const char *name, const char *value)
+{
+	redisReply *r = redis_fixture_cmd(F.node, "CONFIG SET %s %s", name,
+	    value);
+
+	cr_assert_neq(r->type, REDIS_REPLY_ERROR, "%s: %s", name, r->str);
+	freeReplyObject(r);
+}
+
+/* Redis answering errors (OOM under noeviction) and Redis too slow (a
+ * command past its timeout) each mark the tier down; each time it comes
+ * back once Redis behaves, and serves again. */
+Test(tier_redis, error_replies_and_slowness_mark_it_down)
+{
+	bc_tier_t  *a = open_tier(64u << 20);
+	bc_chunk_t *c = NULL;
+	uint64_t    downs;
+	int         rv;
+
+	put(a, "obj", 0, SMALL);
+	cr_assert_eq(get(a, "obj", 0, &c), 0);
+	bc_chunk_unref(c);
+	/* errors: every SET is refused with -OOM */
+	config_set("maxmemory-policy", "noeviction");
+	config_set("maxmemory", "1");
+	put(a, "oom", 0, SMALL);      /* accepted: the SET fails later */
+	wait_health(a, BC_TIER_DOWN);
+	cr_assert_geq(STAT(a, write_failures), 1);
+	downs = STAT(a, downs);
+	cr_assert_geq(downs, 1);
+	config_set("maxmemory", "0");
+	for (int i = 0; i < 2000; i++) {   /* a later answer marks it up */
+		if (get(a, "obj", 0, &c) == 0)
+			break;
+		usleep(10000);
+	}
+	cr_assert(intact(c, 0, SMALL));
+	bc_chunk_unref(c);
+	cr_assert_eq(bc_tier_health(a), BC_TIER_UP);
+	/* slowness: a GET waits past the 500 ms timeout */
+	redis_fixture_pause(F.node);
+	rv = get(a, "obj", 0, &c);
+	cr_assert(rv < 0 && rv != BC_ENOENT, "a failure, not a miss: %d", rv);
+	cr_assert_eq(bc_tier_health(a), BC_TIER_DOWN);
+	cr_assert_gt(STAT(a, downs), downs);
+	redis_fixture_resume(F.node);
+	wait_health(a, BC_TIER_UP);
+	for (int i = 0; i < 2000; i++) {
+		if (get(a, "obj", 0, &c) == 0)
+			break;
+		usleep(10000);
+	}
+	cr_assert(intact(c, 0, SMALL));
 	bc_chunk_unref(c);
 	bc_tier_redis.close(a);
 }

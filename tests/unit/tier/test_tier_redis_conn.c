@@ -8,8 +8,8 @@
  * timeout against a SIGSTOPped server (fires BC_ETIMEDOUT once, the
  * connection comes back, the late reply reaches no one); a killed server
  * (pending commands fail once, the connection reconnects when it is back);
- * a refused connect; a connect timeout (a listener that never answers
- * AUTH); close with commands pending, also from inside a callback.
+ * a refused connect; a connect timeout (a listener that accepts and
+ * never answers the handshake's PING: not UP); close with commands pending, also from inside a callback.
  *
  * Everything touching the connection runs on the loop thread
  * (redis_fixture_on_loop); the test thread waits on callbacks.
@@ -527,8 +527,7 @@ LTest(redis_conn, connect_timeout)
 	int         port, fd = listener(&port);
 
 	cr_assert_eq(listen(fd, 8), 0);     /* accepts, never answers */
-	setup(&f, NULL, port);
-	f.opts.pass = "x";
+	setup(&f, NULL, port);              /* no AUTH: the PING waits */
 	f.opts.connect_timeout_ms = 200;
 	f.opts.backoff_min_ms = 60000;
 	redis_res_clear(&r);
