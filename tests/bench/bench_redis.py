@@ -455,7 +455,7 @@ def cmd_settle(a):
         'queue_drops': rt.get('queue_drops', 0),
         'rejects': rt.get('rejects', 0),
         'usage_bytes': rt.get('usage_bytes', 0),
-        'sets': sets,
+        'sets': int(sets),
         'dbsize': redis_cmd(a.redis_port, 'DBSIZE'),
         'used_memory': int(info['used_memory']),
         'used_memory_dataset': int(info.get('used_memory_dataset', 0)),

@@ -60,7 +60,8 @@
 # passed; 1 setup failed or a check failed (a GET failed or read wrong
 # bytes, B asked the origin, A's Redis writes failed or were dropped, a
 # gateway died; the results are still written when the runs finished);
-# 2 bad usage; 77 a tool is missing.
+# 2 bad usage; 77 a package is missing and not root (as root, nginx,
+# redis-server, curl are installed with apt-get when missing).
 #
 # Environment (defaults in brackets):
 #   BC_BIN                daemon binary [<srcdir>/build/bucketcache]
@@ -184,10 +185,30 @@ case $DATA_ROOT in /*) ;; *) die_usage "BENCH_DATA must be an absolute path" ;; 
 
 # ---- tools ------------------------------------------------------------------
 
-for t in curl timeout nginx redis-server; do
-	command -v "$t" >/dev/null 2>&1 || { echo "$ME: $t not found (apt-get install $t)" >&2; exit 77; }
-done
-[ -x "$PY" ] || { echo "$ME: $PY not found" >&2; exit 77; }
+# missing_pkgs: the Debian packages that are not there.
+missing_pkgs() {
+	local m=()
+	[ -x "$PY" ] || m+=(python3)
+	command -v nginx >/dev/null 2>&1 || m+=(nginx)
+	command -v redis-server >/dev/null 2>&1 || m+=(redis-server)
+	command -v curl >/dev/null 2>&1 || m+=(curl)
+	command -v timeout >/dev/null 2>&1 || m+=(coreutils)
+	printf '%s\n' "${m[@]}"
+}
+MISSING=$(missing_pkgs | tr '\n' ' ')
+if [ -n "${MISSING// /}" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "# installing: $MISSING" >&2
+		# shellcheck disable=SC2086 # a list of package names
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $MISSING >&2 ||
+			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $MISSING >&2; } ||
+			{ echo "$ME: apt-get install $MISSING failed" >&2; exit 1; }
+	else
+		echo "$ME: missing packages; as root, run:" >&2
+		echo "  apt-get install -y $MISSING" >&2
+		exit 77
+	fi
+fi
 for f in "$HELPER" "$BENCH_DIR/training/delay_proxy.py"; do
 	[ -f "$f" ] || { echo "$ME: $f missing" >&2; exit 1; }
 done
