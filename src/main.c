@@ -247,11 +247,16 @@ main(int argc, char **argv)
 		return 2;
 	}
 	bc_log_level = cfg.log_level;
-	/* Chunk buffers (64 KiB and up) get their own mappings, returned to
-	 * the system when freed: with glibc's default, which rises after
-	 * frees, they came from the heap and evictions left holes, so RSS
-	 * ran ~12% above the bytes cached (tests/bench soak). */
-	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+	/* Chunk data of 64 KiB and up is a mapping of its own
+	 * (bc_chunk_data_alloc), returned to the system when freed: from the
+	 * heap, evictions left holes and RSS ran ~12% above the bytes cached
+	 * (tests/bench soak). Other buffers up to a Redis slice's command or
+	 * reply (1 MiB and a header) are short-lived: they come from the heap
+	 * and are reused, not mapped, faulted in and unmapped each time (that
+	 * cost the Redis tier a third of its read speed, bench_redis.sh). A
+	 * fixed threshold also keeps glibc from raising it after frees. */
+	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	signal(SIGPIPE, SIG_IGN);
 	bc_stats_start();

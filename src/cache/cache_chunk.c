@@ -196,32 +196,68 @@ bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
 	return strcmp(p, k->etag) == 0;
 }
 
-bc_chunk_t *
-bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len)
+static uint8_t *
+data_alloc(size_t len, size_t *map_len, bool populate)
 {
-	size_t map_len = map_len_for(len);
 	uint8_t *data;
+
+	*map_len = map_len_for(len);
+	if (*map_len == 0)
+		return malloc(len > 0 ? len : 1);
+	data = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1,
+	    0);
+	return data != MAP_FAILED ? data : NULL;
+}
+
+uint8_t *
+bc_chunk_data_alloc(size_t len, size_t *map_len)
+{
+	return data_alloc(len, map_len, true);
+}
+
+void
+bc_chunk_data_free(uint8_t *data, size_t map_len)
+{
+	if (data == NULL)
+		return;
+	if (map_len > 0)
+		munmap(data, map_len);
+	else
+		free(data);
+}
+
+bc_chunk_t *
+bc_chunk_new_data(const bc_chunk_key_t *k, uint8_t *data, size_t len,
+    size_t map_len)
+{
 	bc_chunk_t *c;
 
-	if (map_len > 0) {
-		data = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS |
-		    (len <= BC_CHUNK_POPULATE_MAX ? MAP_POPULATE : 0), -1, 0);
-		if (data == MAP_FAILED)
-			return NULL;
-	} else {
-		data = malloc(len > 0 ? len : 1);
-		if (data == NULL)
-			return NULL;
-	}
-	c = bc_chunk_new(k, map_len > 0 ? NULL : data, len);
+	if (map_len == 0)
+		return bc_chunk_new(k, data, len);
+	c = bc_chunk_new(k, NULL, len);
 	if (c == NULL) {
-		if (map_len > 0)
-			munmap(data, map_len);
+		munmap(data, map_len);
 		return NULL;
 	}
 	c->data = data;
 	c->map_len = map_len;
+	return c;
+}
+
+bc_chunk_t *
+bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len)
+{
+	size_t map_len;
+	uint8_t *data = data_alloc(len, &map_len,
+	    len <= BC_CHUNK_POPULATE_MAX);
+	bc_chunk_t *c;
+
+	if (data == NULL)
+		return NULL;
+	c = bc_chunk_new_data(k, data, len, map_len);
+	if (c == NULL)
+		return NULL;
 	atomic_store_explicit(&c->filled, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->state, BC_CHUNK_FILLING,
 	    memory_order_relaxed);

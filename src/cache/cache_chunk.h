@@ -94,6 +94,17 @@ bc_chunk_t *bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len);
  * fill (populating megabytes up front would delay the first byte by
  * milliseconds). NULL when out of memory. */
 bc_chunk_t *bc_chunk_new_filling(const bc_chunk_key_t *k, size_t len);
+/* Data for a chunk of len bytes, to be written whole at once: from
+ * BC_CHUNK_MAP_MIN bytes a mapping of its own, faulted in by the call
+ * (*map_len its length; so RSS follows the chunks held, whatever malloc
+ * does with its heap), else malloc'd (*map_len 0). NULL when out of
+ * memory. */
+uint8_t    *bc_chunk_data_alloc(size_t len, size_t *map_len);
+void        bc_chunk_data_free(uint8_t *data, size_t map_len);
+/* As bc_chunk_new(), for data from bc_chunk_data_alloc() (freed when the
+ * chunk cannot be made). A complete chunk. */
+bc_chunk_t *bc_chunk_new_data(const bc_chunk_key_t *k, uint8_t *data,
+    size_t len, size_t map_len);
 /* Publishes that data's first n bytes are final. */
 void        bc_chunk_fill(bc_chunk_t *c, size_t n);
 /* Ends filling: COMPLETE (every byte filled) or FAILED. */

@@ -380,6 +380,7 @@ bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
 	int         rv;
 
 	f->body = NULL;
+	f->body_map = 0;
 	f->fd = bc_disk_open_read(dirfd, path);
 	if (f->fd < 0)
 		return f->fd;
@@ -398,7 +399,11 @@ bc_disk_read(int dirfd, const char *path, uint8_t kind, uint64_t hash,
 		rv = BC_EPROTO;
 	if (rv < 0 || !body)
 		goto out;
-	f->body = malloc(f->h.body_len > 0 ? f->h.body_len : 1);
+	f->body_map = 0;
+	if (kind == BC_DISK_CHUNK)
+		f->body = bc_chunk_data_alloc(f->h.body_len, &f->body_map);
+	else
+		f->body = malloc(f->h.body_len > 0 ? f->h.body_len : 1);
 	if (f->body == NULL) {
 		rv = BC_ENOMEM;
 		goto fail;
@@ -413,7 +418,7 @@ out:
 		return 0;
 fail:
 	if (rv < 0) {
-		free(f->body);
+		bc_chunk_data_free(f->body, f->body_map);
 		f->body = NULL;
 	}
 	close(f->fd);
@@ -424,7 +429,7 @@ fail:
 void
 bc_disk_file_fini(bc_disk_file_t *f)
 {
-	free(f->body);
+	bc_chunk_data_free(f->body, f->body_map);
 	f->body = NULL;
 	if (f->fd >= 0)
 		close(f->fd);

@@ -58,7 +58,10 @@ typedef struct bc_disk_hdr_s {
 typedef struct bc_disk_file_s {
 	bc_disk_hdr_t h;
 	uint64_t      fsize;
-	uint8_t      *body;        /* malloc'd, the caller's; NULL: none */
+	/* The caller's; NULL: none. A chunk's from bc_chunk_data_alloc()
+	 * (body_map), anything else's malloc'd (body_map 0). */
+	uint8_t      *body;
+	size_t        body_map;
 	int           fd;          /* -1, or open on the file: the caller's */
 	char          strs[BC_DISK_HDR_MAX];    /* h's strings */
 	uint8_t       buf[BC_DISK_HDR_MAX];

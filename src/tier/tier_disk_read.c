@@ -189,13 +189,14 @@ count_read(bc_disk_t *t, int rv, uint64_t len)
 static bc_chunk_t *
 copy_chunk(const bc_chunk_t *src, const bc_chunk_key_t *k)
 {
-	uint8_t    *d = malloc(src->len > 0 ? src->len : 1);
+	size_t      map;
+	uint8_t    *d = bc_chunk_data_alloc(src->len, &map);
 	bc_chunk_t *c;
 
 	if (d == NULL)
 		return NULL;
 	memcpy(d, src->data, src->len);
-	c = bc_chunk_new(k, d, src->len);
+	c = bc_chunk_new_data(k, d, src->len, map);
 	if (c != NULL)
 		c->fetch_us = src->fetch_us;
 	return c;
@@ -260,7 +261,8 @@ get_work(void *arg)
 		goto out;
 	}
 	if (rv == 0) {
-		r->c = bc_chunk_new(k, r->f.body, r->f.h.body_len);
+		r->c = bc_chunk_new_data(k, r->f.body, r->f.h.body_len,
+		    r->f.body_map);
 		r->f.body = NULL;
 		if (r->c == NULL) {
 			bc_disk_file_fini(&r->f);
@@ -448,7 +450,7 @@ open_work(void *arg)
 		pthread_mutex_lock(&t->lock);
 		do_mark_checked(t, r, &st);
 		pthread_mutex_unlock(&t->lock);
-		free(r->f.body);
+		bc_chunk_data_free(r->f.body, r->f.body_map);
 		r->f.body = NULL;
 		req->fd = r->f.fd;
 		req->off = r->f.h.hdr_len;

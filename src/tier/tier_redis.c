@@ -267,6 +267,19 @@ submit(redis_t *r, const char *key, size_t keylen, int argc,
 	    argvlen, cb, arg);
 }
 
+/* As submit, for a command in the protocol's bytes (cmd: ours). */
+static int
+submit_fmt(redis_t *r, const char *key, size_t keylen, char *cmd,
+    size_t cmdlen, bc_tier_redis_cluster_cb cb, void *arg)
+{
+	if (r->cl == NULL) {
+		free(cmd);
+		return BC_ECANCELED;
+	}
+	return bc_tier_redis_cluster_submit_fmt(r->cl, key, keylen, cmd,
+	    cmdlen, cb, arg);
+}
+
 static void
 del_done(void *arg, int status, const redisReply *reply)
 {
@@ -423,32 +436,61 @@ submit_set(redis_t *r, const char *name, size_t nlen, const void *v,
 	    argvlen, cb, arg);
 }
 
+/* "SET <name> <slice i's header and bytes> PX <ttl>" in the protocol's
+ * bytes, laid out here so that the slice is copied once (into *cmd,
+ * malloc'd, *cmdlen bytes). Returns 0 or BC_ENOMEM. */
+static int
+format_set(const put_job_t *j, uint32_t i, const char *name, size_t nlen,
+    char **cmd, size_t *cmdlen)
+{
+	const char *px = j->r->px;
+	size_t      vlen = bc_tier_redis_key_value_len(&j->rc, i);
+	char        head[64], mid[32], tail[64];
+	int         hn, mn, tn;
+	uint32_t    off, len;
+	char       *p;
+
+	bc_tier_redis_key_span(&j->rc, i, &off, &len);
+	hn = snprintf(head, sizeof(head), "*5\r\n$3\r\nSET\r\n$%zu\r\n",
+	    nlen);
+	mn = snprintf(mid, sizeof(mid), "\r\n$%zu\r\n", vlen);
+	tn = snprintf(tail, sizeof(tail), "\r\n$2\r\nPX\r\n$%zu\r\n%s\r\n",
+	    strlen(px), px);
+	*cmdlen = (size_t)hn + nlen + (size_t)mn + vlen + (size_t)tn;
+	p = *cmd = malloc(*cmdlen);
+	if (p == NULL)
+		return BC_ENOMEM;
+	memcpy(p, head, (size_t)hn);
+	p += hn;
+	memcpy(p, name, nlen);
+	p += nlen;
+	memcpy(p, mid, (size_t)mn);
+	p += mn;
+	bc_tier_redis_key_slice_hdr(&j->rc, i, j->c->data + off,
+	    (uint8_t *)p);
+	memcpy(p + j->rc.hdr_len, j->c->data + off, len);
+	p += vlen;
+	memcpy(p, tail, (size_t)tn);
+	return 0;
+}
+
 static void
 put_run(bc_loop_t *l, void *arg)
 {
 	put_job_t *j = arg;
 	redis_t   *r = j->r;
-	uint8_t   *v = NULL;
-	char       name[BC_REDIS_KEY_NAME_MAX];
+	char       name[BC_REDIS_KEY_NAME_MAX], *cmd;
+	size_t     nlen, cmdlen;
 	int        rv = 0;
 
 	(void)l;
 	j->pending = 1;
 	for (uint32_t i = 0; i < j->rc.nslices && rv == 0; i++) {
-		uint32_t off, len;
-		size_t   vlen = bc_tier_redis_key_value_len(&j->rc, i);
-
-		v = malloc(vlen);
-		if (v == NULL) {
-			rv = BC_ENOMEM;
-			break;
-		}
-		bc_tier_redis_key_span(&j->rc, i, &off, &len);
-		bc_tier_redis_key_slice_hdr(&j->rc, i, j->c->data + off, v);
-		memcpy(v + j->rc.hdr_len, j->c->data + off, len);
-		rv = submit_set(r, name, bc_tier_redis_key_slice(&j->rc, i,
-		    name), v, vlen, set_done, j);
-		free(v);
+		nlen = bc_tier_redis_key_slice(&j->rc, i, name);
+		rv = format_set(j, i, name, nlen, &cmd, &cmdlen);
+		if (rv == 0)
+			rv = submit_fmt(r, name, nlen, cmd, cmdlen, set_done,
+			    j);
 		if (rv == 0)
 			j->pending++;
 	}
@@ -562,7 +604,8 @@ struct get_job_s {
 	uint8_t             **vals;
 	size_t               *vlens;
 	uint32_t              nvals;
-	uint8_t              *data;
+	uint8_t              *data;       /* bc_chunk_data_alloc's */
+	size_t                data_map;
 	slot_t               *slots;
 	uint32_t              pending;
 	int                   err;     /* a failure without a usable answer */
@@ -589,7 +632,8 @@ get_answer(get_job_t *j)
 			BC_TIER_COUNT(&r->base, corrupt, 1);
 		BC_TIER_COUNT(&r->base, misses, 1);
 	} else {
-		c = bc_chunk_new(req->key, j->data, j->rc.len);
+		c = bc_chunk_new_data(req->key, j->data, j->rc.len,
+		    j->data_map);
 		j->data = NULL;
 		status = c != NULL ? 0 : BC_ENOMEM;
 	}
@@ -613,7 +657,7 @@ get_answer(get_job_t *j)
 		free(j->vals[i]);
 	free(j->vals);
 	free(j->vlens);
-	free(j->data);
+	bc_chunk_data_free(j->data, j->data_map);
 	free(j->slots);
 	free(j);
 	req->cb(req, status, c);
@@ -707,7 +751,7 @@ resolve(get_job_t *j)
 	    s.len) < 0)))
 		rv = BC_ENOENT;
 	if (rv == 0) {
-		j->data = malloc(j->rc.len);
+		j->data = bc_chunk_data_alloc(j->rc.len, &j->data_map);
 		rv = j->data != NULL ? 0 : BC_ENOMEM;
 	}
 	j->known = true;
@@ -795,7 +839,7 @@ get_run(bc_loop_t *l, void *arg)
 	j->known = len > 0;
 	j->pending = 1;
 	if (j->known) {
-		j->data = malloc(j->rc.len);
+		j->data = bc_chunk_data_alloc(j->rc.len, &j->data_map);
 		if (j->data == NULL)
 			j->err = BC_ENOMEM;
 		else

@@ -8,7 +8,7 @@
  * cl->fallback), one map request at a time (cl->refreshing), and the
  * requests waiting out a TRYAGAIN (cl->retries, ordered by due time, one
  * timer), and the requests held back to keep a slot's order (cl->held).
- * A request owns its command, formatted once (sds) and lent to each
+ * A request owns its command, formatted once (malloc'd) and lent to each
  * connection it is sent to until that connection calls back; so a
  * request is always either with exactly one connection, on the retry
  * list, or on the held list.
@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/sds.h>
 #include <uv.h>
 
 #include "tier/tier_redis_cluster.h"
@@ -51,7 +50,8 @@ typedef struct req_s {
 	bc_tier_redis_cluster_t *cl;
 	bc_tier_redis_cluster_cb cb;
 	void                    *arg;
-	sds                      cmd;
+	char                    *cmd;       /* the protocol's bytes */
+	size_t                   cmdlen;
 	bool                     keyed;
 	uint16_t                 slot;
 	uint32_t                 redirects, retries;
@@ -291,7 +291,7 @@ finish(req_t *r, int status, const redisReply *reply)
 	r->cb(r->arg, status, reply);
 	if (release)
 		release_held(cl, r->slot);
-	sdsfree(r->cmd);
+	free(r->cmd);
 	free(r);
 }
 
@@ -318,7 +318,7 @@ send_to(bc_tier_redis_cluster_t *cl, req_t *r, node_t *n, unsigned flags)
 	if (c == NULL)
 		return BC_ENOMEM;
 	r->node = n;
-	return bc_tier_redis_conn_submit_fmt(c, r->cmd, sdslen(r->cmd), flags,
+	return bc_tier_redis_conn_submit_fmt(c, r->cmd, r->cmdlen, flags,
 	    on_reply, r);
 }
 
@@ -533,20 +533,41 @@ bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl, const void *key,
     size_t keylen, int argc, const char **argv, const size_t *argvlen,
     bc_tier_redis_cluster_cb cb, void *arg)
 {
-	req_t *r;
-	int    rv;
+	char *cmd = NULL;
+	int   n;
 
 	if (argc <= 0 || argv == NULL || argvlen == NULL || cb == NULL)
 		return BC_EINVAL;
-	if (cl->closing)
-		return BC_ECANCELED;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL)
+	n = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+	if (n < 0)
 		return BC_ENOMEM;
-	if (redisFormatSdsCommandArgv(&r->cmd, argc, argv, argvlen) < 0) {
-		free(r);
+	return bc_tier_redis_cluster_submit_fmt(cl, key, keylen, cmd,
+	    (size_t)n, cb, arg);
+}
+
+int
+bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
+    const void *key, size_t keylen, char *cmd, size_t cmdlen,
+    bc_tier_redis_cluster_cb cb, void *arg)
+{
+	req_t *r;
+	int    rv;
+
+	if (cmd == NULL || cmdlen == 0 || cb == NULL) {
+		free(cmd);
+		return BC_EINVAL;
+	}
+	if (cl->closing) {
+		free(cmd);
+		return BC_ECANCELED;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		free(cmd);
 		return BC_ENOMEM;
 	}
+	r->cmd = cmd;
+	r->cmdlen = cmdlen;
 	r->cl = cl;
 	r->cb = cb;
 	r->arg = arg;
@@ -560,7 +581,7 @@ bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl, const void *key,
 		rv = send_first(cl, r);
 	if (rv < 0) {
 		COUNT(cl, rejects, 1);
-		sdsfree(r->cmd);
+		free(r->cmd);
 		free(r);
 		return rv;
 	}

@@ -121,6 +121,14 @@ int bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl,
     const void *key, size_t keylen, int argc, const char **argv,
     const size_t *argvlen, bc_tier_redis_cluster_cb cb, void *arg);
 
+/* As bc_tier_redis_cluster_submit, for a command already in the
+ * protocol's bytes (cmd, cmdlen bytes, malloc'd: the client's from the
+ * call on, freed on any failure too). For values the caller lays out
+ * itself, copied once. */
+int bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
+    const void *key, size_t keylen, char *cmd, size_t cmdlen,
+    bc_tier_redis_cluster_cb cb, void *arg);
+
 /* Closes every connection: every pending command's callback fires with
  * BC_ECANCELED before it returns. Memory goes once the handles are
  * closed. NULL is a no-op. Loop thread only, not from a callback. */

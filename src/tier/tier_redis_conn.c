@@ -32,9 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <hiredis/async.h>
+#include <hiredis/sds.h>
 #include <uv.h>
 
 #include "tier/tier_redis_conn.h"
@@ -351,7 +353,16 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 		arm_command_timer(c);
 }
 
-/* Writes queued commands while the link is UP and the bound allows. */
+/*
+ * Writes queued commands while the link is UP and the bounds allow: at
+ * most max_outstanding on the wire, and no more while hiredis's output
+ * buffer holds OBUF_MAX bytes not yet written. hiredis moves what a
+ * partial write left to the buffer's front (sdsrange): with 64 slices of
+ * 1 MiB in it, each write of a few hundred KiB moved tens of MiB, which
+ * made writing behind to Redis cost more CPU than the fill itself.
+ */
+#define OBUF_MAX (256u * 1024)
+
 static void
 pump(bc_tier_redis_conn_t *c)
 {
@@ -359,6 +370,7 @@ pump(bc_tier_redis_conn_t *c)
 
 	while (c->link != NULL && state_of(c) == BC_TIER_REDIS_CONN_UP &&
 	    c->nwire < c->max_outstanding &&
+	    sdslen(c->link->ac->c.obuf) < OBUF_MAX &&
 	    (n = bc_list_first(&c->queue)) != NULL) {
 		bc_list_remove(n);
 		c->nqueued--;
@@ -560,6 +572,8 @@ poll_failed(bc_tier_redis_conn_t *c, link_t *l)
 		link_drop(c, BC_EIO, &c->stats.err_poll);
 }
 
+#define READS_PER_POLL 64
+
 static void
 on_poll(uv_poll_t *h, int status, int events)
 {
@@ -572,10 +586,22 @@ on_poll(uv_poll_t *h, int status, int events)
 		poll_failed(c, l);
 		return;
 	}
-	if (events & UV_READABLE)
+	/* hiredis reads 16 KiB a call: read on while the socket has bytes
+	 * (a slice is 64 reads), not one poll round each */
+	for (int i = 0; (events & UV_READABLE) && i < READS_PER_POLL; i++) {
+		int avail = 0;
+
 		redisAsyncHandleRead(l->ac);
-	if ((events & UV_WRITABLE) && l->ac != NULL && c->link == l)
+		if (l->ac == NULL || c->link != l)
+			return;
+		if (ioctl(l->ac->c.fd, FIONREAD, &avail) < 0 || avail <= 0)
+			break;
+	}
+	if ((events & UV_WRITABLE) && l->ac != NULL && c->link == l) {
 		redisAsyncHandleWrite(l->ac);
+		if (l->ac != NULL && c->link == l)
+			pump(c);   /* the output buffer drained */
+	}
 }
 
 /* ---- connecting ------------------------------------------------------ */
@@ -652,6 +678,11 @@ connect_start(bc_tier_redis_conn_t *c)
 	ac->ev.addWrite = ev_add_write;
 	ac->ev.delWrite = ev_del_write;
 	ac->ev.cleanup = ev_cleanup;
+	/* Keep the read buffer between replies: hiredis frees one of more
+	 * than 16 KiB whenever it empties, so every slice (~1 MiB) cost a
+	 * fresh mapping, its page faults and an munmap. It is bounded by the
+	 * largest reply (a slice and its header). */
+	ac->c.reader->maxbuf = 0;
 	c->link = l;
 	redisAsyncSetConnectCallback(ac, on_connect);
 	handshake_send(c, l);
