@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "tier/tier_redis.h"
 #include "tier/tier_redis_cluster.h"
@@ -54,6 +55,8 @@ typedef struct redis_s {
 	bc_tier_redis_cluster_stats_t cluster_stats;
 	uint64_t                 unit, ttl_ms;
 	char                     px[24];
+	char                     set_tail[64];   /* "PX <ttl>" of a SET */
+	size_t                   set_tail_len;
 	pthread_mutex_t          lock;
 	uint64_t                 capacity, usage, serial;   /* lock */
 	/* Value bytes of puts sent or being sent to Redis (their commands
@@ -267,19 +270,6 @@ submit(redis_t *r, const char *key, size_t keylen, int argc,
 	    argvlen, cb, arg);
 }
 
-/* As submit, for a command in the protocol's bytes (cmd: ours). */
-static int
-submit_fmt(redis_t *r, const char *key, size_t keylen, char *cmd,
-    size_t cmdlen, bc_tier_redis_cluster_cb cb, void *arg)
-{
-	if (r->cl == NULL) {
-		free(cmd);
-		return BC_ECANCELED;
-	}
-	return bc_tier_redis_cluster_submit_fmt(r->cl, key, keylen, cmd,
-	    cmdlen, cb, arg);
-}
-
 static void
 del_done(void *arg, int status, const redisReply *reply)
 {
@@ -372,6 +362,7 @@ typedef struct put_job_s {
 	bc_chunk_t           *c;
 	bc_tier_redis_chunk_t rc;
 	uint64_t              serial, charge;
+	char                 *heads;   /* the SETs' first parts (put_run) */
 	uint32_t              pending;
 	int                   failed;
 } put_job_t;
@@ -408,6 +399,7 @@ put_finish(put_job_t *j)
 		drop_serial(r, j->c->id, j->c->id_len, j->c->index, j->serial);
 	}
 	bc_chunk_unref(j->c);
+	free(j->heads);
 	free(j);
 }
 
@@ -436,61 +428,59 @@ submit_set(redis_t *r, const char *name, size_t nlen, const void *v,
 	    argvlen, cb, arg);
 }
 
-/* "SET <name> <slice i's header and bytes> PX <ttl>" in the protocol's
- * bytes, laid out here so that the slice is copied once (into *cmd,
- * malloc'd, *cmdlen bytes). Returns 0 or BC_ENOMEM. */
-static int
-format_set(const put_job_t *j, uint32_t i, const char *name, size_t nlen,
-    char **cmd, size_t *cmdlen)
+/* The first part of slice i's "SET <name> <header and bytes> PX <ttl>"
+ * in the protocol: up to the value's bytes, its header included. */
+#define SET_HEAD_MAX (64 + BC_REDIS_KEY_NAME_MAX + 32 + BC_REDIS_KEY_HDR_MAX)
+
+static size_t
+set_head(const put_job_t *j, uint32_t i, char *out)
 {
-	const char *px = j->r->px;
-	size_t      vlen = bc_tier_redis_key_value_len(&j->rc, i);
-	char        head[64], mid[32], tail[64];
-	int         hn, mn, tn;
-	uint32_t    off, len;
-	char       *p;
+	char     name[BC_REDIS_KEY_NAME_MAX];
+	size_t   nlen = bc_tier_redis_key_slice(&j->rc, i, name);
+	size_t   vlen = bc_tier_redis_key_value_len(&j->rc, i);
+	uint32_t off, len;
+	int      n;
 
 	bc_tier_redis_key_span(&j->rc, i, &off, &len);
-	hn = snprintf(head, sizeof(head), "*5\r\n$3\r\nSET\r\n$%zu\r\n",
-	    nlen);
-	mn = snprintf(mid, sizeof(mid), "\r\n$%zu\r\n", vlen);
-	tn = snprintf(tail, sizeof(tail), "\r\n$2\r\nPX\r\n$%zu\r\n%s\r\n",
-	    strlen(px), px);
-	*cmdlen = (size_t)hn + nlen + (size_t)mn + vlen + (size_t)tn;
-	p = *cmd = malloc(*cmdlen);
-	if (p == NULL)
-		return BC_ENOMEM;
-	memcpy(p, head, (size_t)hn);
-	p += hn;
-	memcpy(p, name, nlen);
-	p += nlen;
-	memcpy(p, mid, (size_t)mn);
-	p += mn;
+	n = snprintf(out, SET_HEAD_MAX, "*5\r\n$3\r\nSET\r\n$%zu\r\n", nlen);
+	memcpy(out + n, name, nlen);
+	n += (int)nlen;
+	n += snprintf(out + n, SET_HEAD_MAX - (size_t)n, "\r\n$%zu\r\n", vlen);
 	bc_tier_redis_key_slice_hdr(&j->rc, i, j->c->data + off,
-	    (uint8_t *)p);
-	memcpy(p + j->rc.hdr_len, j->c->data + off, len);
-	p += vlen;
-	memcpy(p, tail, (size_t)tn);
-	return 0;
+	    (uint8_t *)out + n);
+	return (size_t)n + j->rc.hdr_len;
 }
 
+/* Sends every slice's SET as three parts (tier_redis_conn.h): its head,
+ * the chunk's bytes (borrowed: the job holds the chunk until the last
+ * answer), the tail; so a slice is copied once, into hiredis's output
+ * buffer, when its turn to be written comes. */
 static void
 put_run(bc_loop_t *l, void *arg)
 {
 	put_job_t *j = arg;
 	redis_t   *r = j->r;
-	char       name[BC_REDIS_KEY_NAME_MAX], *cmd;
-	size_t     nlen, cmdlen;
 	int        rv = 0;
 
 	(void)l;
 	j->pending = 1;
+	j->heads = malloc((size_t)j->rc.nslices * SET_HEAD_MAX);
+	if (j->heads == NULL)
+		rv = BC_ENOMEM;
 	for (uint32_t i = 0; i < j->rc.nslices && rv == 0; i++) {
-		nlen = bc_tier_redis_key_slice(&j->rc, i, name);
-		rv = format_set(j, i, name, nlen, &cmd, &cmdlen);
-		if (rv == 0)
-			rv = submit_fmt(r, name, nlen, cmd, cmdlen, set_done,
-			    j);
+		char        *head = j->heads + (size_t)i * SET_HEAD_MAX;
+		char         name[BC_REDIS_KEY_NAME_MAX];
+		size_t       nlen = bc_tier_redis_key_slice(&j->rc, i, name);
+		uint32_t     off, len;
+		struct iovec iov[3];
+
+		bc_tier_redis_key_span(&j->rc, i, &off, &len);
+		iov[0] = (struct iovec){ head, set_head(j, i, head) };
+		iov[1] = (struct iovec){ j->c->data + off, len };
+		iov[2] = (struct iovec){ r->set_tail, r->set_tail_len };
+		rv = r->cl == NULL ? BC_ECANCELED :
+		    bc_tier_redis_cluster_submit_iov(r->cl, name, nlen, iov, 3,
+		    set_done, j);
 		if (rv == 0)
 			j->pending++;
 	}
@@ -1347,6 +1337,8 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	r->unit = ro->chunk_size;
 	r->ttl_ms = ro->ttl_ms > 0 ? ro->ttl_ms : 24ull * 3600 * 1000;
 	snprintf(r->px, sizeof(r->px), "%" PRIu64, r->ttl_ms);
+	r->set_tail_len = (size_t)snprintf(r->set_tail, sizeof(r->set_tail),
+	    "\r\n$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(r->px), r->px);
 	r->capacity = o->capacity;
 	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 8 * r->unit ?
 	    BC_TIER_REDIS_PUT_PENDING_MIN : 8 * r->unit;

@@ -8,7 +8,8 @@
  * cl->fallback), one map request at a time (cl->refreshing), and the
  * requests waiting out a TRYAGAIN (cl->retries, ordered by due time, one
  * timer), and the requests held back to keep a slot's order (cl->held).
- * A request owns its command, formatted once (malloc'd) and lent to each
+ * A request holds its command, formatted once (malloc'd, or parts the
+ * caller lends) and lent to each
  * connection it is sent to until that connection calls back; so a
  * request is always either with exactly one connection, on the retry
  * list, or on the held list.
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/uio.h>
 #include <uv.h>
 
 #include "tier/tier_redis_cluster.h"
@@ -50,8 +52,10 @@ typedef struct req_s {
 	bc_tier_redis_cluster_t *cl;
 	bc_tier_redis_cluster_cb cb;
 	void                    *arg;
-	char                    *cmd;       /* the protocol's bytes */
-	size_t                   cmdlen;
+	/* The command in the protocol's bytes: parts, borrowed or own. */
+	struct iovec             iov[BC_TIER_REDIS_CONN_IOV_MAX];
+	int                      niov;
+	char                    *own;
 	bool                     keyed;
 	uint16_t                 slot;
 	uint32_t                 redirects, retries;
@@ -291,7 +295,7 @@ finish(req_t *r, int status, const redisReply *reply)
 	r->cb(r->arg, status, reply);
 	if (release)
 		release_held(cl, r->slot);
-	free(r->cmd);
+	free(r->own);
 	free(r);
 }
 
@@ -318,7 +322,7 @@ send_to(bc_tier_redis_cluster_t *cl, req_t *r, node_t *n, unsigned flags)
 	if (c == NULL)
 		return BC_ENOMEM;
 	r->node = n;
-	return bc_tier_redis_conn_submit_fmt(c, r->cmd, r->cmdlen, flags,
+	return bc_tier_redis_conn_submit_iov(c, r->iov, r->niov, flags,
 	    on_reply, r);
 }
 
@@ -528,6 +532,10 @@ release_held(bc_tier_redis_cluster_t *cl, uint16_t slot)
 	}
 }
 
+static int submit_req(bc_tier_redis_cluster_t *cl, const void *key,
+    size_t keylen, const struct iovec *iov, int niov, char *own,
+    bc_tier_redis_cluster_cb cb, void *arg);
+
 int
 bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl, const void *key,
     size_t keylen, int argc, const char **argv, const size_t *argvlen,
@@ -550,24 +558,44 @@ bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
     const void *key, size_t keylen, char *cmd, size_t cmdlen,
     bc_tier_redis_cluster_cb cb, void *arg)
 {
+	return submit_req(cl, key, keylen, &(struct iovec){ cmd, cmdlen }, 1,
+	    cmd, cb, arg);
+}
+
+int
+bc_tier_redis_cluster_submit_iov(bc_tier_redis_cluster_t *cl,
+    const void *key, size_t keylen, const struct iovec *iov, int niov,
+    bc_tier_redis_cluster_cb cb, void *arg)
+{
+	return submit_req(cl, key, keylen, iov, niov, NULL, cb, arg);
+}
+
+/* A request for iov's command (own: a block it frees, even on failure). */
+static int
+submit_req(bc_tier_redis_cluster_t *cl, const void *key, size_t keylen,
+    const struct iovec *iov, int niov, char *own,
+    bc_tier_redis_cluster_cb cb, void *arg)
+{
 	req_t *r;
 	int    rv;
 
-	if (cmd == NULL || cmdlen == 0 || cb == NULL) {
-		free(cmd);
+	if (iov == NULL || niov < 1 || niov > BC_TIER_REDIS_CONN_IOV_MAX ||
+	    iov[0].iov_base == NULL || iov[0].iov_len == 0 || cb == NULL) {
+		free(own);
 		return BC_EINVAL;
 	}
 	if (cl->closing) {
-		free(cmd);
+		free(own);
 		return BC_ECANCELED;
 	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL) {
-		free(cmd);
+		free(own);
 		return BC_ENOMEM;
 	}
-	r->cmd = cmd;
-	r->cmdlen = cmdlen;
+	memcpy(r->iov, iov, (size_t)niov * sizeof(*iov));
+	r->niov = niov;
+	r->own = own;
 	r->cl = cl;
 	r->cb = cb;
 	r->arg = arg;
@@ -581,7 +609,7 @@ bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
 		rv = send_first(cl, r);
 	if (rv < 0) {
 		COUNT(cl, rejects, 1);
-		free(r->cmd);
+		free(r->own);
 		free(r);
 		return rv;
 	}

@@ -129,6 +129,13 @@ int bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
     const void *key, size_t keylen, char *cmd, size_t cmdlen,
     bc_tier_redis_cluster_cb cb, void *arg);
 
+/* As bc_tier_redis_cluster_submit, for a command in parts as
+ * bc_tier_redis_conn_submit_iov takes them (bytes borrowed until cb
+ * fires, redirections included). */
+int bc_tier_redis_cluster_submit_iov(bc_tier_redis_cluster_t *cl,
+    const void *key, size_t keylen, const struct iovec *iov, int niov,
+    bc_tier_redis_cluster_cb cb, void *arg);
+
 /* Closes every connection: every pending command's callback fires with
  * BC_ECANCELED before it returns. Memory goes once the handles are
  * closed. NULL is a no-op. Loop thread only, not from a callback. */

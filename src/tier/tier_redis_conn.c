@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 
 #include <hiredis/async.h>
@@ -58,9 +59,11 @@ typedef struct cmd_s {
 	bc_tier_redis_conn_t  *conn;
 	bc_tier_redis_conn_cb  cb;     /* NULL once it fired */
 	void                  *arg;
-	const char            *buf;    /* the command, in the protocol */
-	size_t                 len;
-	char                  *own;    /* buf when ours (submit), or NULL */
+	/* The command, in the protocol: its parts in order (iov_base
+	 * borrowed, or own), until written to hiredis. */
+	struct iovec           iov[BC_TIER_REDIS_CONN_IOV_MAX];
+	int                    niov;
+	char                  *own;    /* iov[0] when ours (submit), or NULL */
 	unsigned               flags;
 	uint64_t               sent_ns;
 } cmd_t;
@@ -322,6 +325,7 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 	redisAsyncContext *ac = c->link->ac;
 	bool               first = bc_list_empty(&c->wire);
 	uint64_t           peak;
+	size_t             extra = 0;
 	int                rv;
 
 	/* A live link's context takes commands: REDIS_OK. */
@@ -330,13 +334,31 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 		    sizeof(asking_cmd) - 1);
 		assert(rv == REDIS_OK);
 	}
-	rv = redisAsyncFormattedCommand(ac, on_reply, cmd, cmd->buf, cmd->len);
+	/* The first part, which names the command, registers on_reply; the
+	 * rest go straight to the output buffer after it (hiredis does not
+	 * look at a command's bytes past its name), copied once. Out of
+	 * memory here is fatal, as in hiredis's own appends. */
+	for (int i = 1; i < cmd->niov; i++)
+		extra += cmd->iov[i].iov_len;
+	if (extra > 0) {
+		sds room = sdsMakeRoomFor(ac->c.obuf, cmd->iov[0].iov_len +
+		    extra);
+
+		if (room == NULL)
+			abort();
+		ac->c.obuf = room;
+	}
+	rv = redisAsyncFormattedCommand(ac, on_reply, cmd, cmd->iov[0].iov_base,
+	    cmd->iov[0].iov_len);
 	assert(rv == REDIS_OK);
 	(void)rv;
+	for (int i = 1; i < cmd->niov; i++)
+		ac->c.obuf = sdscatlen(ac->c.obuf, cmd->iov[i].iov_base,
+		    cmd->iov[i].iov_len);   /* room made: no allocation */
 	if (cmd->own != NULL)
 		redisFreeCommand(cmd->own);
 	cmd->own = NULL;
-	cmd->buf = NULL;
+	cmd->niov = 0;
 	cmd->sent_ns = bc_mono_ns();
 	bc_list_insert_tail(&c->wire, &cmd->link);
 	c->nwire++;
@@ -816,8 +838,8 @@ refusal(bc_tier_redis_conn_t *c)
  * cb(arg); refusal() said yes. Writes it at once when nothing waits
  * ahead of it and the bound allows. */
 static int
-enqueue(bc_tier_redis_conn_t *c, const char *buf, size_t len, char *own,
-    unsigned flags, bc_tier_redis_conn_cb cb, void *arg)
+enqueue(bc_tier_redis_conn_t *c, const struct iovec *iov, int niov,
+    char *own, unsigned flags, bc_tier_redis_conn_cb cb, void *arg)
 {
 	cmd_t *cmd = calloc(1, sizeof(*cmd));
 
@@ -826,14 +848,15 @@ enqueue(bc_tier_redis_conn_t *c, const char *buf, size_t len, char *own,
 	cmd->conn = c;
 	cmd->cb = cb;
 	cmd->arg = arg;
-	cmd->buf = buf;
-	cmd->len = len;
+	memcpy(cmd->iov, iov, (size_t)niov * sizeof(*iov));
+	cmd->niov = niov;
 	cmd->own = own;
 	cmd->flags = flags;
 	bc_list_init(&cmd->link);
 	COUNT(c, commands, 1);
 	if (state_of(c) == BC_TIER_REDIS_CONN_UP && bc_list_empty(&c->queue) &&
-	    c->nwire < c->max_outstanding) {
+	    c->nwire < c->max_outstanding &&
+	    sdslen(c->link->ac->c.obuf) < OBUF_MAX) {
 		write_cmd(c, cmd);
 	} else {
 		bc_list_insert_tail(&c->queue, &cmd->link);
@@ -858,7 +881,8 @@ bc_tier_redis_conn_submit(bc_tier_redis_conn_t *c, int argc,
 	len = redisFormatCommandArgv(&buf, argc, argv, argvlen);
 	if (len < 0)
 		return BC_ENOMEM;
-	rv = enqueue(c, buf, (size_t)len, buf, 0, cb, arg);
+	rv = enqueue(c, &(struct iovec){ buf, (size_t)len }, 1, buf, 0, cb,
+	    arg);
 	if (rv < 0)
 		redisFreeCommand(buf);
 	return rv;
@@ -868,14 +892,30 @@ int
 bc_tier_redis_conn_submit_fmt(bc_tier_redis_conn_t *c, const char *cmd,
     size_t len, unsigned flags, bc_tier_redis_conn_cb cb, void *arg)
 {
-	int rv;
+	return bc_tier_redis_conn_submit_iov(c, &(struct iovec){ (void *)cmd,
+	    len }, 1, flags, cb, arg);
+}
 
-	if (cmd == NULL || len < 4 || cmd[0] != '*' || cb == NULL)
+int
+bc_tier_redis_conn_submit_iov(bc_tier_redis_conn_t *c,
+    const struct iovec *iov, int niov, unsigned flags,
+    bc_tier_redis_conn_cb cb, void *arg)
+{
+	const char *first;
+	int         rv;
+
+	if (iov == NULL || niov < 1 || niov > BC_TIER_REDIS_CONN_IOV_MAX ||
+	    cb == NULL)
+		return BC_EINVAL;
+	first = iov[0].iov_base;
+	/* hiredis reads the command's name from the first part */
+	if (first == NULL || iov[0].iov_len < 4 || first[0] != '*' ||
+	    memchr(first, '$', iov[0].iov_len) == NULL)
 		return BC_EINVAL;
 	rv = refusal(c);
 	if (rv < 0)
 		return rv;
-	return enqueue(c, cmd, len, NULL, flags, cb, arg);
+	return enqueue(c, iov, niov, NULL, flags, cb, arg);
 }
 
 void

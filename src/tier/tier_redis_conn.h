@@ -158,6 +158,19 @@ int bc_tier_redis_conn_submit_fmt(bc_tier_redis_conn_t *c, const char *cmd,
     size_t len, unsigned flags, bc_tier_redis_conn_cb cb, void *arg);
 
 /*
+ * The same for a command in parts (at most BC_TIER_REDIS_CONN_IOV_MAX,
+ * their bytes borrowed until cb fires; the array itself is copied),
+ * joined only when written: a value in the middle is copied once, into
+ * hiredis's output buffer. The first part must hold the command's
+ * '*' count and its name (hiredis reads it), else BC_EINVAL.
+ */
+#define BC_TIER_REDIS_CONN_IOV_MAX 4
+struct iovec;
+int bc_tier_redis_conn_submit_iov(bc_tier_redis_conn_t *c,
+    const struct iovec *iov, int niov, unsigned flags,
+    bc_tier_redis_conn_cb cb, void *arg);
+
+/*
  * Closes c: every pending command's callback fires with BC_ECANCELED
  * before it returns, the link is dropped, and c's memory goes once its
  * handles are closed. c must not be used after; NULL is a no-op. Loop

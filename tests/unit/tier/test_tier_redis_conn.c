@@ -2,6 +2,7 @@
  * test_tier_redis_conn.c — one Redis connection on the loop
  * (tier/tier_redis_conn.c) against a real redis-server
  * (redis_fixture.h): binary SET/GET of 1 MiB and the kinds of reply;
+ * commands in parts (a borrowed 1 MiB value in the middle);
  * AUTH and SELECT, and a refused AUTH; many commands at once through a
  * small outstanding bound (all answered, in order, never more on the
  * wire than the bound) and a full queue refusing submits; a command
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -273,6 +275,71 @@ LTest(redis_conn, binary_values_and_replies)
 	cr_assert_eq(STAT(f.conn, fails), 0);
 	cr_assert_eq(bc_tier_redis_conn_state(f.conn), BC_TIER_REDIS_CONN_UP);
 	redis_res_clear(&r);
+	free(val);
+	teardown(&f);
+}
+
+typedef struct iov_sub_s {
+	fix_t        *f;
+	struct iovec  iov[3];
+	int           niov;
+	redis_res_t  *res;
+	int           rv;
+} iov_sub_t;
+
+static void
+do_submit_iov(void *arg)
+{
+	iov_sub_t *s = arg;
+
+	s->rv = bc_tier_redis_conn_submit_iov(s->f->conn, s->iov, s->niov, 0,
+	    redis_res_cb, s->res);
+}
+
+/* A command in parts: joined on the wire (a 1 MiB value borrowed in the
+ * middle, several such commands queued behind the output buffer's
+ * bound); a first part that does not name the command is refused. */
+LTest(redis_conn, commands_in_parts)
+{
+	fix_t       f;
+	redis_res_t r[6] = { { 0 } };
+	iov_sub_t   s;
+	size_t      n = 1024 * 1024;
+	char       *val = malloc(n), head[5][64];   /* borrowed until answered */
+
+	setup(&f, NULL, 0);
+	open_up(&f);
+	for (size_t i = 0; i < n; i++)
+		val[i] = (char)(i * 13 + i / 509);
+	for (int k = 0; k < 5; k++) {
+		int hn = snprintf(head[k], sizeof(head[k]),
+		    "*3\r\n$3\r\nSET\r\n$2\r\nk%d\r\n$%zu\r\n", k, n);
+
+		s = (iov_sub_t){ .f = &f, .res = &r[k], .niov = 3, .iov = {
+		    { head[k], (size_t)hn }, { val, n }, { (void *)"\r\n", 2 } } };
+		redis_fixture_on_loop(f.loop, do_submit_iov, &s);
+		cr_assert_eq(s.rv, 0, "%s", bc_strerror(s.rv));
+	}
+	for (int k = 0; k < 5; k++) {
+		redis_res_wait(&r[k]);
+		cr_assert_eq(r[k].type, REDIS_REPLY_STATUS, "%d: %s", k,
+		    r[k].str);
+	}
+	for (int k = 0; k < 5; k++) {
+		char key[4] = { 'k', (char)('0' + k), 0, 0 };
+
+		run(&f, &r[5], "GET", key, NULL);
+		cr_assert_eq(r[5].type, REDIS_REPLY_STRING, "%s", key);
+		cr_assert_eq(r[5].len, n);
+		cr_assert(memcmp(r[5].str, val, n) == 0, "%s differs", key);
+	}
+	cr_assert_geq(STAT(f.conn, commands), 10);
+	s = (iov_sub_t){ .f = &f, .res = &r[5], .niov = 2, .iov = {
+	    { (void *)"hello", 5 }, { (void *)"\r\n", 2 } } };
+	redis_fixture_on_loop(f.loop, do_submit_iov, &s);
+	cr_assert_eq(s.rv, BC_EINVAL);
+	for (int k = 0; k < 6; k++)
+		redis_res_clear(&r[k]);
 	free(val);
 	teardown(&f);
 }
