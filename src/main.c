@@ -10,16 +10,31 @@
  * does its I/O, sized to 16 threads unless UV_THREADPOOL_SIZE says
  * otherwise), handed to stats/ for the per-tier stats; the prefetcher;
  * scale/ (its timer sizes memory with --mem-size auto);
- * then the HTTP front end, handed what it serves. Stop (SIGINT/SIGTERM),
- * in reverse: the front end quiesces, the origin's exchanges are
+ * then the HTTP front end, handed what it serves. A stop signal (SIGINT,
+ * SIGTERM) starts the drain (http_drain.h): the front end stops
+ * accepting, /ready answers 503, and main waits until no response is in
+ * flight or --drain-timeout passes; a second signal then exits at once
+ * (_exit(0), no teardown: the disk tier's files are written under temp
+ * names and renamed, so nothing on disk is left half-written under a
+ * real name). Then the stop, in reverse: the origin's exchanges are
  * cancelled and the loop joined (the prefetcher's timer with it), the
  * daemon stopped; then the prefetcher, the tier stats, the cache (its
  * queued tier work runs, then the disk tier closes after its writes), the
  * jobs, the origin and the loop go.
- * Exit status 0 on a clean stop, 1 when start-up fails, 2 on bad options
- * (and a disk directory the tier cannot use).
+ * Exit status 0 on a stop by signal (drained, cut by --drain-timeout, or
+ * a second signal), 1 when start-up fails, 2 on bad options (and a disk
+ * directory the tier cannot use).
+ *
+ * Signals: SIGINT and SIGTERM are blocked before any thread starts, so
+ * every thread inherits the mask and only main takes them, in
+ * sigsuspend/ppoll; after the drain main unblocks them with a handler
+ * that exits at once.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* ppoll */
+#endif
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +50,7 @@
 
 #include "config/config.h"
 #include "cache/cache.h"
+#include "http/http_drain.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
@@ -51,6 +67,7 @@
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
+#include "util/util_time.h"
 
 extern char **environ;
 
@@ -66,6 +83,103 @@ static void
 on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/* After the drain, while the process stops: another signal ends it at
+ * once (async-signal-safe: write and _exit only). */
+static void
+on_signal_exit(int sig)
+{
+	static const char msg[] =
+	    "bucketcache: another stop signal: exiting at once\n";
+
+	(void)sig;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	_exit(0);
+}
+
+static const char *
+plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/*
+ * Serves until a stop signal, then drains (see the top of this file):
+ * returns when the normal stop should run; exits the process (0) at once
+ * on a second signal. Runs with SIGINT and SIGTERM blocked; old is the
+ * mask to wait with (they unblocked).
+ */
+static void
+serve_until_stopped(bc_server_t *srv, const bc_config_t *cfg,
+    const sigset_t *old)
+{
+	bc_drain_t d;
+	struct pollfd pfd;
+	uint64_t now, left, n;
+	unsigned nconn;
+	int sig;
+
+	bc_drain_init(&d, cfg->drain_timeout * 1000000u);
+	while (stop_signal == 0)
+		sigsuspend(old);
+	sig = stop_signal;
+	stop_signal = 0;
+	if (bc_drain_signal(&d, bc_mono_ns()) == BC_DRAIN_DONE) {
+		BC_INFO("signal %d: stopping (no drain: --drain-timeout 0)",
+		    sig);
+		return;
+	}
+	pfd.fd = bc_server_drain(srv);
+	pfd.events = POLLIN;
+	n = bc_server_inflight(srv);
+	nconn = bc_server_connections(srv);
+	BC_INFO("signal %d: draining: new connections refused; %u "
+	    "connection%s open, %llu response%s in flight; up to %.1f s",
+	    sig, nconn, plural(nconn), (unsigned long long)n, plural(n),
+	    (double)cfg->drain_timeout / 1e3);
+	for (;;) {
+		now = bc_mono_ns();
+		if (bc_drain_check(&d, now, bc_server_inflight(srv)) !=
+		    BC_DRAIN_DRAINING)
+			break;
+		left = bc_drain_left_ns(&d, now);
+		{
+			struct timespec ts = { (time_t)(left / 1000000000u),
+			    (long)(left % 1000000000u) };
+
+			if (ppoll(&pfd, 1, &ts, old) > 0) {
+				uint64_t v;
+
+				(void)!read(pfd.fd, &v, sizeof(v));
+			}
+		}
+		if (stop_signal != 0) {
+			sig = stop_signal;
+			stop_signal = 0;
+			(void)bc_drain_signal(&d, bc_mono_ns());
+		}
+	}
+	n = bc_server_inflight(srv);
+	switch (d.end) {
+	case BC_DRAIN_END_IDLE:
+		BC_INFO("drain: done in %.2f s: no response in flight",
+		    (double)(d.end_ns - d.start_ns) / 1e9);
+		break;
+	case BC_DRAIN_END_TIMEOUT:
+		BC_WARN("drain: --drain-timeout (%.1f s) passed with %llu "
+		    "response%s in flight: cut", (double)cfg->drain_timeout /
+		    1e3, (unsigned long long)n, plural(n));
+		break;
+	case BC_DRAIN_END_SIGNAL:
+		BC_WARN("drain: signal %d again after %.2f s: exiting at once, "
+		    "%llu response%s in flight cut", sig,
+		    (double)(d.end_ns - d.start_ns) / 1e9,
+		    (unsigned long long)n, plural(n));
+		_exit(0);
+	default:
+		break;
+	}
 }
 
 /*
@@ -247,6 +361,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	bc_log_level = cfg.log_level;
+	/* Before any thread starts: every thread inherits the mask, so the
+	 * stop signals reach main only, in its waits. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
 	/* Chunk data of 64 KiB and up is a mapping of its own
 	 * (bc_chunk_data_alloc), returned to the system when freed: from the
 	 * heap, evictions left holes and RSS ran ~12% above the bytes cached
@@ -339,11 +459,6 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* Worker threads inherit a mask with the stop signals blocked. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &mask, &old);
 	parts.loop = loop;
 	parts.origin = origin;
 	parts.cache = cache;
@@ -351,7 +466,6 @@ main(int argc, char **argv)
 	parts.prefetch = prefetch;
 	parts.scale = scale;
 	if (bc_server_start(&srv, &cfg, &parts, err, sizeof(err)) < 0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
 		goto out;
@@ -362,10 +476,11 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	BC_INFO("serving S3 on http://%s, upstream %s", cfg.listen,
 	    cfg.upstream);
-	while (stop_signal == 0)
-		sigsuspend(&old);
+	serve_until_stopped(&srv, &cfg, &old);
+	sa.sa_handler = on_signal_exit;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	BC_INFO("signal %d: stopping", (int)stop_signal);
 	/* The server's stop ends the loop: the Redis client goes first (a
 	 * request still waiting on it goes to the origin). */
 	if (redis_tier != NULL)

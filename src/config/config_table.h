@@ -48,6 +48,8 @@ BC_OPT(body_timeout,  "body-timeout",  MS,    "30s",
     "an upload must send at least 64 KiB (or finish) in every period this long")
 BC_OPT(client_timeout, "client-timeout", MS,  "30s",
     "a client that sends or reads nothing for this long is dropped (also the keep-alive idle limit)")
+BC_OPT(drain_timeout, "drain-timeout", MS,   "25s",
+    "on SIGTERM or SIGINT: stop accepting, answer /_bucketcache/ready 503 and let responses in flight finish for at most this long, then exit 0 (0: stop at once; a second signal exits at once)")
 BC_OPT(connect_timeout, "connect-timeout", MS,  "5s",
     "upstream connect timeout")
 BC_OPT(upstream_ttfb_timeout, "upstream-ttfb-timeout", MS, "10s",

@@ -1,7 +1,9 @@
 /*
  * http_admin.c — bc_handler_admin: the /_bucketcache/ endpoints.
  *
- *   GET /_bucketcache/health   200 "ok"
+ *   GET /_bucketcache/health   200 "ok" (liveness: the process serves)
+ *   GET /_bucketcache/ready    200 "ok", or 503 "draining" once a stop
+ *                              signal came (readiness: send no more)
  *   GET /_bucketcache/stats    JSON counters (stats.h)
  *   GET /_bucketcache/metrics  Prometheus text exposition
  *   DELETE /_bucketcache/v1/cache?bucket=B[&prefix=P | &key=K]
@@ -17,7 +19,7 @@
  *                              open as stats
  *
  * Bucket names cannot start with '_', so these paths never shadow S3.
- * /health needs no credentials. Everything else needs a local client (on
+ * /health and /ready need no credentials. Everything else needs a local client (on
  * loopback, and not relayed by a proxy: see http_server.c) or the admin
  * token (--admin-token) as "x-bucketcache-admin-token: TOKEN" or
  * "Authorization: Bearer TOKEN" (what Prometheus sends); stats and
@@ -27,6 +29,8 @@
  * front end does not authenticate admin paths), and a SigV4 body hash is
  * checked against the plan body; aws-chunked bodies are not taken.
  * Listing every job needs what stats need. Otherwise 403 AccessDenied.
+ * While the server drains, only health, ready, stats and metrics get
+ * here (bc_admin_while_draining); the front end refuses the rest.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +333,28 @@ plan_path(const char *path, size_t *idlen)
 	return id;
 }
 
+static bool
+is_get(const bc_http_req_t *r)
+{
+	return strcmp(r->s3.method, "GET") == 0 ||
+	    strcmp(r->s3.method, "HEAD") == 0;
+}
+
+bool
+bc_admin_while_draining(const bc_http_req_t *r)
+{
+	static const char *const open_paths[] = { "health", "ready", "stats",
+	    "metrics", NULL };
+	const char *path = r->s3.path + strlen(BC_S3_ADMIN_PREFIX);
+
+	if (!is_get(r))
+		return false;
+	for (int i = 0; open_paths[i] != NULL; i++)
+		if (strcmp(path, open_paths[i]) == 0)
+			return true;
+	return false;
+}
+
 static bc_s3err_t
 admin_start(bc_http_req_t *r)
 {
@@ -385,8 +411,7 @@ static bc_s3err_t
 admin_finish(bc_http_req_t *r)
 {
 	const char *path = r->s3.path + strlen(BC_S3_ADMIN_PREFIX);
-	bool get = strcmp(r->s3.method, "GET") == 0 ||
-	    strcmp(r->s3.method, "HEAD") == 0;
+	bool get = is_get(r);
 	bc_buf_t body = BC_BUF_INIT;
 	int rv;
 
@@ -399,6 +424,12 @@ admin_finish(bc_http_req_t *r)
 	if (strcmp(path, "health") == 0 && get) {
 		bc_buf_puts(&body, "ok\n");
 		rv = bc_http_respond_buf(r, 200, "text/plain", &body);
+	} else if (strcmp(path, "ready") == 0 && get) {
+		bool draining = bc_server_draining(r->srv);
+
+		bc_buf_puts(&body, draining ? "draining\n" : "ok\n");
+		rv = bc_http_respond_buf(r, draining ? 503 : 200, "text/plain",
+		    &body);
 	} else if ((strcmp(path, "stats") == 0 ||
 	    strcmp(path, "metrics") == 0) && get && !stats_allowed(r)) {
 		return BC_S3E_AccessDenied;
@@ -425,7 +456,7 @@ admin_finish(bc_http_req_t *r)
 		return invalidate(r);
 	} else if (strcmp(path, "v1/cache") == 0 ||
 	    strcmp(path, "v1/scale") == 0 ||
-	    strcmp(path, "health") == 0 ||
+	    strcmp(path, "health") == 0 || strcmp(path, "ready") == 0 ||
 	    strcmp(path, "stats") == 0 || strcmp(path, "metrics") == 0) {
 		return BC_S3E_MethodNotAllowed;
 	} else {

@@ -240,6 +240,17 @@ bc_conns_close(bc_conns_t *t, bc_conn_t *c)
 	free(c);
 }
 
+unsigned
+bc_conns_count(bc_conns_t *t)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&t->mu);
+	n = t->n;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
 void
 bc_conn_request_line(bc_conns_t *t, bc_conn_t *c)
 {

@@ -75,6 +75,8 @@ bc_conn_t *bc_conns_open(bc_conns_t *t, int fd);
 /* The connection ends: unlisted and freed (NULL is a no-op). Must run
  * before its socket is closed. */
 void bc_conns_close(bc_conns_t *t, bc_conn_t *c);
+/* Connections listed now (open, with a record). */
+unsigned bc_conns_count(bc_conns_t *t);
 
 /* State changes of c (NULL is a no-op), from its HTTP worker thread. */
 void bc_conn_request_line(bc_conns_t *t, bc_conn_t *c);   /* head: on */

@@ -80,8 +80,9 @@ struct bc_http_req_s {
 					       pending and did not suspend */
 };
 
-/* Queues resp with status, adding x-amz-request-id and Server; takes over
- * the caller's reference to resp. Returns 0 or BC_EIO. */
+/* Queues resp with status, adding x-amz-request-id and Server (and, while
+ * the server drains, "Connection: close", and Retry-After to a 503);
+ * takes over the caller's reference to resp. Returns 0 or BC_EIO. */
 int bc_http_respond(bc_http_req_t *r, unsigned int status,
     struct MHD_Response *resp);
 /* Adds a response header. libmicrohttpd refuses an empty value, which S3
@@ -121,5 +122,8 @@ extern const bc_handler_t bc_handler_delete;   /* DeleteObjects of a key
 
 /* true when the cache can answer r exactly as S3 would (http_object.c) */
 bool bc_object_cacheable(const bc_http_req_t *r);
+/* true for the admin calls a draining server still answers: GET or HEAD
+ * of health, ready, stats and metrics (http_admin.c) */
+bool bc_admin_while_draining(const bc_http_req_t *r);
 
 #endif

@@ -19,6 +19,9 @@
 #include "util/util_error.h"
 #include "util/util_log.h"
 
+/* Seconds a client refused during the drain is told to wait. */
+#define BC_DRAIN_RETRY_AFTER "1"
+
 /* ---- responses --------------------------------------------------------- */
 
 int
@@ -34,8 +37,14 @@ bc_http_respond(bc_http_req_t *r, unsigned int status,
 		    r->s3.request_id);
 	if (MHD_get_response_header(resp, "Server") == NULL)
 		MHD_add_response_header(resp, "Server", "bucketcache");
-	if (r->close_after)
+	/* Draining: every answer ends its connection; a refusal says when
+	 * to come back (another gateway, or this one restarted). */
+	if (r->close_after || bc_server_draining(r->srv))
 		MHD_add_response_header(resp, "Connection", "close");
+	if (status == 503 && bc_server_draining(r->srv) &&
+	    MHD_get_response_header(resp, "Retry-After") == NULL)
+		MHD_add_response_header(resp, "Retry-After",
+		    BC_DRAIN_RETRY_AFTER);
 	ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ok != MHD_YES)

@@ -12,6 +12,13 @@
  * close every connection.
  * Responses and suspend/resume, which the handlers call, are in
  * http_respond.c.
+ *
+ * Drain: s->draining is set before the daemon is quiesced, so a request
+ * begun on a connection accepted before is refused (503, close) rather
+ * than served; s->inflight counts requests from on_uri to their
+ * completion, and the last one to end while draining writes s->idle_fd
+ * (the flag and the count are sequentially consistent atomics, so either
+ * that write happens or bc_server_drain's caller sees 0).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,17 +131,23 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 #endif
 	bc_conn_request_line(&s->conns, r->cn);
 	BC_STATS_INC(connections);
+	atomic_fetch_add(&s->inflight, 1);
 	return r;
 }
 
 static void
 req_free(bc_http_req_t *r)
 {
+	bc_server_t *s = r->srv;
+
 	bc_s3_req_fini(&r->s3);
 	free(r->raw_uri);
 	pthread_mutex_destroy(&r->wait_mu);
 	free(r);
 	BC_STATS_DEC(connections);
+	if (atomic_fetch_sub(&s->inflight, 1) == 1 &&
+	    atomic_load(&s->draining))
+		(void)eventfd_write(s->idle_fd, 1);
 }
 
 static void
@@ -376,6 +390,14 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 	    cfg->domain[0] != '\0' ? cfg->domain : NULL);
 	if (e != BC_S3E_NONE)
 		return e;
+	/* Draining: probes and stats are answered, the rest is refused
+	 * before any work (every answer then closes its connection). */
+	if (bc_server_draining(s) && !(r->s3.op == BC_S3OP_Admin &&
+	    bc_admin_while_draining(r))) {
+		r->close_after = true;
+		BC_STATS_INC(drain_refused);
+		return BC_S3E_ServiceUnavailable;
+	}
 	if (r->s3.op == BC_S3OP_Admin) {
 		r->handler = &bc_handler_admin;
 		return r->handler->start(r);
@@ -616,8 +638,13 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_TURBO;
+	bool conns = false;
 
 	memset(s, 0, sizeof(*s));
+	s->listen_fd = -1;
+	s->idle_fd = -1;
+	atomic_init(&s->draining, false);
+	atomic_init(&s->inflight, 0);
 	s->cfg = cfg;
 	s->loop = p->loop;
 	s->origin = p->origin;
@@ -643,17 +670,21 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	limits.idle_ns = cfg->client_timeout * MS_PER_NS;
 	limits.head_ns = cfg->header_timeout * MS_PER_NS;
 	limits.body_ns = cfg->body_timeout * MS_PER_NS;
+	s->idle_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->idle_fd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
 	s->verdicts = bc_s3_verdicts_new(VERDICTS);
 	if (s->verdicts == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		goto fail;
 	}
 	if (bc_conns_start(&s->conns, &limits) < 0) {
 		snprintf(err, errlen, "cannot start the connection sweeper");
-		bc_s3_verdicts_free(s->verdicts);
-		s->verdicts = NULL;
-		return -1;
+		goto fail;
 	}
+	conns = true;
 	if (bc_log_level >= BC_LOG_DEBUG)
 		flags |= MHD_USE_ERROR_LOG;
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
@@ -676,12 +707,72 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	if (s->mhd == NULL) {
 		snprintf(err, errlen, "--listen: cannot serve on %s: %s",
 		    cfg->listen, strerror(errno));
-		bc_conns_stop(&s->conns);
-		bc_s3_verdicts_free(s->verdicts);
-		s->verdicts = NULL;
-		return -1;
+		goto fail;
 	}
 	return 0;
+fail:
+	if (conns)
+		bc_conns_stop(&s->conns);
+	bc_s3_verdicts_free(s->verdicts);
+	s->verdicts = NULL;
+	if (s->idle_fd >= 0)
+		close(s->idle_fd);
+	s->idle_fd = -1;
+	return -1;
+}
+
+/*
+ * Stops accepting: the daemon no longer polls its listening socket, and
+ * the socket is shut down, which on Linux ends its listening (connections
+ * waiting in its backlog are reset, new ones refused; MHD does the same
+ * at its own stop). MHD asks that the descriptor be closed only after
+ * MHD_stop_daemon (a worker thread may still hold it): bc_server_stop
+ * closes it.
+ */
+static void
+stop_accepting(bc_server_t *s)
+{
+	MHD_socket fd;
+
+	if (s->mhd == NULL || s->listen_fd >= 0)
+		return;
+	fd = MHD_quiesce_daemon(s->mhd);
+	if (fd == MHD_INVALID_SOCKET) {
+		BC_WARN("cannot stop accepting connections (quiesce)");
+		return;
+	}
+	if (shutdown(fd, SHUT_RDWR) < 0)
+		BC_WARN("shutdown of the listening socket: %s",
+		    strerror(errno));
+	s->listen_fd = fd;
+}
+
+int
+bc_server_drain(bc_server_t *s)
+{
+	if (!atomic_exchange(&s->draining, true)) {
+		BC_STATS_INC(draining);
+		stop_accepting(s);
+	}
+	return s->idle_fd;
+}
+
+bool
+bc_server_draining(const bc_server_t *s)
+{
+	return atomic_load(&s->draining);
+}
+
+uint64_t
+bc_server_inflight(const bc_server_t *s)
+{
+	return atomic_load(&s->inflight);
+}
+
+unsigned
+bc_server_connections(bc_server_t *s)
+{
+	return bc_conns_count(&s->conns);
 }
 
 /* Loop thread, as the loop stops: ends the origin's exchanges. */
@@ -697,12 +788,7 @@ cancel_exchanges(bc_loop_t *l, void *origin)
 void
 bc_server_stop(bc_server_t *s)
 {
-	if (s->mhd != NULL) {
-		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
-	}
+	stop_accepting(s);
 	/* Cancelling transfers wakes (resumes) every waiting connection;
 	 * MHD must not be stopped with suspended ones. */
 	if (s->loop != NULL)
@@ -710,6 +796,14 @@ bc_server_stop(bc_server_t *s)
 	if (s->mhd != NULL)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	s->listen_fd = -1;
+	if (s->idle_fd >= 0)
+		close(s->idle_fd);
+	s->idle_fd = -1;
+	if (atomic_exchange(&s->draining, false))
+		BC_STATS_DEC(draining);
 	bc_conns_stop(&s->conns);
 	bc_s3_verdicts_free(s->verdicts);
 	s->verdicts = NULL;

@@ -3,13 +3,24 @@
  * epoll) that parses each request, authenticates it, and hands it to the
  * handler for its route (admin, cached object reads, or the proxy that relays to the origin).
  *
- * Start/stop from the main thread only. The server reads the finished
- * config; it does not own it or the loop.
+ * Start/drain/stop from the main thread only. The server reads the
+ * finished config; it does not own it or the loop.
+ *
+ * The drain (bc_server_drain; main.c decides when, http_drain.h): the
+ * listening socket stops listening, so new connections are refused;
+ * open connections stay, and what arrives on them is answered with
+ * "Connection: close": GET/HEAD of /_bucketcache/health (200), /ready
+ * (503), /stats and /metrics as usual, anything else 503
+ * ServiceUnavailable (S3 XML) with Retry-After. Responses already under
+ * way go on until they end or bc_server_stop cuts them.
  */
 #ifndef BC_HTTP_SERVER_H
 #define BC_HTTP_SERVER_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config/config.h"
 #include "http/http_conns.h"
@@ -32,6 +43,14 @@ struct bc_server_s {
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
 	struct bc_s3_verdicts_s *verdicts;
+	/* the drain */
+	_Atomic bool        draining;
+	_Atomic uint64_t    inflight;  /* requests from their line to their
+					  end (MHD's completion) */
+	int                 idle_fd;   /* eventfd: written whenever inflight
+					  reaches 0 while draining */
+	int                 listen_fd; /* once quiesced: shut down, closed
+					  after MHD stops (-1 before) */
 };
 
 /* What main builds (main.c) and the server serves; all main's, and all
@@ -49,9 +68,21 @@ typedef struct bc_server_parts_s {
  * set. */
 int  bc_server_start(bc_server_t *s, const bc_config_t *cfg,
     const bc_server_parts_t *p, char *err, size_t errlen);
-/* Stops accepting, stops the loop (cancelling the origin's exchanges,
- * which resumes every waiting connection), ends every connection, frees
- * the daemon. */
+/* Starts the drain (see above); a second call does nothing. Returns a
+ * descriptor (the server's) that polls readable each time no request is
+ * in flight any more; read 8 bytes to clear it. */
+int  bc_server_drain(bc_server_t *s);
+/* true from bc_server_drain on (any thread). */
+bool bc_server_draining(const bc_server_t *s);
+/* Requests in flight: from their request line until answered or given
+ * up (any thread). */
+uint64_t bc_server_inflight(const bc_server_t *s);
+/* Client connections open (any thread). */
+unsigned bc_server_connections(bc_server_t *s);
+/* Stops accepting (unless drained), stops the loop (cancelling the
+ * origin's exchanges, which resumes every waiting connection), ends
+ * every connection (cutting responses still under way), frees the
+ * daemon. */
 void bc_server_stop(bc_server_t *s);
 
 #endif

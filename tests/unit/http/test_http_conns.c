@@ -444,10 +444,12 @@ LTest(http_conns, close_unlists)
 		conn_open(&t, &c[i]);
 	t1 = mono();
 	cr_expect_eq(t.n, 3);
+	cr_expect_eq(bc_conns_count(&t), 3);
 	/* the middle one leaves: the others are still swept */
 	bc_conns_close(&t, c[1].c);
 	c[1].c = NULL;
 	cr_expect_eq(t.n, 2);
+	cr_expect_eq(bc_conns_count(&t), 2);
 	cr_expect_eq(bc_conns_sweep(&t, t1 + 5 * S + 1), 2);
 	cr_expect(closed(&c[0]));
 	cr_expect(!closed(&c[1]), "an unlisted connection is not touched");
@@ -458,6 +460,7 @@ LTest(http_conns, close_unlists)
 	bc_conns_close(&t, c[0].c);
 	c[0].c = NULL;
 	cr_expect_eq(t.n, 0);
+	cr_expect_eq(bc_conns_count(&t), 0);
 	cr_expect_null(t.head);
 	/* NULL is a no-op everywhere */
 	bc_conns_close(&t, NULL);
