@@ -4,15 +4,17 @@
 # cache; a slow reader (64 KiB receive buffer, paced: the gateway cannot
 # be more than ~0.3 MiB ahead of what it read) downloads 24 MiB while the
 # gateway is sent SIGTERM:
-#   drain     default --drain-timeout (25s), 8 MiB/s: at the signal
-#             /_bucketcache/ready turns 503 on a connection opened before
-#             (health 200, stats served, an S3 GET and a PUT on open
-#             connections 503 ServiceUnavailable with Retry-After and
+#   drain     default --drain-timeout (25s), 8 MiB/s, and a 16 MiB
+#             upload (curl -T --limit-rate 8M) in flight too: at the
+#             signal /_bucketcache/ready turns 503 on a connection opened
+#             before (health 200, stats served, an S3 GET and a PUT on
+#             open connections 503 ServiceUnavailable with Retry-After and
 #             nothing stored, every answer closing its connection), a new
-#             connection is refused; the download completes with the
-#             right bytes and the gateway exits 0 right after it (not
-#             before its last 0.5 s, within 1.5 s of its end), logging
-#             the drain's start (1 response in flight) and end;
+#             connection is refused; the upload is stored whole, the
+#             download completes with the right bytes and the gateway
+#             exits 0 right after it (not before its last 0.5 s, within
+#             1.5 s of its end), logging the drain's start (2 responses in
+#             flight) and end;
 #   timeout   --drain-timeout 1s, 2 MiB/s: the download is cut, the
 #             gateway exits 0 1-3 s after the signal and says it cut 1;
 #   second    a second SIGTERM 0.5 s into a drain: exit 0 within 1 s, the
@@ -29,6 +31,7 @@ mkdir -p "$DATA/bkt"
 printf 'hello\n' >"$DATA/bkt/small.txt"
 bc_mkfile "$DATA/bkt/big.bin" $((24 << 20))
 BIG_SHA=$(sha256sum <"$DATA/bkt/big.bin" | cut -d' ' -f1)
+bc_mkfile "$BC_TMP/up.bin" $((16 << 20))
 CLIENTS=$BC_IT_DIR/fixture/drainclients.py
 export PYTHONPATH=$BC_IT_DIR/fixture
 
@@ -99,7 +102,17 @@ for i in $(seq 250); do
 	sleep 0.02
 done
 [ -e "$BC_TMP/probe.ready" ] || bc_fail "probe did not open its connections"
+curl -sS -o /dev/null -w '%{http_code}' --max-time 30 --limit-rate 8M \
+	-T "$BC_TMP/up.bin" "$BC_GW_URL/bkt/up.bin" >"$BC_TMP/up.code" 2>"$BC_TMP/up.err" &
+UP_PID=$!
+BC_PIDS+=("$UP_PID")
 start_reader drain $((8 << 20))
+for i in $(seq 100); do
+	v=$(bc_stats_get connections)
+	[ "$v" -ge 3 ] && break   # the upload, the download, this stats request
+	sleep 0.02
+done
+[ "$v" -ge 3 ] || bc_fail "the upload and the download are not both in flight ($v)"
 T0=$(now_ms)
 kill -TERM "$BC_GW_PID"
 sleep 0.2
@@ -129,7 +142,7 @@ ok(r["status"] == 200 and r["body"] == "ok\n", "/health: still 200 ok", repr(r))
 r = p["stats"]
 c = json.loads(r["body"])["counters"] if r["status"] == 200 else {}
 ok(c.get("draining") == 1, "/stats served: draining = 1", repr(r)[:300])
-ok(c.get("connections") == 2, "/stats: 2 requests in flight (the download and this one)",
+ok(c.get("connections") == 3, "/stats: 3 requests in flight (the upload, the download and this one)",
    repr(c.get("connections")))
 for name in ("get", "put"):
     r = p[name]
@@ -142,6 +155,11 @@ ok(not os.path.exists(os.path.join(sys.argv[2], "bkt", "new.txt")), "the refused
 done()
 EOF
 wait_reader drain
+rc=0
+wait "$UP_PID" || rc=$?
+v=$(cat "$BC_TMP/up.code")
+bc_assert_eq "0 200" "$rc $v" "drain: the upload in flight got its 200"
+bc_assert_same_file "$BC_TMP/up.bin" "$DATA/bkt/up.bin" "drain: and was stored whole"
 wait_exit 10
 bc_assert_eq 0 "$EXIT_RC" "drain: the gateway exits 0"
 v=$(rjson drain complete)
@@ -153,8 +171,8 @@ bc_log "drain: download ended $((end_ms - T0)) ms after SIGTERM, the gateway $EX
 bc_assert_ge "$((end_ms - T0))" 1000 "drain: the download went on for over 1 s after the signal"
 bc_assert_ge "$EXIT_MS" "$((end_ms - T0 - 500))" "drain: the gateway exited after the download (at most 0.5 s before its end: the buffers)"
 bc_assert_ge "$((end_ms - T0 + 1500))" "$EXIT_MS" "drain: the gateway exited within 1.5 s of the download's end"
-v=$(grep -cE 'signal 15: draining: new connections refused; [0-9]+ connections? open, 1 response in flight; up to 25\.0 s' "$BC_GW_LOG" || true)
-bc_assert_eq 1 "$v" "drain: the log names the drain's start and the response in flight"
+v=$(grep -cE 'signal 15: draining: new connections refused; [0-9]+ connections open, 2 responses in flight; up to 25\.0 s' "$BC_GW_LOG" || true)
+bc_assert_eq 1 "$v" "drain: the log names the drain's start and the 2 responses in flight"
 v=$(grep -cE 'drain: done in [0-9.]+ s: no response in flight' "$BC_GW_LOG" || true)
 bc_assert_eq 1 "$v" "drain: the log names its end"
 assert_clean_log drain
@@ -211,4 +229,4 @@ v=$(grep -c 'signal 15: stopping (no drain: --drain-timeout 0)' "$BC_GW_LOG" || 
 bc_assert_eq 1 "$v" "off: the log says there was no drain"
 assert_clean_log off
 
-bc_done 49
+bc_done 51
