@@ -122,9 +122,11 @@ batch_clear(batch_t *b)
 }
 
 /* Lists leaf d's names: our files (16 hex digits under their prefix)
- * into b, stale temp files removed. */
+ * into b; stale temp files are removed when clean (once per leaf: phase
+ * 1 for chunks, phase 2 for metadata). */
 static void
-list_leaf(bc_disk_t *t, DIR *d, const char *prefix, bool sizes, batch_t *b)
+list_leaf(bc_disk_t *t, DIR *d, const char *prefix, bool sizes, bool clean,
+    batch_t *b)
 {
 	struct dirent *de;
 	struct stat    st;
@@ -136,7 +138,7 @@ list_leaf(bc_disk_t *t, DIR *d, const char *prefix, bool sizes, batch_t *b)
 		if (de->d_name[0] == '.')
 			continue;
 		if (bc_disk_tmp_name(de->d_name, token)) {
-			if (sizes && strcmp(token, t->token) != 0 &&
+			if (clean && strcmp(token, t->token) != 0 &&
 			    unlinkat(dirfd(d), de->d_name, 0) == 0)
 				atomic_fetch_add(&t->scan_removed, 1);
 			continue;
@@ -376,7 +378,8 @@ scan_unit(bc_disk_t *t, unsigned unit, batch_t *b, bc_disk_file_t *f)
 		}
 		prefix[2] = de->d_name[0];
 		prefix[3] = '\0';
-		list_leaf(t, leaf, prefix, phase == 1, b);
+		list_leaf(t, leaf, prefix, phase == 1, phase == 1 ||
+		    kind == BC_DISK_META, b);
 		if (phase == 1)
 			index_batch(t, b);
 		else if (kind == BC_DISK_CHUNK)

@@ -676,15 +676,17 @@ LTest(disk, stale_temp_files_go_at_the_scan)
 {
 	fix_t      f;
 	bc_tier_t *t;
-	char       p[256], tmp[300], other[300];
+	char       p[256], tmp[300], other[300], pm[256], mtmp[300];
 	int        fd;
 
 	setup(&f);
 	t = open_scanned(&f, 64 * MiB);
 	put(t, "k", "\"e\"", 0, 1000);
+	meta_put(t, "k", "meta");
 	bc_tier_disk_flush(t);
 	bc_tier_disk.close(t);
-	/* a write cut short by a crash, and a file that is not the tier's */
+	/* writes cut short by a crash (a chunk's and a metadata file's),
+	 * and a file that is not the tier's */
 	chunk_file(&f, "k", "\"e\"", 0, p, sizeof(p));
 	snprintf(tmp, sizeof(tmp), "%s.0badf00d-2a.tmp", p);
 	snprintf(other, sizeof(other), "%s.notes", p);
@@ -695,11 +697,18 @@ LTest(disk, stale_temp_files_go_at_the_scan)
 	fd = open(other, O_WRONLY | O_CREAT, 0644);
 	cr_assert_geq(fd, 0);
 	close(fd);
+	file_of(&f, BC_DISK_META, bc_disk_obj_hash("bkt", "k"), pm, sizeof(pm));
+	snprintf(mtmp, sizeof(mtmp), "%s.0badf00d-2b.tmp", pm);
+	fd = open(mtmp, O_WRONLY | O_CREAT, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
 	t = open_scanned(&f, 64 * MiB);
 	cr_assert_not(exists(tmp), "the stale temp file is gone");
+	cr_assert_not(exists(mtmp), "the stale metadata temp file is gone");
 	cr_assert(exists(other), "what is not the tier's stays");
 	cr_assert(exists(p));
-	cr_assert_eq(info(t).scan_removed, 1);
+	cr_assert(exists(pm));
+	cr_assert_eq(info(t).scan_removed, 2);
 	cr_assert_eq(info(t).chunks, 1);
 	cr_assert_eq(STAT(t, corrupt), 0);
 	cr_assert(has(t, "k", "\"e\"", 0));
