@@ -2,7 +2,9 @@
  * main.c — the bucketcache daemon, and the one place its parts are
  * composed: options, signals, start/stop order.
  *
- * Start: config (exit 2 on any bad option), curl, the loop thread, the
+ * Start: config (exit 2 on any bad option), curl, the upstream
+ * credentials (a fetched source's first key pair, then its refresh
+ * thread; exit 1 when none can be had), the loop thread, the
  * origin (S3, or file:// for a local directory), the jobs registry, the
  * cache over the origin (unless --no-cache) with its tiers: memory, and
  * with --disk-dir the disk tier appended to the cache's chain (a missing,
@@ -20,7 +22,8 @@
  * cancelled and the loop joined (the prefetcher's timer with it), the
  * daemon stopped; then the prefetcher, the tier stats, the cache (its
  * queued tier work runs, then the disk tier closes after its writes), the
- * jobs, the origin and the loop go.
+ * jobs, the origin, the credentials (their thread stopped) and the loop
+ * go.
  * Exit status 0 on a stop by signal (drained, cut by --drain-timeout, or
  * a second signal), 1 when start-up fails, 2 on bad options (and a disk
  * directory the tier cannot use).
@@ -51,6 +54,7 @@
 #include "config/config.h"
 #include "cache/cache.h"
 #include "http/http_drain.h"
+#include "creds/creds.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
@@ -326,6 +330,7 @@ main(int argc, char **argv)
 	bc_server_t srv;
 	bc_loop_t *loop = NULL;
 	bc_origin_t *origin = NULL;
+	bc_creds_t *creds = NULL;
 	bc_cache_t *cache = NULL;
 	bc_jobs_t *jobs = NULL;
 	bc_prefetch_t *prefetch = NULL;
@@ -387,14 +392,29 @@ main(int argc, char **argv)
 	if (cfg.cache && cfg.disk_dir[0] != '\0')
 		(void)setenv("UV_THREADPOOL_SIZE", BC_DISK_POOL_THREADS, 0);
 
+	/* upstream credentials: a fetched source's first pair now (a
+	 * failure ends the start), then refreshed on a thread of its own */
+	if (!cfg.upstream_is_file) {
+		if (bc_creds_new(&cfg, &creds, err, sizeof(err)) < 0) {
+			fprintf(stderr, "bucketcache: %s\n", err);
+			goto out;
+		}
+		if (creds != NULL && bc_creds_start(creds) < 0) {
+			BC_ERROR("cannot start the credentials refresh");
+			goto out;
+		}
+		if (creds != NULL && bc_stats_set_section("credentials",
+		    bc_creds_stats_json, bc_creds_stats_prom, creds) < 0)
+			BC_WARN("credentials: no room for their stats section");
+	}
 	loop = bc_xfer_loop_new();
 	if (loop == NULL || bc_loop_start(loop) < 0) {
 		BC_ERROR("cannot start the loop");
 		goto out;
 	}
 	if ((cfg.upstream_is_file ? bc_file_origin_new(cfg.upstream_dir, loop,
-	    &origin, err, sizeof(err)) : bc_s3_origin_new(&cfg, loop, &origin,
-	    err, sizeof(err))) < 0) {
+	    &origin, err, sizeof(err)) : bc_s3_origin_new(&cfg, creds, loop,
+	    &origin, err, sizeof(err))) < 0) {
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
 		goto out;
@@ -497,6 +517,8 @@ out:
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
 	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);
+	bc_stats_set_section("credentials", NULL, NULL, NULL);
+	bc_creds_free(creds);   /* after the origin, which signs with it */
 	bc_loop_free(loop);
 	curl_global_cleanup();
 	bc_config_fini(&cfg);

@@ -389,6 +389,7 @@ derived_fini(bc_config_t *c)
 	free(c->keys);
 	c->keys = NULL;
 	c->nkeys = 0;
+	bc_config_creds_fini(&c->creds);
 	free(c->access_key);
 	free(c->secret_key);
 	free(c->session_token);
@@ -1110,45 +1111,55 @@ cat2(const char *a, const char *b)
 	return p;
 }
 
-/* Upstream credentials: env pair, else a profile (see the file header of
- * config.h). An explicit --profile wins over the env pair, as in aws-cli. */
+/* The static pair from env: 0, BC_ENOENT (neither key set), BC_EINVAL
+ * (one without the other), BC_ENOMEM. */
 static int
-load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
+creds_env(bc_config_t *c, char **env, char *err, size_t errlen)
 {
 	const char *ak = env_get(env, "AWS_ACCESS_KEY_ID");
 	const char *sk = env_get(env, "AWS_SECRET_ACCESS_KEY");
 	const char *tok = env_get(env, "AWS_SESSION_TOKEN");
+
+	if (!nonempty(ak) && !nonempty(sk))
+		return BC_ENOENT;
+	if (!nonempty(ak) || !nonempty(sk)) {
+		bc_errf(err, errlen, "%s is set but %s is not",
+		    nonempty(ak) ? "AWS_ACCESS_KEY_ID" :
+		    "AWS_SECRET_ACCESS_KEY",
+		    nonempty(ak) ? "AWS_SECRET_ACCESS_KEY" :
+		    "AWS_ACCESS_KEY_ID");
+		return BC_EINVAL;
+	}
+	c->access_key = strdup(ak);
+	c->secret_key = strdup(sk);
+	c->session_token = nonempty(tok) ? strdup(tok) : NULL;
+	if (c->access_key == NULL || c->secret_key == NULL ||
+	    (nonempty(tok) && c->session_token == NULL))
+		return BC_ENOMEM;
+	return 0;
+}
+
+/* The profile (--profile, else AWS_PROFILE, else "default"): 0,
+ * BC_ENOENT when there is no file or no such profile and none was named
+ * (need: or --credentials profile asked for it), another code with err
+ * set. */
+static int
+creds_profile(bc_config_t *c, char **env, bool need, char *err,
+    size_t errlen)
+{
 	const char *profile, *file, *home;
-	bc_creds_t cr = { NULL, NULL, NULL };
+	bc_config_keypair_t cr = { NULL, NULL, NULL };
 	char *path = NULL, msg[WHY_LEN + PATH_MAX];
 	bool named;
 	int rv = 0;
 
-	if (c->profile[0] == '\0' && (nonempty(ak) || nonempty(sk))) {
-		if (!nonempty(ak) || !nonempty(sk)) {
-			rv = BC_EINVAL;
-			bc_errf(err, errlen, "%s is set but %s is not",
-			    nonempty(ak) ? "AWS_ACCESS_KEY_ID" :
-			    "AWS_SECRET_ACCESS_KEY",
-			    nonempty(ak) ? "AWS_SECRET_ACCESS_KEY" :
-			    "AWS_ACCESS_KEY_ID");
-			goto fail;
-		}
-		c->access_key = strdup(ak);
-		c->secret_key = strdup(sk);
-		c->session_token = nonempty(tok) ? strdup(tok) : NULL;
-		if (c->access_key == NULL || c->secret_key == NULL ||
-		    (nonempty(tok) && c->session_token == NULL))
-			rv = BC_ENOMEM;
-		goto fail;
-	}
 	named = true;
 	profile = c->profile;
 	if (profile[0] == '\0')
 		profile = env_get(env, "AWS_PROFILE");
 	if (!nonempty(profile)) {
 		profile = "default";
-		named = false;
+		named = need;
 	}
 	file = env_get(env, "AWS_SHARED_CREDENTIALS_FILE");
 	home = env_get(env, "HOME");
@@ -1165,20 +1176,19 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 		goto fail;
 	}
 	if (path == NULL) {
-		if (named) {
-			rv = BC_ENOENT;
+		rv = BC_ENOENT;
+		if (named)
 			bc_errf(err, errlen, "profile '" SHOW "': no "
 			    "credentials file (HOME is not set)", profile);
-		}
 		goto fail;
 	}
-	rv = bc_creds_load_file(path, profile, &cr, msg, sizeof(msg));
-	if (rv == BC_ENOENT && !named) {
-		rv = 0;
+	rv = bc_config_creds_load_file(path, profile, &cr, msg, sizeof(msg));
+	if (rv == BC_ENOENT && !named)
 		goto fail;
-	}
 	if (rv < 0) {
 		bc_errf(err, errlen, "upstream credentials: %s", msg);
+		if (rv == BC_ENOENT)
+			rv = BC_EINVAL;   /* named, so not "not configured" */
 		goto fail;
 	}
 	c->access_key = cr.access_key;
@@ -1188,9 +1198,125 @@ load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
 fail:
 	if (rv == BC_ENOMEM)
 		bc_errf(err, errlen, "out of memory");
-	bc_creds_fini(&cr);
+	bc_config_keypair_fini(&cr);
 	free(path);
 	return rv;
+}
+
+/*
+ * Where upstream credentials come from (see config.h and the file header
+ * of config_creds.h): --credentials names a source, or auto walks the
+ * chain env, web identity, profile, ECS, IMDS and takes the first that is
+ * configured; an explicit --profile makes auto the profile, as in aws-cli.
+ * With file:// auto stops after the profile. Sets c->creds.source (NONE
+ * when nothing was found: the caller decides whether that is an error).
+ */
+static int
+load_creds(bc_config_t *c, char **env, char *err, size_t errlen)
+{
+	int want = bc_creds_source_parse(c->credentials);
+	bool all;
+	int rv = BC_ENOENT;
+
+	if (want < 0) {
+		bc_errf(err, errlen, "--credentials: '" SHOW "' is not auto, "
+		    "env, web-identity, profile, ecs, imds or none",
+		    c->credentials);
+		return BC_EINVAL;
+	}
+	if (want == BC_CREDS_AUTO && c->profile[0] != '\0')
+		want = BC_CREDS_PROFILE;
+	if (c->upstream_is_file && bc_creds_source_fetched(want)) {
+		bc_errf(err, errlen, "--credentials %s: the file:// upstream "
+		    "signs nothing", c->credentials);
+		return BC_EINVAL;
+	}
+	all = want == BC_CREDS_AUTO;
+	c->creds.chained = all;
+	if (want == BC_CREDS_NONE)
+		return 0;
+	if (all || want == BC_CREDS_ENV) {
+		rv = creds_env(c, env, err, errlen);
+		if (rv == 0)
+			c->creds.source = BC_CREDS_ENV;
+		if (rv == BC_ENOENT && !all)
+			bc_errf(err, errlen, "--credentials env: "
+			    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are "
+			    "not set");
+		if (rv != BC_ENOENT || !all)
+			return rv == BC_ENOENT ? BC_EINVAL : rv;
+	}
+	if (all || want == BC_CREDS_WEB_IDENTITY) {
+		rv = bc_config_creds_web_identity(&c->creds, env, c->region,
+		    err, errlen);
+		if (rv == BC_ENOENT && !all)
+			bc_errf(err, errlen, "--credentials web-identity: "
+			    "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are "
+			    "not set");
+		if (rv != BC_ENOENT || !all)
+			return rv == BC_ENOENT ? BC_EINVAL : rv;
+	}
+	if (all || want == BC_CREDS_PROFILE) {
+		rv = creds_profile(c, env, !all, err, errlen);
+		if (rv == 0)
+			c->creds.source = BC_CREDS_PROFILE;
+		if (rv != BC_ENOENT || !all)
+			return rv == BC_ENOENT ? BC_EINVAL : rv;
+	}
+	if (c->upstream_is_file)
+		return 0;
+	if (all || want == BC_CREDS_ECS) {
+		rv = bc_config_creds_ecs(&c->creds, env, err, errlen);
+		if (rv == BC_ENOENT && !all)
+			bc_errf(err, errlen, "--credentials ecs: "
+			    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and "
+			    "AWS_CONTAINER_CREDENTIALS_FULL_URI are not set");
+		if (rv != BC_ENOENT || !all)
+			return rv == BC_ENOENT ? BC_EINVAL : rv;
+	}
+	rv = bc_config_creds_imds(&c->creds, env, err, errlen);
+	if (rv == BC_ENOENT && !all)
+		bc_errf(err, errlen, "--credentials imds: "
+		    "AWS_EC2_METADATA_DISABLED is true");
+	if (rv != BC_ENOENT || !all)
+		return rv == BC_ENOENT ? BC_EINVAL : rv;
+	return 0;
+}
+
+/* After load_creds: an http(s) upstream needs a source (unless
+ * --credentials none), and keys that rotate cannot be the clients'. */
+static int
+check_creds(const bc_config_t *c, char *err, size_t errlen)
+{
+	const bc_config_creds_t *cc = &c->creds;
+
+	if (c->upstream_is_file || strcmp(c->credentials, "none") == 0)
+		return 0;
+	if (cc->source == BC_CREDS_NONE) {
+		bc_errf(err, errlen, "--upstream: %s needs credentials: set "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile "
+		    "in ~/.aws/credentials (--profile), or web identity or "
+		    "container credentials (AWS_EC2_METADATA_DISABLED rules "
+		    "out the instance metadata service)", c->upstream);
+		return BC_EINVAL;
+	}
+	if (!bc_creds_source_fetched(cc->source) || c->client_keys.n > 0 ||
+	    c->anonymous)
+		return 0;
+	if (cc->chained && cc->source == BC_CREDS_IMDS)
+		bc_errf(err, errlen, "--upstream: %s needs credentials: set "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile "
+		    "in ~/.aws/credentials (--profile); or, to use the instance "
+		    "metadata service's (--credentials imds), whose keys "
+		    "rotate, give --client-key or --anonymous: clients cannot "
+		    "sign with them", c->upstream);
+	else
+		bc_errf(err, errlen, "--credentials: the %s source's keys "
+		    "rotate, so clients cannot sign with the gateway's key "
+		    "pair: give --client-key (keys clients sign with) or "
+		    "--anonymous (unsigned clients use the gateway's "
+		    "credentials)", bc_creds_source_name(cc->source));
+	return BC_EINVAL;
 }
 
 static bool
@@ -1355,12 +1481,8 @@ bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen)
 		rv = check_redis(c, err, errlen);
 	if (rv == 0)
 		rv = load_creds(c, env, err, errlen);
-	if (rv == 0 && !c->upstream_is_file && c->access_key == NULL) {
-		rv = BC_EINVAL;
-		bc_errf(err, errlen, "--upstream: %s needs credentials: set "
-		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile "
-		    "in ~/.aws/credentials (--profile)", c->upstream);
-	}
+	if (rv == 0)
+		rv = check_creds(c, err, errlen);
 	if (rv == 0)
 		rv = load_keys(c, err, errlen);
 	return rv < 0 ? -1 : 0;
@@ -1435,11 +1557,21 @@ bc_config_usage(void *fpv, const char *argv0)
 	    "--config file ('#' starts a comment line). Precedence, low to "
 	    "high: defaults, config file, environment, flags.", 0, 79);
 	fputc('\n', fp);
-	wrap(fp, "Upstream credentials come from AWS_ACCESS_KEY_ID, "
-	    "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the "
-	    "profile (--profile, AWS_PROFILE or 'default') in "
-	    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials; an explicit "
-	    "--profile wins over the environment.", 0, 79);
+	wrap(fp, "Upstream credentials (--credentials auto) come from the "
+	    "first of: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+	    "AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE, "
+	    "AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME: STS "
+	    "AssumeRoleWithWebIdentity at AWS_ENDPOINT_URL_STS or the "
+	    "region's endpoint); the profile (--profile, AWS_PROFILE or "
+	    "'default') in AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials; "
+	    "container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI "
+	    "or _FULL_URI, AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]); the "
+	    "EC2 instance metadata service, IMDSv2 (unless "
+	    "AWS_EC2_METADATA_DISABLED=true; AWS_EC2_METADATA_SERVICE_"
+	    "ENDPOINT). An explicit --profile wins over the environment. "
+	    "Fetched keys are refreshed in the background before they "
+	    "expire; as they rotate, clients then sign with --client-key "
+	    "keys or come unsigned with --anonymous.", 0, 79);
 }
 
 /* ---- lookups ----------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/config_creds.h"
 #include "config/config_redis.h"
 
 typedef struct bc_strlist_s {
@@ -46,7 +47,12 @@ typedef struct bc_config_s {
 #include "config/config_table.h"
 #undef BC_OPT
 	/* derived by bc_config_finish() */
-	char            *access_key;     /* upstream credentials */
+	bc_config_creds_t creds;         /* where upstream credentials come
+					    from (creds.source), and the
+					    settings of a fetched source */
+	char            *access_key;     /* upstream credentials of a static
+					    source (env, profile); NULL for
+					    the others */
 	char            *secret_key;
 	char            *session_token;  /* NULL when none */
 	bc_client_key_t *keys;           /* parsed client_keys, or the
@@ -87,13 +93,18 @@ int  bc_config_load_text(bc_config_t *c, const char *text, size_t len,
     const char *name, char *err, size_t errlen);
 
 /* Validates and derives: upstream URL form, addressing, client keys,
- * the Redis tier's URLs (redis_addrs) and options,
- * upstream credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
- * AWS_SESSION_TOKEN from env, else the profile in
- * AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials). An http(s) upstream
- * without credentials is an error; file:// without credentials gets
- * none, and then clients must be anonymous or use --client-key.
- * Returns 0 or -1 with err set. */
+ * the Redis tier's URLs (redis_addrs) and options, and where upstream
+ * credentials come from (--credentials; auto: the first of
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN from env,
+ * web identity, the profile in AWS_SHARED_CREDENTIALS_FILE or
+ * ~/.aws/credentials, ECS container credentials, the instance metadata
+ * service; an explicit --profile goes straight to the profile). Static
+ * sources fill access_key/secret_key/session_token; the fetched ones
+ * (web identity, ECS, IMDS) only creds, and need --client-key or
+ * --anonymous (clients cannot sign with keys that rotate). An http(s)
+ * upstream without a source is an error; file:// looks no further than
+ * the profile, and without credentials clients must be anonymous or use
+ * --client-key. Returns 0 or -1 with err set. */
 int  bc_config_finish(bc_config_t *c, char **env, char *err, size_t errlen);
 
 /* Writes --help, generated from the table, to fp. */

@@ -28,6 +28,8 @@ BC_OPT(domain,        "domain",        STR,   "",
     "enables virtual-hosted addressing: Host BUCKET.DOMAIN")
 BC_OPT(upstream_addressing, "upstream-addressing", STR, "path",
     "how buckets are addressed upstream: path or virtual")
+BC_OPT(credentials,   "credentials",   STR,   "auto",
+    "where upstream credentials come from: auto (the chain: env, web-identity, profile, ecs, imds), env, web-identity, profile, ecs, imds or none (upstream requests go unsigned)")
 BC_OPT(profile,       "profile",       STR,   "",
     "~/.aws/credentials profile for upstream credentials (default: AWS_PROFILE or 'default')")
 BC_OPT(client_keys,   "client-key",    LIST,  "",

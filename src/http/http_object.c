@@ -48,6 +48,17 @@
 #include "util/util_log.h"
 #include "util/util_time.h"
 
+
+/* The error for a fill that failed to start or to finish: the origin's
+ * credentials having expired (no request was sent) says so; anything
+ * else is the gateway failing to reach the upstream. */
+static bc_s3err_t
+fill_failed(bc_http_req_t *r)
+{
+	return bc_origin_ready(r->srv->origin) == BC_EKEYEXPIRED ?
+	    BC_S3E_UpstreamCredentialsExpired : BC_S3E_BadGateway;
+}
+
 #define MAX_RESTARTS   3
 #define MAX_IOV_CHUNKS 1024
 /* MHD's buffer for a streamed (callback) response: allocated per
@@ -306,7 +317,7 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 	}
 	case BC_WAIT_FAILED:
 		*e = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
-		    BC_S3E_BadGateway;
+		    fill_failed(r);
 		return -1;
 	case BC_WAIT_FILE:
 		if (q->first_fd >= 0)
@@ -923,7 +934,7 @@ obj_finish(bc_http_req_t *r)
 				return e;
 			continue;
 		}
-		return BC_S3E_BadGateway;
+		return fill_failed(r);
 	}
 	q->have_meta = true;
 	if (q->meta_waited && !q->meta_tier)

@@ -181,6 +181,61 @@ bc_amz_date_parse(const char *s, time_t *t)
 	return make_time(y, mon, d, h, mi, sec, t);
 }
 
+int
+bc_iso8601_parse(const char *s, time_t *t)
+{
+	cur_t c;
+	size_t len;
+	int y, mon, d, h, mi, sec, oh = 0, om = 0, frac, sign = 0, rv;
+
+	if (s == NULL)
+		return BC_EINVAL;
+	len = strnlen(s, 64);
+	if (len >= 64)
+		return BC_EINVAL;
+	c.p = s;
+	c.end = s + len;
+	if (!cur_digits(&c, 4, 4, &y) || !cur_char(&c, '-') ||
+	    !cur_digits(&c, 2, 2, &mon) || !cur_char(&c, '-') ||
+	    !cur_digits(&c, 2, 2, &d) ||
+	    !(cur_char(&c, 'T') || cur_char(&c, 't')) ||
+	    !cur_time(&c, &h, &mi, &sec))
+		return BC_EINVAL;
+	if (cur_char(&c, '.') && !cur_digits(&c, 1, 9, &frac))
+		return BC_EINVAL;
+	if (cur_char(&c, 'Z') || cur_char(&c, 'z'))
+		sign = 0;
+	else if (cur_char(&c, '+'))
+		sign = 1;
+	else if (cur_char(&c, '-'))
+		sign = -1;
+	else
+		return BC_EINVAL;
+	if (sign != 0) {
+		/* HH:MM, or HHMM read as one number */
+		const char *at = c.p;
+
+		if (c.end - at >= 5 && at[2] == ':') {
+			if (!cur_digits(&c, 2, 2, &oh) || !cur_char(&c, ':') ||
+			    !cur_digits(&c, 2, 2, &om))
+				return BC_EINVAL;
+		} else if (cur_digits(&c, 4, 4, &oh)) {
+			om = oh % 100;
+			oh /= 100;
+		} else {
+			return BC_EINVAL;
+		}
+		if (oh > 23 || om > 59)
+			return BC_EINVAL;
+	}
+	if (c.p != c.end)
+		return BC_EINVAL;
+	rv = make_time(y, mon, d, h, mi, sec, t);
+	if (rv == 0)
+		*t -= (time_t)sign * (oh * 3600 + om * 60);
+	return rv;
+}
+
 static int
 make_time(int y, int mon, int d, int h, int mi, int s, time_t *t)
 {

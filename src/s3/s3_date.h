@@ -25,6 +25,15 @@ int bc_http_date_parse(const char *s, time_t *t);
  * BC_EINVAL. */
 int bc_amz_date_parse(const char *s, time_t *t);
 
+/*
+ * Parses an ISO 8601 / RFC 3339 date-time as AWS's credential services
+ * write expirations: "YYYY-MM-DDTHH:MM:SS", optional fractional seconds
+ * (".000", at most 9 digits, dropped), then "Z" or an offset "+HH:MM" /
+ * "-HH:MM" ("+HHMM" too); 'T' and 'Z' in either case. Nothing else, no
+ * blanks; at most 63 bytes. Returns 0 and sets *t (UTC), or BC_EINVAL.
+ */
+int bc_iso8601_parse(const char *s, time_t *t);
+
 /* Formats t (UTC) as an IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT";
  * times outside years 0..9999 are clamped. */
 void bc_http_date(time_t t, char out[BC_HTTP_DATE_LEN]);

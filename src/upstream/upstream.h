@@ -161,6 +161,11 @@ typedef struct bc_origin_ops_s {
 	/* Loop thread, while the loop stops: ends every exchange in flight
 	 * (push exchanges get on_done with BC_ECANCELED). */
 	void (*cancel_all)(bc_origin_t *o);
+	/* Optional (NULL: always 0). Any thread: 0 when signed exchanges
+	 * can start, else why not — BC_EKEYEXPIRED: the S3 origin's
+	 * credentials expired and no refresh has succeeded (a fetch then
+	 * returns NULL, a relay UpstreamCredentialsExpired). */
+	int  (*ready)(bc_origin_t *o);
 	void (*free)(bc_origin_t *o);   /* after the loop stopped */
 } bc_origin_ops_t;
 
@@ -179,6 +184,12 @@ static inline bc_exchange_t *
 bc_origin_relay(bc_origin_t *o, const bc_relay_t *r, bc_s3err_t *e)
 {
 	return o->ops->relay(o, r, e);
+}
+
+static inline int
+bc_origin_ready(bc_origin_t *o)
+{
+	return o->ops->ready != NULL ? o->ops->ready(o) : 0;
 }
 
 static inline void

@@ -19,8 +19,8 @@
 #include "util/util_log.h"
 
 int
-bc_s3_origin_init(bc_s3_origin_t *o, const bc_config_t *cfg, char *err,
-    size_t errlen)
+bc_s3_origin_init(bc_s3_origin_t *o, const bc_config_t *cfg,
+    bc_creds_t *creds, char *err, size_t errlen)
 {
 	const char *url = cfg->upstream, *p = strstr(url, "://"), *end;
 
@@ -43,11 +43,8 @@ bc_s3_origin_init(bc_s3_origin_t *o, const bc_config_t *cfg, char *err,
 	o->ep.scheme_host = o->scheme_host;
 	o->ep.host = o->host;
 	o->ep.virtual_style = strcmp(cfg->upstream_addressing, "virtual") == 0;
-	o->creds.access_key = cfg->access_key;
-	o->creds.secret_key = cfg->secret_key;
-	o->creds.session_token = cfg->session_token;
-	o->creds.region = cfg->region;
-	o->creds.service = "s3";
+	o->creds = creds;
+	o->region = cfg->region;
 	return 0;
 bad:
 	snprintf(err, errlen, "--upstream: '%s' is not a URL", url);
@@ -69,19 +66,35 @@ bc_s3_origin_request(const bc_s3_origin_t *o, const char *method,
     bc_buf_t *url, bc_kvlist_t *hdrs, bc_sigv4_ctx_t *ctx)
 {
 	bc_buf_t host = BC_BUF_INIT, path = BC_BUF_INIT;
-	int rv;
+	bc_creds_snap_t *snap = NULL;
+	bc_sigv4_creds_t sc;
+	int rv, why = 0;
 
+	if (!unsigned_ && o->creds != NULL) {
+		/* one snapshot for the whole signature: never a key of one
+		 * pair with the secret of the next */
+		snap = bc_creds_get(o->creds, &why);
+		if (snap == NULL)
+			return why < 0 ? why : BC_EKEYEXPIRED;
+	}
 	rv = bc_upstream_target(&o->ep, bucket, key, bucket_slash, query, url,
 	    &host, &path);
 	if (rv == 0 && bc_kv_add(hdrs, "Host", bc_buf_str(&host)) < 0)
 		rv = BC_ENOMEM;
-	if (rv == 0 && unsigned_) {
+	if (rv == 0 && snap == NULL) {
 		if (ctx != NULL)
 			memset(ctx, 0, sizeof(*ctx));
-	} else if (rv == 0 && bc_sigv4_sign(hdrs, method, bc_buf_str(&path),
-	    query, payload_hash, &o->creds, time(NULL), ctx) < 0) {
-		rv = BC_ENOMEM;
+	} else if (rv == 0) {
+		sc.access_key = snap->access_key;
+		sc.secret_key = snap->secret_key;
+		sc.session_token = snap->session_token;
+		sc.region = o->region;
+		sc.service = "s3";
+		if (bc_sigv4_sign(hdrs, method, bc_buf_str(&path), query,
+		    payload_hash, &sc, time(NULL), ctx) < 0)
+			rv = BC_ENOMEM;
 	}
+	bc_creds_snap_unref(snap);
 	bc_buf_fini(&host);
 	bc_buf_fini(&path);
 	return rv < 0 ? BC_ENOMEM : 0;
@@ -209,7 +222,7 @@ relay_request(const s3_origin_t *so, const bc_relay_t *r,
 	    slash, &query, payload_hash, r->unsigned_, url, hdrs, ctx);
 out:
 	bc_kv_fini(&query);
-	return rv < 0 ? BC_ENOMEM : 0;
+	return rv == BC_EKEYEXPIRED ? rv : rv < 0 ? BC_ENOMEM : 0;
 }
 
 static void
@@ -464,12 +477,27 @@ s3_relay(bc_origin_t *o, const bc_relay_t *r, bc_s3err_t *err)
 	bc_sigv4_ctx_t ctx;
 	bc_xfer_opts_t xo;
 
+	int rv;
+
 	*err = BC_S3E_InternalError;
 	if (e == NULL)
 		return NULL;
-	if (relay_request(so, r, relay_payload_hash(r, body), &url, &hdrs,
-	    &ctx) < 0)
+	if (so->s3.creds == NULL && !r->unsigned_ && r->auth->streaming &&
+	    r->auth->stream_mode != BC_AWSCHUNKED_UNSIGNED_TRAILER) {
+		/* no key to re-sign its chunks with (--credentials none) */
+		BC_WARN("upstream %s %s/%s: a signed aws-chunked body cannot "
+		    "go upstream without credentials", r->s3->method,
+		    r->s3->bucket, r->s3->key);
+		*err = BC_S3E_NotImplemented;
 		goto fail;
+	}
+	rv = relay_request(so, r, relay_payload_hash(r, body), &url, &hdrs,
+	    &ctx);
+	if (rv < 0) {
+		if (rv == BC_EKEYEXPIRED)
+			*err = BC_S3E_UpstreamCredentialsExpired;
+		goto fail;
+	}
 	if (r->auth->streaming && r->body_sha256 == NULL) {
 		/* verified and re-encoded as it streams, the declared length
 		 * and checksum checked on the way */
@@ -518,17 +546,26 @@ s3_free(bc_origin_t *o)
 	free(so);
 }
 
+static int
+s3_ready(bc_origin_t *o)
+{
+	s3_origin_t *so = (s3_origin_t *)o;
+
+	return so->s3.creds != NULL ? bc_creds_ready(so->s3.creds) : 0;
+}
+
 static const bc_origin_ops_t s3_origin_ops = {
 	.name = "s3",
 	.fetch = s3_fetch,
 	.relay = s3_relay,
 	.cancel_all = s3_cancel_all,
+	.ready = s3_ready,
 	.free = s3_free,
 };
 
 int
-bc_s3_origin_new(const bc_config_t *cfg, bc_loop_t *loop, bc_origin_t **out,
-    char *err, size_t errlen)
+bc_s3_origin_new(const bc_config_t *cfg, bc_creds_t *creds, bc_loop_t *loop,
+    bc_origin_t **out, char *err, size_t errlen)
 {
 	s3_origin_t *so = calloc(1, sizeof(*so));
 
@@ -537,7 +574,7 @@ bc_s3_origin_new(const bc_config_t *cfg, bc_loop_t *loop, bc_origin_t **out,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (bc_s3_origin_init(&so->s3, cfg, err, errlen) < 0) {
+	if (bc_s3_origin_init(&so->s3, cfg, creds, err, errlen) < 0) {
 		free(so);
 		return -1;
 	}

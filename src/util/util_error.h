@@ -30,6 +30,7 @@
 #define BC_ENOTCONN  (-ENOTCONN)
 #define BC_ECONNREFUSED (-ECONNREFUSED)
 #define BC_ECONNRESET (-ECONNRESET)
+#define BC_EKEYEXPIRED (-EKEYEXPIRED)   /* upstream credentials expired */
 
 /* Returns a static description of a BC_E* (or -errno) code. */
 const char *bc_strerror(int code);

@@ -63,13 +63,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(fwrite(data, 1, size, fp) == size);
 	FUZZ_CHECK(fclose(fp) == 0);
 	for (size_t i = 0; i < sizeof(profiles) / sizeof(*profiles); i++) {
-		bc_creds_t cr = { NULL, NULL, NULL };
+		bc_config_keypair_t cr = { NULL, NULL, NULL };
 		char err[512] = "";
 		int rv;
 
 		cr.access_key = fuzz_strndup("OLDAK", 5);
 		cr.secret_key = fuzz_strndup("OLDSK", 5);
-		rv = bc_creds_load_file(path, profiles[i], &cr, err,
+		rv = bc_config_creds_load_file(path, profiles[i], &cr, err,
 		    sizeof(err));
 		if (rv == 0) {
 			FUZZ_CHECK(cr.access_key != NULL &&
@@ -82,7 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(strcmp(cr.secret_key, "OLDSK") == 0);
 			FUZZ_CHECK(cr.session_token == NULL);
 		}
-		bc_creds_fini(&cr);
+		bc_config_keypair_fini(&cr);
 	}
 	return 0;
 }

@@ -50,6 +50,7 @@ TestSuite(config, .init = setup, .fini = teardown);
 TestSuite(creds, .init = setup, .fini = teardown);
 TestSuite(finish, .init = setup, .fini = teardown);
 TestSuite(keys, .init = setup, .fini = teardown);
+TestSuite(creds_source, .init = setup, .fini = teardown);
 
 /* Writes content to tmp/name; path gets the full name. */
 static void
@@ -724,87 +725,87 @@ static const char creds_text[] =
 
 LTest(creds, profiles_comments_and_nesting)
 {
-	bc_creds_t cr = { NULL, NULL, NULL };
+	bc_config_keypair_t cr = { NULL, NULL, NULL };
 	char path[512], msg[256];
 
 	write_file("credentials", creds_text, path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), 0, "%s", msg);
 	cr_assert_str_eq(cr.access_key, "AKDEFAULT");
 	cr_assert_str_eq(cr.secret_key, "secret/default+x");
 	cr_assert_null(cr.session_token);
-	cr_assert_eq(bc_creds_load_file(path, "prod", &cr, msg, sizeof(msg)),
+	cr_assert_eq(bc_config_creds_load_file(path, "prod", &cr, msg, sizeof(msg)),
 	    0, "%s", msg);
 	cr_assert_str_eq(cr.access_key, "AKPROD");
 	cr_assert_str_eq(cr.secret_key, "secretprod");
 	cr_assert_str_eq(cr.session_token, "tok==");
-	cr_assert_eq(bc_creds_load_file(path, "profile named", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "profile named", &cr, msg,
 	    sizeof(msg)), 0, "%s", msg);
 	cr_assert_str_eq(cr.access_key, "AKNAMED2");     /* last wins */
 	cr_assert_null(cr.session_token);
-	bc_creds_fini(&cr);
-	bc_creds_fini(&cr);
-	bc_creds_fini(NULL);
+	bc_config_keypair_fini(&cr);
+	bc_config_keypair_fini(&cr);
+	bc_config_keypair_fini(NULL);
 }
 
 LTest(creds, missing_profile_file_and_keys)
 {
-	bc_creds_t cr = { NULL, NULL, NULL };
+	bc_config_keypair_t cr = { NULL, NULL, NULL };
 	char path[512], msg[512], want[600];
 
 	write_file("credentials", creds_text, path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "nope", &cr, msg, sizeof(msg)),
+	cr_assert_eq(bc_config_creds_load_file(path, "nope", &cr, msg, sizeof(msg)),
 	    BC_ENOENT);
 	snprintf(want, sizeof(want), "%s: no profile 'nope'", path);
 	cr_assert_str_eq(msg, want);
-	cr_assert_eq(bc_creds_load_file(path, "named", &cr, msg, sizeof(msg)),
+	cr_assert_eq(bc_config_creds_load_file(path, "named", &cr, msg, sizeof(msg)),
 	    BC_ENOENT);
-	cr_assert_eq(bc_creds_load_file(path, "nosecret", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "nosecret", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	snprintf(want, sizeof(want), "%s: profile 'nosecret' has no "
 	    "aws_secret_access_key", path);
 	cr_assert_str_eq(msg, want);
 	cr_assert_null(cr.access_key);
 	snprintf(path, sizeof(path), "%s/none", tmp);
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_ENOENT);
 	/* a directory opens but cannot be read */
-	cr_assert_eq(bc_creds_load_file(tmp, "default", &cr, msg, sizeof(msg)),
+	cr_assert_eq(bc_config_creds_load_file(tmp, "default", &cr, msg, sizeof(msg)),
 	    BC_EIO);
 	cr_assert_null(cr.access_key);
 }
 
 LTest(creds, failure_keeps_earlier_credentials)
 {
-	bc_creds_t cr = { NULL, NULL, NULL };
+	bc_config_keypair_t cr = { NULL, NULL, NULL };
 	char path[512];
 
 	write_file("credentials", creds_text, path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, NULL, 0), 0);
-	cr_assert_eq(bc_creds_load_file(path, "nope", &cr, NULL, 0),
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, NULL, 0), 0);
+	cr_assert_eq(bc_config_creds_load_file(path, "nope", &cr, NULL, 0),
 	    BC_ENOENT);
 	cr_assert_str_eq(cr.access_key, "AKDEFAULT");
-	bc_creds_fini(&cr);
+	bc_config_keypair_fini(&cr);
 }
 
 LTest(creds, malformed_lines)
 {
-	bc_creds_t cr = { NULL, NULL, NULL };
+	bc_config_keypair_t cr = { NULL, NULL, NULL };
 	char path[512], msg[512], want[600], *big;
 
 	write_file("c1", "[default]\naws_access_key_id AK\n", path,
 	    sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	snprintf(want, sizeof(want), "%s:2: expected 'name = value'", path);
 	cr_assert_str_eq(msg, want);
 	write_file("c2", "\n\n[default\n", path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	snprintf(want, sizeof(want), "%s:3: malformed section header", path);
 	cr_assert_str_eq(msg, want);
 	write_file("c3", "[default] junk\n", path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	big = malloc(BC_CREDS_MAX_LINE + 64);
 	cr_assert_not_null(big);
@@ -812,7 +813,7 @@ LTest(creds, malformed_lines)
 	strcpy(big + BC_CREDS_MAX_LINE + 10, "=b\n");
 	write_file("c4", big, path, sizeof(path));
 	free(big);
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	snprintf(want, sizeof(want), "%s:1: line longer than %d bytes", path,
 	    BC_CREDS_MAX_LINE);
@@ -821,7 +822,7 @@ LTest(creds, malformed_lines)
 	/* secrets never appear in messages */
 	write_file("c5", "[default]\naws_secret_access_key = TOPSECRET\n",
 	    path, sizeof(path));
-	cr_assert_eq(bc_creds_load_file(path, "default", &cr, msg,
+	cr_assert_eq(bc_config_creds_load_file(path, "default", &cr, msg,
 	    sizeof(msg)), BC_EINVAL);
 	cr_assert_null(strstr(msg, "TOPSECRET"));
 }
@@ -942,11 +943,21 @@ LTest(finish, http_upstream_errors)
 	    "--upstream: 'http://h x': contains a blank or control character");
 	finish_fails(ARGS("--upstream", "http://[::1"), ENV(ENVKEYS),
 	    "--upstream: 'http://[::1': bad IPv6 address");
-	/* http(s) needs credentials */
+	/* http(s) needs credentials: the chain ends at the instance
+	 * metadata service, whose rotating keys clients cannot sign with */
 	finish_fails(ARGS("--upstream", "http://h"), ENV("HOME=/nonexistent"),
 	    "--upstream: http://h needs credentials: set AWS_ACCESS_KEY_ID and "
 	    "AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials "
-	    "(--profile)");
+	    "(--profile); or, to use the instance metadata service's "
+	    "(--credentials imds), whose keys rotate, give --client-key or "
+	    "--anonymous: clients cannot sign with them");
+	finish_fails(ARGS("--upstream", "http://h"), ENV("HOME=/nonexistent",
+	    "AWS_EC2_METADATA_DISABLED=TRUE"),
+	    "--upstream: http://h needs credentials: set AWS_ACCESS_KEY_ID and "
+	    "AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials "
+	    "(--profile), or web identity or container credentials "
+	    "(AWS_EC2_METADATA_DISABLED rules out the instance metadata "
+	    "service)");
 }
 
 LTest(finish, listen_validation)
@@ -1470,6 +1481,243 @@ LTest(finish, profile_errors)
 	cr_assert_eq(finish(&c, ARGS(up), ENV(file)), 0, "%s", err);
 	cr_assert_null(c.access_key);
 	bc_config_fini(&c);
+}
+
+/* ---- fetched credential sources ------------------------------------------ */
+
+#define NOIMDS "AWS_EC2_METADATA_DISABLED=true", "HOME=/nonexistent"
+#define WI "AWS_WEB_IDENTITY_TOKEN_FILE=/var/run/token", \
+	"AWS_ROLE_ARN=arn:aws:iam::123456789012:role/r"
+
+LTest(creds_source, the_chain_order)
+{
+	bc_config_t c;
+	char path[512], file[600];
+
+	/* env first, even with everything else set */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h"), ENV(ENVKEYS,
+	    WI, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/x")), 0, "%s",
+	    err);
+	cr_assert_eq(c.creds.source, BC_CREDS_ENV);
+	cr_assert(c.creds.chained);
+	cr_assert_str_eq(c.access_key, "AKENV");
+	cr_assert_eq(c.nkeys, 1, "clients sign with the static pair");
+	bc_config_fini(&c);
+	/* then web identity, before a profile */
+	write_file("credentials", "[default]\naws_access_key_id=AKP\n"
+	    "aws_secret_access_key=SKP\n", path, sizeof(path));
+	snprintf(file, sizeof(file), "AWS_SHARED_CREDENTIALS_FILE=%s", path);
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--anonymous"), ENV(WI, file, "AWS_REGION=eu-west-1")), 0, "%s",
+	    err);
+	cr_assert_eq(c.creds.source, BC_CREDS_WEB_IDENTITY);
+	cr_assert_null(c.access_key);
+	cr_assert_eq(c.nkeys, 0);
+	cr_assert_str_eq(c.creds.role_arn,
+	    "arn:aws:iam::123456789012:role/r");
+	cr_assert_str_eq(c.creds.token_file, "/var/run/token");
+	cr_assert_null(c.creds.session_name);
+	cr_assert_str_eq(c.creds.sts_url, "https://sts.eu-west-1.amazonaws.com");
+	bc_config_fini(&c);
+	/* then the profile, before container credentials */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h"), ENV(file,
+	    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/x")), 0, "%s", err);
+	cr_assert_eq(c.creds.source, BC_CREDS_PROFILE);
+	cr_assert_str_eq(c.access_key, "AKP");
+	bc_config_fini(&c);
+	/* then ECS, before IMDS */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--client-key", "CK:cs"), ENV("HOME=/nonexistent",
+	    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/x?y")), 0, "%s", err);
+	cr_assert_eq(c.creds.source, BC_CREDS_ECS);
+	cr_assert_str_eq(c.creds.ecs_url, "http://169.254.170.2/v2/x?y");
+	cr_assert_null(c.creds.ecs_token);
+	bc_config_fini(&c);
+	/* then IMDS */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--anonymous"), ENV("HOME=/nonexistent")), 0, "%s", err);
+	cr_assert_eq(c.creds.source, BC_CREDS_IMDS);
+	cr_assert_str_eq(c.creds.imds_url, "http://169.254.169.254");
+	cr_assert_eq(c.creds.imds_timeout_ms, 1000);
+	cr_assert_eq(c.creds.imds_attempts, 3);
+	bc_config_fini(&c);
+	/* file:// looks no further than the profile */
+	{
+		char up[600];
+
+		snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+		cr_assert_eq(finish(&c, ARGS(up), ENV("HOME=/nonexistent",
+		    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/x")), 0, "%s",
+		    err);
+		cr_assert_eq(c.creds.source, BC_CREDS_NONE);
+		bc_config_fini(&c);
+		finish_fails(ARGS(up, "--credentials", "imds"), NOENV,
+		    "--credentials imds: the file:// upstream signs nothing");
+	}
+}
+
+LTest(creds_source, named_sources)
+{
+	bc_config_t c;
+
+	/* a named source is the only one looked at */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "imds", "--anonymous"), ENV(ENVKEYS,
+	    "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:8111/",
+	    "AWS_METADATA_SERVICE_TIMEOUT=2",
+	    "AWS_METADATA_SERVICE_NUM_ATTEMPTS=5")), 0, "%s", err);
+	cr_assert_eq(c.creds.source, BC_CREDS_IMDS);
+	cr_assert(!c.creds.chained);
+	cr_assert_null(c.access_key, "the env pair is not read");
+	cr_assert_str_eq(c.creds.imds_url, "http://127.0.0.1:8111");
+	cr_assert_eq(c.creds.imds_timeout_ms, 2000);
+	cr_assert_eq(c.creds.imds_attempts, 5);
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "imds", "--anonymous"), ENV(
+	    "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6")), 0, "%s", err);
+	cr_assert_str_eq(c.creds.imds_url, "http://[fd00:ec2::254]");
+	bc_config_fini(&c);
+	/* none: nothing, and requests go unsigned */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "none"), ENV(ENVKEYS)), 0, "%s", err);
+	cr_assert_eq(c.creds.source, BC_CREDS_NONE);
+	cr_assert_null(c.access_key);
+	cr_assert_eq(c.nkeys, 0);
+	bc_config_fini(&c);
+	/* web identity: the session name, an STS override, the region */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "web-identity", "--client-key", "CK:cs",
+	    "--region", "cn-north-1"), ENV(WI,
+	    "AWS_ROLE_SESSION_NAME=job-7@x.y")), 0, "%s", err);
+	cr_assert_str_eq(c.creds.session_name, "job-7@x.y");
+	cr_assert_str_eq(c.creds.sts_url,
+	    "https://sts.cn-north-1.amazonaws.com.cn");
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "web-identity", "--anonymous"), ENV(WI,
+	    "AWS_DEFAULT_REGION=ap-south-1",
+	    "AWS_ENDPOINT_URL_STS=http://127.0.0.1:9000/sts//")), 0, "%s",
+	    err);
+	cr_assert_str_eq(c.creds.sts_url, "http://127.0.0.1:9000/sts");
+	bc_config_fini(&c);
+	/* ECS full URI with its token (file wins) */
+	cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+	    "--credentials", "ecs", "--anonymous"), ENV(
+	    "AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:51679/creds",
+	    "AWS_CONTAINER_AUTHORIZATION_TOKEN=tok",
+	    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=/var/run/t")), 0, "%s",
+	    err);
+	cr_assert_str_eq(c.creds.ecs_url, "http://127.0.0.1:51679/creds");
+	cr_assert_null(c.creds.ecs_token);
+	cr_assert_str_eq(c.creds.ecs_token_file, "/var/run/t");
+	bc_config_fini(&c);
+	static const char *const full_ok[] = { "http://169.254.170.23/v1/c",
+	    "http://[fd00:ec2::23]/v1/c", "http://localhost:80/",
+	    "https://creds.example.com/x", "http://[::1]:9/x",
+	    "http://127.1.2.3/" };
+	for (size_t i = 0; i < sizeof(full_ok) / sizeof(*full_ok); i++) {
+		char v[200];
+
+		snprintf(v, sizeof(v), "AWS_CONTAINER_CREDENTIALS_FULL_URI=%s",
+		    full_ok[i]);
+		cr_assert_eq(finish(&c, ARGS("--upstream", "https://h",
+		    "--anonymous"), ENV(NOIMDS, v,
+		    "AWS_CONTAINER_AUTHORIZATION_TOKEN=tok")), 0, "%s: %s",
+		    full_ok[i], err);
+		cr_assert_eq(c.creds.source, BC_CREDS_ECS);
+		cr_assert_str_eq(c.creds.ecs_token, "tok");
+		bc_config_fini(&c);
+	}
+}
+
+LTest(creds_source, errors)
+{
+	finish_fails(ARGS("--upstream", "https://h", "--credentials", "iam"),
+	    NOENV, "--credentials: 'iam' is not auto, env, web-identity, "
+	    "profile, ecs, imds or none");
+	finish_fails(ARGS("--upstream", "https://h", "--credentials", "env"),
+	    ENV(WI), "--credentials env: AWS_ACCESS_KEY_ID and "
+	    "AWS_SECRET_ACCESS_KEY are not set");
+	finish_fails(ARGS("--upstream", "https://h", "--credentials",
+	    "web-identity"), NOENV, "--credentials web-identity: "
+	    "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not set");
+	finish_fails(ARGS("--upstream", "https://h", "--credentials", "ecs"),
+	    NOENV, "--credentials ecs: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI "
+	    "and AWS_CONTAINER_CREDENTIALS_FULL_URI are not set");
+	finish_fails(ARGS("--upstream", "https://h", "--credentials", "imds"),
+	    ENV(NOIMDS), "--credentials imds: AWS_EC2_METADATA_DISABLED is "
+	    "true");
+	/* rotating keys need client keys or anonymous clients */
+	finish_fails(ARGS("--upstream", "https://h"), ENV(WI),
+	    "--credentials: the web-identity source's keys rotate, so "
+	    "clients cannot sign with the gateway's key pair: give "
+	    "--client-key (keys clients sign with) or --anonymous (unsigned "
+	    "clients use the gateway's credentials)");
+	finish_fails(ARGS("--upstream", "https://h", "--credentials", "imds"),
+	    NOENV, "--credentials: the imds source's keys rotate, so "
+	    "clients cannot sign with the gateway's key pair: give "
+	    "--client-key (keys clients sign with) or --anonymous (unsigned "
+	    "clients use the gateway's credentials)");
+	/* half settings and bad values */
+	finish_fails(ARGS("--upstream", "https://h"),
+	    ENV("AWS_ROLE_ARN=arn:aws:iam::1:role/r"), "AWS_ROLE_ARN is set "
+	    "but AWS_WEB_IDENTITY_TOKEN_FILE is not (web identity needs "
+	    "both)");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_WEB_IDENTITY_TOKEN_FILE=/t", "AWS_ROLE_ARN=role/r"),
+	    "AWS_ROLE_ARN: 'role/r' is not a role ARN "
+	    "(arn:PARTITION:iam::ACCOUNT:role/NAME)");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV(WI, "AWS_ROLE_SESSION_NAME=a b"), "AWS_ROLE_SESSION_NAME: "
+	    "'a b' must be 2-64 of A-Z a-z 0-9 _+=,.@-");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV(WI, "AWS_ENDPOINT_URL_STS=ftp://x"), "AWS_ENDPOINT_URL_STS: "
+	    "'ftp://x' is not an http(s)://host[:port][/path] URL");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV(WI, "AWS_REGION=Bad Region"), "web identity: region 'Bad "
+	    "Region' (AWS_REGION, AWS_DEFAULT_REGION or --region) cannot name "
+	    "an STS endpoint");
+	static const char *const full_bad[] = { "http://evil.example/creds",
+	    "http://169.254.169.254/", "file:///etc/passwd", "http://u@127.0.0.1/",
+	    "http://127.0.0.1:0/", "http://128.0.0.1/", "http://127.0.0.1.nip.io/",
+	    "" };
+	for (size_t i = 0; i + 1 < sizeof(full_bad) / sizeof(*full_bad); i++) {
+		char v[200], want[400];
+
+		snprintf(v, sizeof(v), "AWS_CONTAINER_CREDENTIALS_FULL_URI=%s",
+		    full_bad[i]);
+		snprintf(want, sizeof(want), "AWS_CONTAINER_CREDENTIALS_FULL_URI: "
+		    "'%s' must be https://..., or http:// to a loopback host, "
+		    "169.254.170.2, 169.254.170.23 or [fd00:ec2::23]",
+		    full_bad[i]);
+		finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+		    ENV(NOIMDS, v), want);
+	}
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=v2/x"),
+	    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: 'v2/x' must be a path "
+	    "starting with '/'");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1/",
+	    "AWS_CONTAINER_AUTHORIZATION_TOKEN=a\r\nX-Evil: 1"),
+	    "AWS_CONTAINER_AUTHORIZATION_TOKEN: more than 16384 bytes, or a "
+	    "CR or LF");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_EC2_METADATA_SERVICE_ENDPOINT=http://h/latest"),
+	    "AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://h/latest' is not an "
+	    "http(s)://host[:port] URL");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv5"),
+	    "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE: 'IPv5' must be IPv4 or "
+	    "IPv6");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_METADATA_SERVICE_TIMEOUT=0"),
+	    "AWS_METADATA_SERVICE_TIMEOUT: '0' must be 1-60");
+	finish_fails(ARGS("--upstream", "https://h", "--anonymous"),
+	    ENV("AWS_METADATA_SERVICE_NUM_ATTEMPTS=99999999999999999999"),
+	    "AWS_METADATA_SERVICE_NUM_ATTEMPTS: '99999999999999999999' must "
+	    "be 1-10");
 }
 
 /* ---- client keys ------------------------------------------------------------ */

@@ -27,9 +27,13 @@
 #include "../bc_test.h"
 
 #include "config/config.h"
+#include "creds/creds.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_s3.h"
 #include "upstream/upstream_xfer.h"
+
+/* The provider cfg_for() makes for the config's key pair. */
+static bc_creds_t *creds;
 
 static void
 cfg_for(bc_config_t *c, const char *upstream, const char *addressing,
@@ -48,6 +52,17 @@ cfg_for(bc_config_t *c, const char *upstream, const char *addressing,
 		free(c->session_token);
 		c->session_token = strdup(token);
 	}
+	creds = bc_creds_new_static(c->access_key, c->secret_key,
+	    c->session_token);
+	cr_assert_not_null(creds);
+}
+
+static void
+cfg_fini(bc_config_t *c)
+{
+	bc_config_fini(c);
+	bc_creds_free(creds);
+	creds = NULL;
 }
 
 LTest(s3_origin, bad_upstream_is_refused)
@@ -61,11 +76,11 @@ LTest(s3_origin, bad_upstream_is_refused)
 		char err[200];
 
 		cfg_for(&c, bad[i], "path", NULL);
-		cr_expect_eq(bc_s3_origin_init(&o, &c, err, sizeof(err)), -1,
+		cr_expect_eq(bc_s3_origin_init(&o, &c, creds, err, sizeof(err)), -1,
 		    "%s", bad[i]);
 		cr_expect_not_null(strstr(err, "--upstream: '"), "%s", err);
 		bc_s3_origin_fini(&o);
-		bc_config_fini(&c);
+		cfg_fini(&c);
 	}
 }
 
@@ -80,7 +95,7 @@ LTest(s3_origin, path_style_signed)
 	const char *a;
 
 	cfg_for(&c, "http://s3.example:9000/ignored", "path", "TOKEN");
-	cr_assert_eq(bc_s3_origin_init(&o, &c, err, sizeof(err)), 0, "%s",
+	cr_assert_eq(bc_s3_origin_init(&o, &c, creds, err, sizeof(err)), 0, "%s",
 	    err);
 	cr_assert_str_eq(o.scheme_host, "http://s3.example:9000");
 	cr_assert_str_eq(o.host, "s3.example:9000");
@@ -109,7 +124,7 @@ LTest(s3_origin, path_style_signed)
 	bc_kv_fini(&q);
 	bc_s3_origin_fini(&o);
 	bc_s3_origin_fini(&o);   /* twice is harmless */
-	bc_config_fini(&c);
+	cfg_fini(&c);
 }
 
 LTest(s3_origin, virtual_style_unsigned)
@@ -122,7 +137,7 @@ LTest(s3_origin, virtual_style_unsigned)
 	char err[200];
 
 	cfg_for(&c, "https://s3.example", "virtual", "TOKEN");
-	cr_assert_eq(bc_s3_origin_init(&o, &c, err, sizeof(err)), 0, "%s",
+	cr_assert_eq(bc_s3_origin_init(&o, &c, creds, err, sizeof(err)), 0, "%s",
 	    err);
 	memset(&ctx, 0xaa, sizeof(ctx));
 	cr_assert_eq(bc_s3_origin_request(&o, "HEAD", "bkt", "k", false, NULL,
@@ -138,7 +153,86 @@ LTest(s3_origin, virtual_style_unsigned)
 	bc_buf_fini(&url);
 	bc_kv_fini(&h);
 	bc_s3_origin_fini(&o);
-	bc_config_fini(&c);
+	cfg_fini(&c);
+}
+
+/* A fetcher of test pairs: AKIDROTATE0000000N / secretN / tokenN,
+ * expiring life_ms after they are made; fail makes it fail. */
+typedef struct rot_s {
+	int     n;
+	int64_t life_ms;
+	bool    fail;
+} rot_t;
+
+static int
+rot_fetch(void *arg, bc_creds_snap_t **out, char *err, size_t errlen)
+{
+	rot_t *r = arg;
+	char ak[32], sk[32], tok[32];
+
+	if (r->fail) {
+		snprintf(err, errlen, "told to fail");
+		return BC_EIO;
+	}
+	r->n++;
+	snprintf(ak, sizeof(ak), "AKIDROTATE%08d", r->n);
+	snprintf(sk, sizeof(sk), "secret%d", r->n);
+	snprintf(tok, sizeof(tok), "token%d", r->n);
+	return bc_creds_snap_new(ak, sk, tok, bc_creds_now_ms() + r->life_ms,
+	    out, err, errlen);
+}
+
+/* Signing takes the provider's pair of the moment; once it expired with
+ * no refresh, nothing is signed (BC_EKEYEXPIRED) and the origin's ready
+ * op says so; no credentials at all (none) sends requests unsigned. */
+LTest(s3_origin, rotating_and_expired_credentials)
+{
+	bc_config_t c;
+	bc_s3_origin_t o;
+	bc_buf_t url = BC_BUF_INIT;
+	bc_kvlist_t h = BC_KVLIST_INIT;
+	bc_creds_t *rc = NULL;
+	rot_t r = { 0, 300, false };
+	char err[200];
+	const char *a;
+
+	cfg_for(&c, "http://s3.example", "path", NULL);
+	cr_assert_eq(bc_creds_new_fetcher(BC_CREDS_IMDS, rot_fetch, &r, &rc,
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(bc_s3_origin_init(&o, &c, rc, err, sizeof(err)), 0);
+	cr_assert_eq(bc_s3_origin_request(&o, "GET", "b", "k", false, NULL,
+	    "UNSIGNED-PAYLOAD", false, &url, &h, NULL), 0);
+	a = bc_kv_get(&h, "Authorization");
+	cr_assert_not_null(a);
+	cr_expect_not_null(strstr(a, "Credential=AKIDROTATE00000001/"), "%s",
+	    a);
+	cr_expect_str_eq(bc_kv_get(&h, "x-amz-security-token"), "token1");
+	bc_buf_fini(&url);
+	bc_kv_fini(&h);
+	/* not started: no refresh, so it expires */
+	usleep(400 * 1000);
+	cr_expect_eq(bc_s3_origin_request(&o, "GET", "b", "k", false, NULL,
+	    "UNSIGNED-PAYLOAD", false, &url, &h, NULL), BC_EKEYEXPIRED);
+	cr_expect_null(bc_kv_get(&h, "Authorization"));
+	/* an unsigned request needs no credentials */
+	bc_kv_fini(&h);
+	bc_buf_fini(&url);
+	cr_expect_eq(bc_s3_origin_request(&o, "GET", "b", "k", false, NULL,
+	    "UNSIGNED-PAYLOAD", true, &url, &h, NULL), 0);
+	bc_kv_fini(&h);
+	bc_buf_fini(&url);
+	bc_s3_origin_fini(&o);
+	/* no credentials: unsigned whatever is asked */
+	cr_assert_eq(bc_s3_origin_init(&o, &c, NULL, err, sizeof(err)), 0);
+	cr_expect_eq(bc_s3_origin_request(&o, "GET", "b", "k", false, NULL,
+	    "UNSIGNED-PAYLOAD", false, &url, &h, NULL), 0);
+	cr_expect_null(bc_kv_get(&h, "Authorization"));
+	cr_expect_null(bc_kv_get(&h, "x-amz-security-token"));
+	bc_kv_fini(&h);
+	bc_buf_fini(&url);
+	bc_s3_origin_fini(&o);
+	bc_creds_free(rc);
+	cfg_fini(&c);
 }
 
 /* ---- the S3 origin's fetches on the wire --------------------------------- */
@@ -336,7 +430,7 @@ LTest(s3_origin, fetch_sends_range_and_conditions)
 	loop = bc_xfer_loop_new();
 	cr_assert_not_null(loop);
 	cr_assert_eq(bc_loop_start(loop), 0);
-	cr_assert_eq(bc_s3_origin_new(&c, loop, &o, err, sizeof(err)), 0,
+	cr_assert_eq(bc_s3_origin_new(&c, creds, loop, &o, err, sizeof(err)), 0,
 	    "%s", err);
 
 	memset(&f, 0, sizeof(f));
@@ -396,6 +490,6 @@ LTest(s3_origin, fetch_sends_range_and_conditions)
 	bc_origin_free(o);
 	bc_loop_free(loop);
 	cap_stop(&srv);
-	bc_config_fini(&c);
+	cfg_fini(&c);
 	curl_global_cleanup();
 }
