@@ -32,6 +32,8 @@
  * every thread inherits the mask and only main takes them, in
  * sigsuspend/ppoll; after the drain main unblocks them with a handler
  * that exits at once.
+ * --probe[=NAME] starts nothing: it asks a running gateway for
+ * /_bucketcache/health (or NAME) (http_probe.h) and exits 0 (200) or 1.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* ppoll */
@@ -55,6 +57,7 @@
 #include "cache/cache.h"
 #include "http/http_drain.h"
 #include "creds/creds.h"
+#include "http/http_probe.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
@@ -359,6 +362,22 @@ main(int argc, char **argv)
 		printf("bucketcache %s\n", PACKAGE_VERSION);
 		bc_config_fini(&cfg);
 		return 0;
+	}
+	if (cfg.probe[0] != '\0') {
+		/* The container health check (docker/healthcheck): the
+		 * gateway these options (file, environment, flags) configure,
+		 * asked on its --listen address. Nothing else is checked or
+		 * started. */
+		char path[sizeof(BC_PROBE_PREFIX) + sizeof(cfg.probe)];
+
+		snprintf(path, sizeof(path), BC_PROBE_PREFIX "%s", cfg.probe);
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		rv = bc_http_probe(cfg.listen, path, BC_PROBE_TIMEOUT_MS, err,
+		    sizeof(err)) == 0 ? 0 : 1;
+		fprintf(rv == 0 ? stdout : stderr, "bucketcache: %s\n", err);
+		curl_global_cleanup();
+		bc_config_fini(&cfg);
+		return rv;
 	}
 	if (bc_config_finish(&cfg, environ, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bucketcache: %s\n", err);

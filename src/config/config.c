@@ -624,9 +624,10 @@ fail:
 }
 
 /*
- * Walks argv. With apply false it only finds --config, --help and
- * --version (so the file can be read first and --help wins over
- * everything); with apply true it sets every flag.
+ * Walks argv. With apply false it only finds --config, --help,
+ * --version and --probe[=NAME] (so the file can be read first and --help
+ * wins over everything); with apply true it sets every flag (and refuses
+ * a --probe NAME that is not lower-case letters).
  */
 static int
 walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
@@ -647,6 +648,23 @@ walk_flags(bc_config_t *c, int argc, char **argv, bool apply,
 		}
 		if (strcmp(a, "--version") == 0) {
 			c->version = true;
+			continue;
+		}
+		if (strcmp(a, "--probe") == 0 ||
+		    strncmp(a, "--probe=", 8) == 0) {
+			const char *pn = a[7] == '=' ? a + 8 : "health";
+			size_t pl = strlen(pn);
+
+			if (pl == 0 || pl >= sizeof(c->probe) ||
+			    strspn(pn, "abcdefghijklmnopqrstuvwxyz") != pl) {
+				if (!apply)
+					continue;
+				rv = BC_EINVAL;
+				bc_errf(err, errlen, "--probe: '" SHOW "' is "
+				    "not a name like health or ready", pn);
+				goto fail;
+			}
+			memcpy(c->probe, pn, pl + 1);
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
@@ -1543,7 +1561,12 @@ bc_config_usage(void *fpv, const char *argv0)
 		wrap(fp, text, 6, 79);
 	}
 	fprintf(fp, "  -h, --help\n      show this help and exit\n"
-	    "  --version\n      show the version and exit\n\n");
+	    "  --version\n      show the version and exit\n"
+	    "  --probe[=health|ready]\n      ask the gateway these options "
+	    "configure, on its --listen\n      address (a wildcard as "
+	    "loopback), for /_bucketcache/health (or\n      /ready): exit 0 "
+	    "when it answers 200, 1 otherwise (container health\n      "
+	    "checks)\n\n");
 	wrap(fp, "Values: N is a decimal number; SIZE is bytes with an "
 	    "optional K, M, G or T suffix (powers of 1024), e.g. 64K, 8M; "
 	    "TIME is a duration like 250ms, 5s, 2m or 24h (a bare number "

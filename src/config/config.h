@@ -69,6 +69,9 @@ typedef struct bc_config_s {
 	size_t           nredis_addrs;
 	bool             help;           /* --help was given */
 	bool             version;        /* --version was given */
+	char             probe[16];      /* --probe[=NAME]: the admin
+					    path to ask the gateway at
+					    listen for (main.c); "": none */
 } bc_config_t;
 
 /* Fills defaults. Returns 0 or BC_ENOMEM. */

@@ -404,6 +404,38 @@ LTest(config, help_and_version_win)
 	bc_config_fini(&c);
 }
 
+/* --probe loads everything (the file, the environment, the other flags):
+ * the probe asks the address the gateway these options configure
+ * listens on. */
+LTest(config, probe_reads_every_source)
+{
+	bc_config_t c;
+
+	cr_assert_eq(load(&c, ARGS("--probe"),
+	    ENV("BUCKETCACHE_LISTEN=0.0.0.0:9123")), 0, "%s", err);
+	cr_assert_str_eq(c.probe, "health");
+	cr_assert_str_eq(c.listen, "0.0.0.0:9123");
+	bc_config_fini(&c);
+	cr_assert_eq(load(&c, ARGS("--listen", "127.0.0.1:7000",
+	    "--probe=ready", "--log-level", "warn"),
+	    ENV("BUCKETCACHE_LISTEN=0.0.0.0:9123")), 0, "%s", err);
+	cr_assert_str_eq(c.probe, "ready");
+	cr_assert_str_eq(c.listen, "127.0.0.1:7000");
+	bc_config_fini(&c);
+	cr_assert_eq(load(&c, ARGS("--admin-token", "--probe"), NOENV), 0);
+	cr_assert_str_eq(c.probe, "");
+	cr_assert_str_eq(c.admin_token, "--probe");
+	bc_config_fini(&c);
+	/* a name of lower-case letters only, shorter than the field */
+	static const char *const bad[] = { "--probe=", "--probe=../x",
+	    "--probe=Ready", "--probe=health?x", "--probe=abcdefghijklmnop" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(load(&c, ARGS(bad[i]), NOENV), -1, "%s", bad[i]);
+		cr_assert_not_null(strstr(err, "--probe"), "%s", err);
+		bc_config_fini(&c);
+	}
+}
+
 /* ---- environment ---------------------------------------------------------- */
 
 LTest(config, env_names_and_values)
