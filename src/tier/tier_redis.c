@@ -429,25 +429,22 @@ submit_set(redis_t *r, const char *name, size_t nlen, const void *v,
 }
 
 /* The first part of slice i's "SET <name> <header and bytes> PX <ttl>"
- * in the protocol: up to the value's bytes, its header included. */
+ * in the protocol, into out: up to the value's bytes (the slice's, at
+ * bytes), its header included. Returns its length. */
 #define SET_HEAD_MAX (64 + BC_REDIS_KEY_NAME_MAX + 32 + BC_REDIS_KEY_HDR_MAX)
 
 static size_t
-set_head(const put_job_t *j, uint32_t i, char *out)
+set_head(const put_job_t *j, uint32_t i, const char *name, size_t nlen,
+    const uint8_t *bytes, char *out)
 {
-	char     name[BC_REDIS_KEY_NAME_MAX];
-	size_t   nlen = bc_tier_redis_key_slice(&j->rc, i, name);
-	size_t   vlen = bc_tier_redis_key_value_len(&j->rc, i);
-	uint32_t off, len;
-	int      n;
+	size_t vlen = bc_tier_redis_key_value_len(&j->rc, i);
+	int    n;
 
-	bc_tier_redis_key_span(&j->rc, i, &off, &len);
 	n = snprintf(out, SET_HEAD_MAX, "*5\r\n$3\r\nSET\r\n$%zu\r\n", nlen);
 	memcpy(out + n, name, nlen);
 	n += (int)nlen;
 	n += snprintf(out + n, SET_HEAD_MAX - (size_t)n, "\r\n$%zu\r\n", vlen);
-	bc_tier_redis_key_slice_hdr(&j->rc, i, j->c->data + off,
-	    (uint8_t *)out + n);
+	bc_tier_redis_key_slice_hdr(&j->rc, i, bytes, (uint8_t *)out + n);
 	return (size_t)n + j->rc.hdr_len;
 }
 
@@ -475,7 +472,8 @@ put_run(bc_loop_t *l, void *arg)
 		struct iovec iov[3];
 
 		bc_tier_redis_key_span(&j->rc, i, &off, &len);
-		iov[0] = (struct iovec){ head, set_head(j, i, head) };
+		iov[0] = (struct iovec){ head, set_head(j, i, name, nlen,
+		    j->c->data + off, head) };
 		iov[1] = (struct iovec){ j->c->data + off, len };
 		iov[2] = (struct iovec){ r->set_tail, r->set_tail_len };
 		rv = r->cl == NULL ? BC_ECANCELED :

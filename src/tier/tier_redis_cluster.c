@@ -549,17 +549,8 @@ bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl, const void *key,
 	n = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
 	if (n < 0)
 		return BC_ENOMEM;
-	return bc_tier_redis_cluster_submit_fmt(cl, key, keylen, cmd,
-	    (size_t)n, cb, arg);
-}
-
-int
-bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
-    const void *key, size_t keylen, char *cmd, size_t cmdlen,
-    bc_tier_redis_cluster_cb cb, void *arg)
-{
-	return submit_req(cl, key, keylen, &(struct iovec){ cmd, cmdlen }, 1,
-	    cmd, cb, arg);
+	return submit_req(cl, key, keylen, &(struct iovec){ cmd, (size_t)n },
+	    1, cmd, cb, arg);
 }
 
 int

@@ -121,14 +121,6 @@ int bc_tier_redis_cluster_submit(bc_tier_redis_cluster_t *cl,
     const void *key, size_t keylen, int argc, const char **argv,
     const size_t *argvlen, bc_tier_redis_cluster_cb cb, void *arg);
 
-/* As bc_tier_redis_cluster_submit, for a command already in the
- * protocol's bytes (cmd, cmdlen bytes, malloc'd: the client's from the
- * call on, freed on any failure too). For values the caller lays out
- * itself, copied once. */
-int bc_tier_redis_cluster_submit_fmt(bc_tier_redis_cluster_t *cl,
-    const void *key, size_t keylen, char *cmd, size_t cmdlen,
-    bc_tier_redis_cluster_cb cb, void *arg);
-
 /* As bc_tier_redis_cluster_submit, for a command in parts as
  * bc_tier_redis_conn_submit_iov takes them (bytes borrowed until cb
  * fires, redirections included). */
