@@ -14,12 +14,13 @@
 #      PutObject, issue 9; through the proxy its upstream decides),
 #      a key in percent-encoded UTF-8.
 #   8. PUT with Transfer-Encoding: gzip (or "gzip, chunked") is 501
-#      NotImplemented at once (well under 1 s) and stores nothing; with a
-#      Content-Length as well (never answered before the fix) it is 400.
+#      NotImplemented at once (under 1.5 s: before the fix, never) and
+#      stores nothing; with a Content-Length as well (never answered
+#      before the fix) it is 400.
 #   3. /_bucketcache/health (and an object) with 470, 600, 2000 and 4000
-#      query parameters are answered 400 at once; after 400 such requests
+#      query parameters are answered 400 at once; after 1000 such requests
 #      the in-flight gauge ("connections") is back to 1, RSS grew by less
-#      than 4 MB over the last 200 (not measured under ASan, whose
+#      than 4 MB over the last 600 (not measured under ASan, whose
 #      quarantine keeps freed memory), and the gateway stops without a
 #      sanitizer report (LeakSanitizer saw the leak before the fix).
 set -euo pipefail
@@ -182,7 +183,7 @@ for what, key, extra, status, code in (
     r, closed, took = rawhttp.exchange(port, req, timeout=5)
     ok(r is not None and r.status == status, "Transfer-Encoding: %s: %d" % (what, status), repr(r))
     ok(rawhttp.s3_code(r) == code, "Transfer-Encoding: %s: S3 XML %s" % (what, code), repr(r))
-    ok(took < 0.5, "Transfer-Encoding: %s: answered at once (%.3f s)" % (what, took))
+    ok(took < 1.5, "Transfer-Encoding: %s: answered at once (%.3f s)" % (what, took))
     ok(closed, "Transfer-Encoding: %s: the connection is closed" % what)
     ok(not os.path.exists(os.path.join(data, "bkt", key)),
        "Transfer-Encoding: %s: no file in the bucket directory" % what)
@@ -194,7 +195,7 @@ done()
 EOF
 
 # ---- 3. many query parameters: 400 at once, no leak ------------------------
-# Four sizes one by one, then 2 x 200 requests of 4000 parameters sent on
+# Four sizes one by one, then 5 x 200 requests of 4000 parameters sent on
 # 200 connections at once (a leaked request would keep the gauge up).
 BC_GW_PID=$ANON_PID BC_GW_LOG=$ANON_LOG BC_GW_URL=$ANON_URL
 ASAN=0
@@ -221,7 +222,7 @@ for path in ("/_bucketcache/health", "/bkt/a.txt"):
         r, closed, took = rawhttp.exchange(port, req(path, n), timeout=3, close_wait=0.2)
         ok(r is not None and r.status == 400 and rawhttp.s3_code(r) == "InvalidArgument",
            "%s with %d parameters: 400 InvalidArgument" % (path, n), repr(r))
-        ok(took < 0.5, "%s with %d parameters: answered at once (%.3f s)" % (path, n, took))
+        ok(took < 1.5, "%s with %d parameters: answered at once (%.3f s)" % (path, n, took))
 
 def batch(n, params):
     socks = [rawhttp.connect(port) for i in range(n)]
@@ -236,24 +237,30 @@ def batch(n, params):
         s.close()
     return got
 
+# Two batches warm the allocator up (glibc keeps up to M_TRIM_THRESHOLD,
+# 8 MiB, of freed heap, and a second burst may fragment past the first's
+# peak); the three measured after them hold 600 requests, so a leak of even
+# 7 KiB a request shows, while retention, which does not grow, does not.
 got = batch(200, 4000)
 ok(got == 200, "200 requests of 4000 parameters at once: all answered 400 within 5 s", str(got))
-rss0 = rss_kb()
 got = batch(200, 4000)
 ok(got == 200, "200 more: all answered 400 within 5 s", str(got))
+rss0 = rss_kb()
+got = sum(batch(200, 4000) for i in range(3))
+ok(got == 600, "600 more, 200 at a time: all answered 400 within 5 s", str(got))
 for i in range(40):            # answered requests end at once; allow 2 s
     g = gauge()
     if g <= 1:
         break
     time.sleep(0.05)
-ok(g <= 1, "after 400 such requests the connections gauge is back to <= 1", str(g))
+ok(g <= 1, "after 1000 such requests the connections gauge is back to <= 1", str(g))
 grew = rss_kb() - rss0
 if asan:
     print("# RSS not checked under ASan (its quarantine keeps freed memory): +%d KiB" % grew)
 else:
-    ok(grew < 4096, "RSS grew by less than 4 MiB over the last 200 (%+d KiB)" % grew)
+    ok(grew < 4096, "RSS grew by less than 4 MiB over the last 600 (%+d KiB)" % grew)
 done()
 EOF
 bc_stop_gateway
 
-bc_done $((132 - ASAN))
+bc_done $((133 - ASAN))
