@@ -23,11 +23,22 @@
  * one while hiredis runs on it; the link struct itself lives until its
  * poll handle's close callback, after the cleanup hook.
  *
+ * A host given as a name is looked up on libuv's pool (uv_getaddrinfo),
+ * never on the loop thread, which the origin's transfers share: a slow
+ * DNS server must not stall them. At most one lookup per connection runs
+ * at a time. The connect deadline bounds the lookup, then (anew) the
+ * connect and handshake: a lookup slower than that fails the attempt
+ * (commands waiting fail, DOWN), but goes on, and its answer serves the
+ * next attempt.
+ *
  * c's memory goes when it is CLOSED and its handles (the timer, links
- * still closing) are closed. Loop thread only, but for the atomics.
+ * still closing, a lookup still running) are closed. Loop thread only,
+ * but for the atomics.
  */
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +64,12 @@ typedef struct link_s {
 	int                   events;  /* UV_READABLE | UV_WRITABLE polled */
 	bool                  freeing; /* the context is being freed */
 } link_t;
+
+/* A lookup of c->host, running on libuv's pool. */
+typedef struct lookup_s {
+	uv_getaddrinfo_t      req;
+	bc_tier_redis_conn_t *conn;
+} lookup_t;
 
 typedef struct cmd_s {
 	bc_list_t              link;   /* c->queue or c->wire */
@@ -86,7 +103,14 @@ struct bc_tier_redis_conn_s {
 	                                        * awaited */
 	uint64_t                    backoff_ms;
 	uint64_t                    failures;  /* since last UP */
-	int                         handles;   /* open: timer, closing links */
+	int                         handles;   /* open: timer, closing links,
+	                                        * a running lookup */
+	bool                        numeric;   /* host is an IP address */
+	lookup_t                   *lookup;    /* running, or NULL */
+	bool                        awaiting;  /* this attempt waits for it */
+	bool                        have_addr; /* addr: a lookup's answer no
+	                                        * attempt used yet */
+	char                        addr[INET6_ADDRSTRLEN];
 	_Atomic int                 state;
 	bc_tier_redis_conn_stats_t  stats;
 	bc_tier_redis_conn_stats_t *totals;    /* o->totals, may be NULL */
@@ -661,17 +685,17 @@ handshake_send(bc_tier_redis_conn_t *c, link_t *l)
 	c->handshake++;
 }
 
+/* Starts the TCP connect to addr (an IP address: hiredis looks it up
+ * without asking a DNS server) and the handshake. CONNECTING, the
+ * connect deadline armed. */
 static void
-connect_start(bc_tier_redis_conn_t *c)
+connect_to(bc_tier_redis_conn_t *c, const char *addr)
 {
 	redisAsyncContext *ac;
 	link_t            *l;
 	int                code;
 
-	set_state(c, BC_TIER_REDIS_CONN_CONNECTING);
-	if (c->failures > 0)
-		COUNT(c, reconnects, 1);
-	ac = redisAsyncConnect(c->host, c->port);
+	ac = redisAsyncConnect(addr, c->port);
 	if (ac == NULL) {
 		link_lost(c, BC_ENOMEM, &c->stats.err_other);
 		return;
@@ -708,7 +732,114 @@ connect_start(bc_tier_redis_conn_t *c)
 	c->link = l;
 	redisAsyncSetConnectCallback(ac, on_connect);
 	handshake_send(c, l);
+}
+
+/* res's first IPv4 address, else its first IPv6 one (hiredis's own
+ * preference), into out; false when it has neither. */
+static bool
+first_addr(const struct addrinfo *res, char out[INET6_ADDRSTRLEN])
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+
+	for (int i = 0; i < 2; i++) {
+		for (const struct addrinfo *a = res; a != NULL;
+		    a = a->ai_next) {
+			if (a->ai_family != families[i])
+				continue;
+			if (i == 0 && uv_ip4_name((const struct sockaddr_in *)
+			    (const void *)a->ai_addr, out,
+			    INET6_ADDRSTRLEN) == 0)
+				return true;
+			if (i == 1 && uv_ip6_name((const struct sockaddr_in6 *)
+			    (const void *)a->ai_addr, out,
+			    INET6_ADDRSTRLEN) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A lookup ended (status 0, or a UV_EAI_* code; UV_EAI_CANCELED after
+ * close). Its answer goes to the attempt waiting for it, or is kept for
+ * the next one. */
+static void
+on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	lookup_t             *lk = req->data;
+	bc_tier_redis_conn_t *c = lk->conn;
+	bool                  found;
+
+	found = status == 0 && first_addr(res, c->addr);
+	uv_freeaddrinfo(res);
+	free(lk);
+	c->lookup = NULL;
+	c->handles--;
+	if (state_of(c) == BC_TIER_REDIS_CONN_CLOSED) {
+		maybe_free(c);
+		return;
+	}
+	c->have_addr = found;
+	if (!c->awaiting)
+		return;           /* that attempt timed out; the next uses it */
+	c->awaiting = false;
+	if (!found) {
+		if (c->failures == 0)
+			BC_WARN("redis %s:%d: cannot look the name up: %s",
+			    c->host, c->port, status == 0 ?
+			    "no IPv4 or IPv6 address" : uv_strerror(status));
+		link_lost(c, -EHOSTUNREACH, &c->stats.err_lookup);
+		return;
+	}
+	c->have_addr = false;
+	/* the connect and handshake get a whole deadline of their own */
 	uv_timer_start(&c->timer, on_timer, c->connect_timeout_ms, 0);
+	connect_to(c, c->addr);
+}
+
+/* Starts the lookup of c->host; this attempt waits for it. */
+static void
+lookup_start(bc_tier_redis_conn_t *c)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM };
+	lookup_t       *lk = calloc(1, sizeof(*lk));
+
+	if (lk == NULL) {
+		link_lost(c, BC_ENOMEM, &c->stats.err_other);
+		return;
+	}
+	lk->conn = c;
+	lk->req.data = lk;
+	if (uv_getaddrinfo(bc_loop_uv(c->loop), &lk->req, on_lookup, c->host,
+	    NULL, &hints) != 0) {
+		free(lk);
+		link_lost(c, BC_ENOMEM, &c->stats.err_other);
+		return;
+	}
+	c->lookup = lk;
+	c->handles++;
+	c->awaiting = true;
+}
+
+/* One connect attempt: at once to an address, else after the name's
+ * lookup (one still running from an attempt that timed out, or new). */
+static void
+connect_start(bc_tier_redis_conn_t *c)
+{
+	set_state(c, BC_TIER_REDIS_CONN_CONNECTING);
+	if (c->failures > 0)
+		COUNT(c, reconnects, 1);
+	uv_timer_start(&c->timer, on_timer, c->connect_timeout_ms, 0);
+	if (c->numeric) {
+		connect_to(c, c->host);
+	} else if (c->have_addr) {
+		c->have_addr = false;
+		connect_to(c, c->addr);
+	} else if (c->lookup != NULL) {
+		c->awaiting = true;
+	} else {
+		lookup_start(c);
+	}
 }
 
 static void
@@ -723,7 +854,15 @@ on_timer(uv_timer_t *t)
 		connect_start(c);
 		break;
 	case BC_TIER_REDIS_CONN_CONNECTING:
-		if (c->link == NULL)
+		if (c->awaiting) {                /* the lookup is too slow */
+			c->awaiting = false;
+			if (c->failures == 0)
+				BC_WARN("redis %s:%d: the name's lookup took "
+				    "longer than the connect timeout",
+				    c->host, c->port);
+			link_lost(c, BC_ETIMEDOUT,
+			    &c->stats.err_connect_timeout);
+		} else if (c->link == NULL)
 			connect_start(c);           /* the first attempt */
 		else
 			link_drop(c, BC_ETIMEDOUT,
@@ -800,6 +939,12 @@ bc_tier_redis_conn_new(bc_loop_t *loop, const bc_tier_redis_conn_opts_t *o,
 	if (c->backoff_max_ms < c->backoff_min_ms)
 		c->backoff_max_ms = c->backoff_min_ms;
 	c->backoff_ms = c->backoff_min_ms;
+	{
+		unsigned char a[sizeof(struct in6_addr)];
+
+		c->numeric = inet_pton(AF_INET, c->host, a) == 1 ||
+		    inet_pton(AF_INET6, c->host, a) == 1;
+	}
 	c->on_state = o->on_state;
 	c->state_arg = o->state_arg;
 	c->totals = o->totals;
@@ -928,7 +1073,10 @@ bc_tier_redis_conn_close(bc_tier_redis_conn_t *c)
 	assert(state_of(c) != BC_TIER_REDIS_CONN_CLOSED);
 	l = c->link;
 	c->link = NULL;
+	c->awaiting = false;
 	set_state(c, BC_TIER_REDIS_CONN_CLOSED);
+	if (c->lookup != NULL)   /* fails unless it has not started yet */
+		(void)uv_cancel((uv_req_t *)&c->lookup->req);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 	fail_all(c, BC_ECANCELED);

@@ -8,8 +8,10 @@
  * bc_tier_redis_conn_stats() runs on the loop thread only; callers on
  * other threads hop with bc_loop_call. Callbacks fire on the loop thread.
  *
- * Life of a connection: DOWN → CONNECTING (TCP connect, then AUTH and
- * SELECT when configured, and a PING, all within connect_timeout_ms:
+ * Life of a connection: DOWN → CONNECTING (a host name's lookup, off the
+ * loop thread, within connect_timeout_ms: one slower fails the attempt
+ * but goes on, and serves the next; then TCP connect, AUTH and SELECT
+ * when configured, and a PING, all within connect_timeout_ms:
  * a server that accepts connections but does not answer is not UP) → UP.
  * Any failure (refused, reset or closed by the server, a poll error, a
  * protocol error, AUTH/SELECT/PING refused, a connect or command timeout) drops
@@ -60,7 +62,8 @@ typedef void (*bc_tier_redis_conn_state_cb)(bc_tier_redis_conn_t *c,
 
 typedef struct bc_tier_redis_conn_opts_s {
 	const char *host;              /* an address or name (copied); a name
-	                                * is resolved on the loop thread */
+	                                * is looked up on libuv's pool, for
+	                                * every connect attempt */
 	int         port;
 	const char *user;              /* AUTH user pass; NULL: AUTH pass */
 	const char *pass;              /* NULL: no AUTH */
@@ -95,7 +98,8 @@ typedef struct bc_tier_redis_conn_opts_s {
 	X(err_reset,       "links lost: reset or closed by the server")       \
 	X(err_poll,        "links lost: the poll reported an error")          \
 	X(err_timeout,     "links lost: a command timed out")                 \
-	X(err_connect_timeout, "links lost: connect/AUTH/SELECT too slow")    \
+	X(err_connect_timeout, "links lost: lookup/connect/AUTH/SELECT too slow") \
+	X(err_lookup,      "links lost: the host name did not resolve")       \
 	X(err_auth,        "links lost: AUTH or SELECT refused")              \
 	X(err_protocol,    "links lost: a reply hiredis could not parse")     \
 	X(err_other,       "links lost: any other failure")                   \

@@ -10,7 +10,9 @@
  * connection comes back, the late reply reaches no one); a killed server
  * (pending commands fail once, the connection reconnects when it is back);
  * a refused connect; a connect timeout (a listener that accepts and
- * never answers the handshake's PING: not UP); close with commands pending, also from inside a callback.
+ * never answers the handshake's PING: not UP); a host name looked up off
+ * the loop, and closed while its lookup runs; close with commands
+ * pending, also from inside a callback.
  *
  * Everything touching the connection runs on the loop thread
  * (redis_fixture_on_loop); the test thread waits on callbacks.
@@ -605,6 +607,64 @@ LTest(redis_conn, connect_timeout)
 	cr_assert_eq(STAT(f.conn, connects), 0);
 	close(fd);
 	redis_res_clear(&r);
+	teardown(&f);
+}
+
+/* ---- a host name ------------------------------------------------------- */
+
+/* "localhost" comes from /etc/hosts (no DNS server asked): the lookup runs
+ * on libuv's pool and the connection goes to its answer. (A slow DNS
+ * server is tests/integration/test_redis_lookup.sh's.) */
+LTest(redis_conn, host_name_looked_up)
+{
+	fix_t       f;
+	redis_res_t r = { 0 };
+
+	setup(&f, NULL, 0);
+	f.opts.host = "localhost";
+	open_ping(&f, &r);
+	redis_res_wait(&r);
+	cr_assert_eq(r.status, 0, "%s", bc_strerror(r.status));
+	cr_assert_eq(r.type, REDIS_REPLY_STATUS);
+	cr_assert_str_eq(r.str, "PONG");
+	cr_assert_eq(STAT(f.conn, connects), 1);
+	cr_assert_eq(STAT(f.conn, err_lookup), 0);
+	redis_res_clear(&r);
+	teardown(&f);
+}
+
+static void
+do_open_ping_close(void *arg)
+{
+	sub_t *s = arg;
+
+	do_open_ping(s);
+	do_close(s->f);
+}
+
+/* Closed before its lookup started, and closed with one running: the
+ * command waiting is cancelled, nothing leaks (LeakSanitizer), the loop
+ * stops. */
+LTest(redis_conn, close_while_looking_up)
+{
+	fix_t       f;
+	redis_res_t r = { 0 };
+	sub_t       s = { .f = &f, .res = &r, .argc = 1, .argv = { "PING" },
+	    .lens = { 4 } };
+
+	setup(&f, NULL, 0);
+	f.opts.host = "localhost";
+	redis_fixture_on_loop(f.loop, do_open_ping_close, &s);
+	cr_assert_eq(r.fired, 1);
+	cr_assert_eq(r.status, BC_ECANCELED);
+	redis_res_clear(&r);
+	for (int i = 0; i < 20; i++) {
+		open_ping(&f, &r);
+		usleep(200 * (unsigned)i);   /* the lookup started, or not */
+		redis_fixture_on_loop(f.loop, do_close, &f);
+		cr_assert_eq(r.fired, 1);
+		redis_res_clear(&r);
+	}
 	teardown(&f);
 }
 
