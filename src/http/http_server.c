@@ -699,7 +699,6 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
 #if BC_MHD_STRICT
 	    MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1,
 #endif

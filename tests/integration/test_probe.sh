@@ -5,7 +5,8 @@
 #   1. --listen as a flag, as BUCKETCACHE_LISTEN and as a config-file line:
 #      exit 0, "200 ok" on stdout; a flag beats the environment;
 #   2. a wildcard --listen (0.0.0.0) is asked on 127.0.0.1; --probe=ready
-#      asks /_bucketcache/ready;
+#      asks /_bucketcache/ready; a second gateway on the same port exits 2
+#      ("Address already in use"), the first still serves;
 #   3. a port nobody serves: exit 1, the URL and the reason on stderr;
 #   4. a wedged gateway (SIGSTOP): exit 1 within the probe's 2 s deadline;
 #      healthy again after SIGCONT; a stopped gateway: exit 1.
@@ -46,11 +47,23 @@ rc=$(probe "$BC_TMP/o5" "$BC_TMP/e5" --listen "0.0.0.0:$port" --probe)
 bc_assert_eq 0 "$rc" "0.0.0.0:PORT: asked on 127.0.0.1"
 
 # --probe=ready asks /_bucketcache/ready (the drain's readiness endpoint).
-# TODO(drain): once /ready is merged, require exit 0 here.
 rc=$(probe "$BC_TMP/o10" "$BC_TMP/e10" --listen "127.0.0.1:$port" --probe=ready)
 msg=$(cat "$BC_TMP/o10" "$BC_TMP/e10")
-bc_assert_match "^(0 .*/_bucketcache/ready: 200 ok|1 .*/_bucketcache/ready: 404 )" "$rc $msg" \
-	"--probe=ready asks /_bucketcache/ready (200 ok; 404 before the drain exists)"
+bc_assert_match "^0 .*/_bucketcache/ready: 200 ok" "$rc $msg" \
+	"--probe=ready asks /_bucketcache/ready: 200 ok"
+
+# A second gateway on the port a live one serves is refused (no
+# SO_REUSEPORT: two gateways never split one port's connections, and
+# the first keeps them all).
+rc=0
+timeout 10 "$BC_BIN" --listen "0.0.0.0:$port" --upstream "file://$BC_TMP/buckets" \
+	--anonymous >"$BC_TMP/o11" 2>"$BC_TMP/e11" || rc=$?
+bc_assert_eq 2 "$rc" "a second gateway on a port in use: exit 2"
+err=$(cat "$BC_TMP/e11")
+bc_assert_match "cannot serve on 0\.0\.0\.0:$port: Address already in use" "$err" \
+	"it says the address is in use"
+rc=$(probe "$BC_TMP/o12" "$BC_TMP/e12" --listen "127.0.0.1:$port" --probe)
+bc_assert_eq 0 "$rc" "the first gateway still serves"
 
 # 3. nobody there
 rc=$(probe "$BC_TMP/o6" "$BC_TMP/e6" --listen "127.0.0.1:$free" --probe)
@@ -73,4 +86,4 @@ bc_stop_gateway
 rc=$(probe "$BC_TMP/o9" "$BC_TMP/e9" --listen "127.0.0.1:$port" --probe)
 bc_assert_eq 1 "$rc" "a stopped gateway: exit 1"
 
-bc_done 15
+bc_done 18
