@@ -68,6 +68,23 @@ typedef struct cur_s {
 	const char *end;
 } cur_t;
 
+/* Points c at s, a date string: false when s is NULL or 64 bytes or
+ * longer (no date is). */
+static bool
+cur_init(cur_t *c, const char *s)
+{
+	size_t len;
+
+	if (s == NULL)
+		return false;
+	len = strnlen(s, 64);
+	if (len >= 64)
+		return false;
+	c->p = s;
+	c->end = s + len;
+	return true;
+}
+
 /* Matches one of n names (case-insensitive, whole word); returns its
  * index or -1. */
 static int
@@ -185,16 +202,10 @@ int
 bc_iso8601_parse(const char *s, time_t *t)
 {
 	cur_t c;
-	size_t len;
 	int y, mon, d, h, mi, sec, oh = 0, om = 0, frac, sign = 0, rv;
 
-	if (s == NULL)
+	if (!cur_init(&c, s))
 		return BC_EINVAL;
-	len = strnlen(s, 64);
-	if (len >= 64)
-		return BC_EINVAL;
-	c.p = s;
-	c.end = s + len;
 	if (!cur_digits(&c, 4, 4, &y) || !cur_char(&c, '-') ||
 	    !cur_digits(&c, 2, 2, &mon) || !cur_char(&c, '-') ||
 	    !cur_digits(&c, 2, 2, &d) ||
@@ -253,16 +264,10 @@ int
 bc_http_date_parse(const char *s, time_t *t)
 {
 	cur_t c;
-	size_t len;
 	int y, mon, d, h, mi, sec;
 
-	if (s == NULL)
+	if (!cur_init(&c, s))
 		return BC_EINVAL;
-	len = strnlen(s, 64);
-	if (len >= 64)
-		return BC_EINVAL;
-	c.p = s;
-	c.end = s + len;
 	while (c.p < c.end && is_ows(*c.p))
 		c.p++;
 	while (c.end > c.p && is_ows(c.end[-1]))

@@ -739,24 +739,18 @@ connect_to(bc_tier_redis_conn_t *c, const char *addr)
 static bool
 first_addr(const struct addrinfo *res, char out[INET6_ADDRSTRLEN])
 {
-	static const int families[] = { AF_INET, AF_INET6 };
+	const struct addrinfo *pick = NULL;
 
-	for (int i = 0; i < 2; i++) {
-		for (const struct addrinfo *a = res; a != NULL;
-		    a = a->ai_next) {
-			if (a->ai_family != families[i])
-				continue;
-			if (i == 0 && uv_ip4_name((const struct sockaddr_in *)
-			    (const void *)a->ai_addr, out,
-			    INET6_ADDRSTRLEN) == 0)
-				return true;
-			if (i == 1 && uv_ip6_name((const struct sockaddr_in6 *)
-			    (const void *)a->ai_addr, out,
-			    INET6_ADDRSTRLEN) == 0)
-				return true;
+	for (; res != NULL; res = res->ai_next) {
+		if (res->ai_family == AF_INET) {
+			pick = res;
+			break;
 		}
+		if (res->ai_family == AF_INET6 && pick == NULL)
+			pick = res;
 	}
-	return false;
+	return pick != NULL &&
+	    uv_ip_name(pick->ai_addr, out, INET6_ADDRSTRLEN) == 0;
 }
 
 /* A lookup ended (status 0, or a UV_EAI_* code; UV_EAI_CANCELED after
@@ -778,9 +772,10 @@ on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		maybe_free(c);
 		return;
 	}
-	c->have_addr = found;
-	if (!c->awaiting)
-		return;           /* that attempt timed out; the next uses it */
+	if (!c->awaiting) {   /* that attempt timed out; the next uses it */
+		c->have_addr = found;
+		return;
+	}
 	c->awaiting = false;
 	if (!found) {
 		if (c->failures == 0)
@@ -790,7 +785,6 @@ on_lookup(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		link_lost(c, -EHOSTUNREACH, &c->stats.err_lookup);
 		return;
 	}
-	c->have_addr = false;
 	/* the connect and handshake get a whole deadline of their own */
 	uv_timer_start(&c->timer, on_timer, c->connect_timeout_ms, 0);
 	connect_to(c, c->addr);
