@@ -455,6 +455,7 @@ check_body(const bc_file_req_t *r, bc_file_ctx_t *c)
 		char hex[65];
 
 		bc_sha256_final(c->sha, d);
+		bc_sha256_free(c->sha);
 		c->sha = NULL;
 		bc_hex(d, sizeof(d), hex);
 		if (strcasecmp(hex, r->auth->payload_hash) != 0)
@@ -462,6 +463,7 @@ check_body(const bc_file_req_t *r, bc_file_ctx_t *c)
 	}
 	if (c->md5 != NULL) {
 		bc_md5_final(c->md5, c->body_md5);
+		bc_md5_free(c->md5);
 		c->md5 = NULL;
 		if (cmd5 != NULL) {
 			char b64[32];

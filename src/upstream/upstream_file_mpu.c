@@ -202,8 +202,7 @@ part_md5(int fd, const struct stat *st, uint8_t out[BC_MD5_LEN])
 	buf = malloc(BC_FILE_COPY_BLOCK);
 	if (h == NULL || buf == NULL) {
 		free(buf);
-		if (h != NULL)
-			bc_md5_final(h, out);
+		bc_md5_free(h);
 		return -ENOMEM;
 	}
 	for (off_t off = 0;;) {
@@ -221,6 +220,7 @@ part_md5(int fd, const struct stat *st, uint8_t out[BC_MD5_LEN])
 		off += n;
 	}
 	bc_md5_final(h, out);
+	bc_md5_free(h);
 	free(buf);
 	return rv;
 }
@@ -315,7 +315,6 @@ bc_file_op_complete_mpu(bc_file_req_t *r, bc_file_ctx_t *c)
 		bc_md5_update(all, pm, sizeof(pm));
 	}
 	bc_md5_final(all, md5);
-	all = NULL;
 	bc_hex(md5, sizeof(md5), etag);
 	snprintf(etag + 2 * BC_MD5_LEN, sizeof(etag) - 2 * BC_MD5_LEN, "-%zu",
 	    nparts);
@@ -349,8 +348,7 @@ bc_file_op_complete_mpu(bc_file_req_t *r, bc_file_ctx_t *c)
 	else
 		e = bc_file_answer_xml(r, &b);
 out:
-	if (all != NULL)
-		bc_md5_free(all);
+	bc_md5_free(all);
 	bc_file_close(&ufd);
 	bc_kv_fini(&hdrs);
 	bc_buf_fini(&b);

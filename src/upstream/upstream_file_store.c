@@ -1398,6 +1398,7 @@ bc_file_op_copy_object(bc_file_req_t *r, bc_file_ctx_t *c)
 	}
 	rv = bc_file_copy_hashed(sfd, c->fd, (uint64_t)st.st_size, h);
 	bc_md5_final(h, md5);
+	bc_md5_free(h);
 	if (rv < 0) {
 		BC_WARN("file backend: copy: %s", strerror(-rv));
 		e = bc_file_errno_s3(rv, BC_S3E_InternalError);

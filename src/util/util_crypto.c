@@ -174,7 +174,6 @@ bc_sha256_final(bc_sha256_t *h, uint8_t out[BC_SHA256_LEN])
 	unsigned int len = BC_SHA256_LEN;
 
 	EVP_DigestFinal_ex(h->ctx, out, &len);
-	bc_sha256_free(h);
 }
 
 void
@@ -214,7 +213,6 @@ bc_md5_final(bc_md5ctx_t *h, uint8_t out[BC_MD5_LEN])
 	unsigned int len = BC_MD5_LEN;
 
 	EVP_DigestFinal_ex(h->ctx, out, &len);
-	bc_md5_free(h);
 }
 
 void

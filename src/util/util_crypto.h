@@ -26,14 +26,20 @@ void bc_hmac_sha1(const void *key, size_t klen, const void *p, size_t n,
     uint8_t out[BC_SHA1_LEN]);
 void bc_md5(const void *p, size_t n, uint8_t out[BC_MD5_LEN]);
 
-/* Incremental hashing; _new returns NULL on allocation failure, _final
- * writes the digest and frees the context. _free(NULL) is a no-op. */
+/*
+ * Incremental hashing. Ownership (DESIGN.md "Turn-3 contracts"): the
+ * caller of _new owns the context and is the only one who frees it, with
+ * _free, on every path; _final writes the digest and never frees (after
+ * it the context takes no more updates, only _free). _new returns NULL
+ * on allocation failure; _free(NULL) is a no-op.
+ */
 bc_sha256_t *bc_sha256_new(void);
 void bc_sha256_update(bc_sha256_t *h, const void *p, size_t n);
 void bc_sha256_final(bc_sha256_t *h, uint8_t out[BC_SHA256_LEN]);
 void bc_sha256_free(bc_sha256_t *h);
 
-typedef struct bc_md5ctx_s bc_md5ctx_t;   /* incremental MD5 (ETags) */
+typedef struct bc_md5ctx_s bc_md5ctx_t;   /* incremental MD5 (ETags); owned
+						    as bc_sha256_t is */
 bc_md5ctx_t *bc_md5_new(void);
 void bc_md5_update(bc_md5ctx_t *h, const void *p, size_t n);
 void bc_md5_final(bc_md5ctx_t *h, uint8_t out[BC_MD5_LEN]);

@@ -312,11 +312,37 @@ LTest(crypto, sha256_incremental_million_a)
 	memset(chunk, 'a', sizeof(chunk));
 	for (int i = 0; i < 1000; i++)
 		bc_sha256_update(h, chunk, sizeof(chunk));
-	bc_sha256_final(h, d);            /* frees h */
+	bc_sha256_final(h, d);            /* does not free h */
 	hex_of(d, sizeof(d), out);
 	cr_assert_str_eq(out,
 	    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	bc_sha256_free(h);                /* the owner frees, once */
 	bc_sha256_free(NULL);
+}
+
+/* The digest contexts' one ownership rule (util_crypto.h): _final never
+ * frees, the owner's _free does. Under ASan, a _final that freed makes
+ * the _free below a double free (the plan PUT crash of issue 24). */
+LTest(crypto, final_leaves_the_context_to_its_owner)
+{
+	bc_sha256_t *s = bc_sha256_new();
+	bc_md5ctx_t *m = bc_md5_new();
+	uint8_t ds[BC_SHA256_LEN], dm[BC_MD5_LEN];
+	char out[65];
+
+	cr_assert_not_null(s);
+	cr_assert_not_null(m);
+	bc_sha256_update(s, "abc", 3);
+	bc_md5_update(m, "abc", 3);
+	bc_sha256_final(s, ds);
+	bc_md5_final(m, dm);
+	hex_of(ds, sizeof(ds), out);
+	cr_assert_str_eq(out,
+	    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	hex_of(dm, sizeof(dm), out);
+	cr_assert_str_eq(out, "900150983cd24fb0d6963f7d28e17f72");
+	bc_sha256_free(s);
+	bc_md5_free(m);
 }
 
 LTest(crypto, md5_rfc1321)
@@ -348,6 +374,7 @@ LTest(crypto, md5_incremental_matches_oneshot)
 	bc_md5_final(h, d);
 	hex_of(d, sizeof(d), out);
 	cr_assert_str_eq(out, "f96b697d7cb7938d525a2f31aaf161d0");
+	bc_md5_free(h);
 	bc_md5_free(NULL);
 }
 
