@@ -438,7 +438,8 @@ main(int argc, char **argv)
 		rv = 2;
 		goto out;
 	}
-	jobs = bc_jobs_new(BC_JOBS_DEFAULT_MAX_JOBS, BC_JOBS_DEFAULT_MAX_BYTES);
+	jobs = bc_jobs_new(BC_JOBS_DEFAULT_MAX_JOBS, BC_JOBS_DEFAULT_MAX_BYTES,
+	    cfg.nkeys);
 	if (jobs == NULL) {
 		fprintf(stderr, "bucketcache: out of memory\n");
 		goto out;

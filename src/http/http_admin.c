@@ -24,11 +24,25 @@
  * token (--admin-token) as "x-bucketcache-admin-token: TOKEN" or
  * "Authorization: Bearer TOKEN" (what Prometheus sends); stats and
  * metrics, which name buckets, are open to all with --public-stats.
- * The jobs API is also open to a signed client whose key has the whole
- * bucket (the plan's, or the job's): its signature is verified here (the
- * front end does not authenticate admin paths), and a SigV4 body hash is
- * checked against the plan body; aws-chunked bodies are not taken.
+ *
+ * The jobs API is also open to a signed client (SigV4 or V2, header or
+ * presigned), whose signature is verified here (the front end does not
+ * authenticate admin paths), within its key's grant and its own jobs
+ * (prefetch_jobs.h "Owners"):
+ *   - a plan PUT needs a key with some part of the bucket, every key of
+ *     the plan within the key's grant (else 403 naming the first one
+ *     outside), and a job that is new or the key's own; the job becomes
+ *     the key's; a job may not be named after another client key;
+ *   - GET and DELETE of /v1/jobs/ID need the job to be the key's (403;
+ *     404 when there is no such job); GET /v1/jobs lists the key's own;
+ *   - a SigV4 body hash (x-amz-content-sha256) is checked against the
+ *     plan body (400 BadDigest); UNSIGNED-PAYLOAD is taken, aws-chunked
+ *     bodies are not (501).
  * Listing every job needs what stats need. Otherwise 403 AccessDenied.
+ * Bounds: a plan body BC_PLAN_MAX_BYTES and BC_PLAN_MAX_KEYS keys
+ * (prefetch_plan.h); the bodies being received all told, and the plans
+ * held, the registry's bytes (503 SlowDown beyond); jobs, the registry's
+ * count and each key's share (prefetch_jobs.h).
  * While the server drains, only health, ready, stats and metrics get
  * here (bc_admin_while_draining); the front end refuses the rest.
  */
@@ -58,6 +72,7 @@
 /* PUT .../plan in progress (r->hdata) */
 typedef struct plan_put_s {
 	bc_plan_builder_t *b;
+	size_t             charged;      /* b's bytes, bc_jobs_build_charge */
 	bc_sha256_t       *sha;          /* SigV4 body hash to check */
 	char               want_sha[65];
 	char               id[BC_S3_HINT_JOB_MAX + 1];
@@ -100,18 +115,17 @@ is_signed(const bc_http_req_t *r)
 	    bc_kv_get_exact(&r->s3.query, "AWSAccessKeyId") != NULL;
 }
 
-/* The admin token or loopback; or a verified client key that has all of
- * bucket (NULL: no bucket, so no client key suffices). */
+/* Verifies a signed request's signature (the front end does not
+ * authenticate admin paths): BC_S3E_NONE with r->client_key set, or the
+ * error to answer (403 AccessDenied when unsigned). */
 static bc_s3err_t
-jobs_access(bc_http_req_t *r, const char *bucket)
+verify_key(bc_http_req_t *r)
 {
 	const bc_config_t *cfg = r->srv->cfg;
 	const bc_client_key_t *key;
 	bc_s3err_t e;
 
-	if (admin_allowed(r))
-		return BC_S3E_NONE;
-	if (bucket == NULL || !is_signed(r))
+	if (!is_signed(r))
 		return BC_S3E_AccessDenied;
 	e = bc_s3_verdicts_verify(r->srv->verdicts, &r->s3, time(NULL),
 	    bc_config_secret, (void *)cfg, false, &r->auth, NULL);
@@ -121,11 +135,34 @@ jobs_access(bc_http_req_t *r, const char *bucket)
 		return e;
 	}
 	key = bc_config_key(cfg, r->auth.access_key);
-	if (key == NULL || !bc_config_key_has_bucket(key, bucket)) {
+	if (key == NULL) {
 		BC_STATS_INC(auth_failures);
 		return BC_S3E_AccessDenied;
 	}
 	r->client_key = key;
+	return BC_S3E_NONE;
+}
+
+/* Who may post job id's plan for bucket: the admin token or a local
+ * client (r->client_key stays NULL: the operator), or a verified key with
+ * some part of bucket, for a job not named after another client key. */
+static bc_s3err_t
+plan_access(bc_http_req_t *r, const char *id, const char *bucket)
+{
+	const bc_client_key_t *named;
+	bc_s3err_t e;
+
+	if (admin_allowed(r))
+		return BC_S3E_NONE;
+	e = verify_key(r);
+	if (e != BC_S3E_NONE)
+		return e;
+	named = bc_config_key(r->srv->cfg, id);
+	if (!bc_config_key_in_bucket(r->client_key, bucket) ||
+	    (named != NULL && named != r->client_key)) {
+		BC_STATS_INC(auth_failures);
+		return BC_S3E_AccessDenied;
+	}
 	return BC_S3E_NONE;
 }
 
@@ -150,29 +187,35 @@ err_of(int rv)
 		return BC_S3E_EntityTooLarge;
 	case BC_ENOSPC:
 		return BC_S3E_SlowDown;
+	case BC_EACCES:
+		return BC_S3E_AccessDenied;
 	default:
 		return BC_S3E_InternalError;
 	}
 }
 
-/* start of PUT /_bucketcache/v1/jobs/ID/plan: id is the decoded ID */
+/* start of PUT /_bucketcache/v1/jobs/ID/plan: span[0..idlen) is the
+ * decoded ID (not NUL-terminated: the path goes on) */
 static bc_s3err_t
-plan_start(bc_http_req_t *r, const char *id, size_t idlen)
+plan_start(bc_http_req_t *r, const char *span, size_t idlen)
 {
 	const char *bucket = bc_kv_get_exact(&r->s3.query, "bucket");
 	const char *epoch = bc_kv_get_exact(&r->s3.query, "epoch");
+	char id[BC_S3_HINT_JOB_MAX + 1];
 	plan_put_t *pp;
 	uint64_t e = 0;
 	bc_s3err_t se;
 
 	if (r->srv->jobs == NULL)
 		return BC_S3E_NotImplemented;
-	if (!bc_s3_hint_job_ok(id, idlen) || bucket == NULL ||
+	if (!bc_s3_hint_job_ok(span, idlen) || bucket == NULL ||
 	    bucket[0] == '\0' || !bc_s3_bucket_name_ok(bucket) ||
 	    (epoch != NULL && (!bc_u64_parse_str(epoch, &e) ||
 	    e > UINT32_MAX)))
 		return BC_S3E_InvalidArgument;
-	se = jobs_access(r, bucket);
+	memcpy(id, span, idlen);   /* idlen <= BC_S3_HINT_JOB_MAX: job_ok */
+	id[idlen] = '\0';
+	se = plan_access(r, id, bucket);
 	if (se != BC_S3E_NONE)
 		return se;
 	if (r->content_length != UINT64_MAX &&
@@ -184,7 +227,7 @@ plan_start(bc_http_req_t *r, const char *id, size_t idlen)
 	if (pp == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = pp;
-	memcpy(pp->id, id, idlen);
+	strcpy(pp->id, id);
 	strcpy(pp->bucket, bucket);
 	pp->has_epoch = epoch != NULL;
 	pp->epoch = (uint32_t)e;
@@ -200,12 +243,32 @@ plan_start(bc_http_req_t *r, const char *id, size_t idlen)
 	return BC_S3E_NONE;
 }
 
+/* The first key of plan outside r's key's grant in bucket, or NULL (an
+ * operator's plan, or a key with all of it). */
+static const char *
+plan_outside_grant(const bc_http_req_t *r, const bc_plan_t *plan,
+    const char *bucket)
+{
+	const bc_client_key_t *key = r->client_key;
+
+	if (key == NULL || bc_config_key_has_bucket(key, bucket))
+		return NULL;
+	for (uint32_t i = 0; i < bc_plan_len(plan); i++) {
+		const char *k = bc_plan_key(plan, i, NULL);
+
+		if (!bc_config_key_allows(key, bucket, k))
+			return k;
+	}
+	return NULL;
+}
+
 static bc_s3err_t
 plan_finish(bc_http_req_t *r)
 {
 	plan_put_t *pp = r->hdata;
 	bc_plan_t *plan = NULL;
 	bc_buf_t body = BC_BUF_INIT;
+	const char *outside;
 	uint32_t keys, epoch = 0;
 	int rv;
 
@@ -222,18 +285,36 @@ plan_finish(bc_http_req_t *r)
 	if (rv < 0)
 		return bc_http_respond_error(r, err_of(rv), pp->err) < 0 ?
 		    BC_S3E_InternalError : BC_S3E_NONE;
+	outside = plan_outside_grant(r, plan, pp->bucket);
+	if (outside != NULL) {
+		BC_STATS_INC(auth_failures);
+		snprintf(pp->err, sizeof(pp->err), "The plan names a key "
+		    "outside this access key's grant: %.100s", outside);
+		bc_plan_unref(plan);
+		return bc_http_respond_error(r, BC_S3E_AccessDenied,
+		    pp->err) < 0 ? BC_S3E_InternalError : BC_S3E_NONE;
+	}
 	keys = bc_plan_len(plan);
-	bc_scale_plan(r->srv->scale, pp->id, pp->bucket,
-	    bc_plan_key(plan, 0, NULL), keys);
-	rv = bc_jobs_put_plan(r->srv->jobs, pp->id, pp->bucket,
+	bc_plan_ref(plan);   /* scale reads its first key after the put */
+	rv = bc_jobs_put_plan(r->srv->jobs, pp->id, r->client_key != NULL ?
+	    r->auth.access_key : NULL, pp->bucket,
 	    pp->has_epoch ? &pp->epoch : NULL, plan, &epoch);
+	if (rv == 0)
+		bc_scale_plan(r->srv->scale, pp->id, pp->bucket,
+		    bc_plan_key(plan, 0, NULL), keys);
+	bc_plan_unref(plan);
 	if (rv < 0) {
 		const char *msg = rv == BC_EINVAL ?
 		    "The epoch is below the job's current epoch." :
 		    rv == BC_E2BIG ? "The job already holds plans for 3 "
 		    "epochs; post this one when the current epoch ends." :
-		    rv == BC_ENOSPC ? "Plans are at their memory bound." : NULL;
+		    rv == BC_ENOSPC ? "Plans are at their memory bound (the "
+		    "gateway's, or this access key's share of it)." :
+		    rv == BC_EACCES ? "The job belongs to another client." :
+		    NULL;
 
+		if (rv == BC_EACCES)
+			BC_STATS_INC(auth_failures);
 		return bc_http_respond_error(r, err_of(rv), msg) < 0 ?
 		    BC_S3E_InternalError : BC_S3E_NONE;
 	}
@@ -242,7 +323,9 @@ plan_finish(bc_http_req_t *r)
 	    BC_S3E_InternalError : BC_S3E_NONE;
 }
 
-/* GET|DELETE /_bucketcache/v1/jobs[/ID] */
+/* GET|DELETE /_bucketcache/v1/jobs[/ID]: the operator's (the admin token
+ * or a local client) for any job, listing all with what stats need; a
+ * verified key's for its own jobs. */
 static bc_s3err_t
 jobs_call(bc_http_req_t *r, const char *rest)
 {
@@ -250,37 +333,49 @@ jobs_call(bc_http_req_t *r, const char *rest)
 	bool get = strcmp(r->s3.method, "GET") == 0 ||
 	    strcmp(r->s3.method, "HEAD") == 0;
 	bool del = strcmp(r->s3.method, "DELETE") == 0;
-	bc_job_info_t info;
+	const char *owner = NULL;   /* NULL: the operator's call */
 	bc_buf_t body = BC_BUF_INIT;
 	bc_s3err_t e;
 	int rv;
 
 	if (jobs == NULL)
 		return BC_S3E_NotImplemented;
+	if (rest[0] == '\0' ? !get : (!get && !del))
+		return BC_S3E_MethodNotAllowed;
+	if (!(rest[0] == '\0' ? stats_allowed(r) : admin_allowed(r))) {
+		e = verify_key(r);
+		if (e != BC_S3E_NONE)
+			return e;
+		owner = r->auth.access_key;
+	}
 	if (rest[0] == '\0') {
-		if (!get)
-			return BC_S3E_MethodNotAllowed;
-		if (!stats_allowed(r))
-			return BC_S3E_AccessDenied;
-		rv = bc_jobs_json(jobs, NULL, &body);
+		rv = bc_jobs_json(jobs, NULL, owner, &body);
 		goto answer;
 	}
-	if (!get && !del)
-		return BC_S3E_MethodNotAllowed;
 	if (!bc_s3_hint_job_ok(rest, strlen(rest)))
 		return BC_S3E_NoSuchKey;
-	e = bc_jobs_info(jobs, rest, &info) == 0 ?
-	    jobs_access(r, info.bucket) : jobs_access(r, NULL);
-	if (e != BC_S3E_NONE)
-		return e;
 	if (del) {
-		if (bc_jobs_delete(jobs, rest) < 0)
-			return BC_S3E_NoSuchKey;
+		rv = bc_jobs_delete(jobs, rest, owner);
+		if (rv == BC_EACCES)
+			BC_STATS_INC(auth_failures);
+		if (rv < 0)
+			return rv == BC_EACCES ? BC_S3E_AccessDenied :
+			    BC_S3E_NoSuchKey;
 		bc_scale_forget(r->srv->scale, rest);
 		return bc_http_respond_buf(r, 204, "application/json", &body) <
 		    0 ? BC_S3E_InternalError : BC_S3E_NONE;
 	}
-	rv = bc_jobs_json(jobs, rest, &body);
+	if (owner != NULL) {
+		bc_job_info_t info;
+
+		if (bc_jobs_info(jobs, rest, &info) < 0)
+			return BC_S3E_NoSuchKey;
+		if (strcmp(info.owner, owner) != 0) {
+			BC_STATS_INC(auth_failures);
+			return BC_S3E_AccessDenied;
+		}
+	}
+	rv = bc_jobs_json(jobs, rest, NULL, &body);
 	if (rv == BC_ENOENT) {
 		bc_buf_fini(&body);
 		return BC_S3E_NoSuchKey;
@@ -370,6 +465,25 @@ admin_start(bc_http_req_t *r)
 	return plan_start(r, id, idlen);
 }
 
+/* Charges what pp's builder holds now to the registry's bound on plans
+ * being received: 0 or BC_ENOSPC. */
+static int
+charge(bc_http_req_t *r, plan_put_t *pp)
+{
+	size_t now = bc_plan_builder_memory(pp->b);
+
+	if (now <= pp->charged)
+		return 0;
+	if (bc_jobs_build_charge(r->srv->jobs, (int64_t)(now -
+	    pp->charged)) < 0) {
+		snprintf(pp->err, sizeof(pp->err), "plans being received "
+		    "are at their memory bound");
+		return BC_ENOSPC;
+	}
+	pp->charged = now;
+	return 0;
+}
+
 static bc_s3err_t
 admin_body(bc_http_req_t *r, const char *data, size_t *len)
 {
@@ -385,6 +499,8 @@ admin_body(bc_http_req_t *r, const char *data, size_t *len)
 	rv = bc_plan_builder_feed(pp->b, data, *len, pp->err,
 	    sizeof(pp->err));
 	*len = 0;
+	if (rv == 0)
+		rv = charge(r, pp);
 	if (rv < 0) {
 		BC_DEBUG("plan %s: %s", pp->id, pp->err);
 		return err_of(rv);
@@ -401,8 +517,8 @@ admin_done(bc_http_req_t *r, bool ok)
 	if (pp == NULL)
 		return;
 	bc_plan_builder_free(pp->b);
-	if (pp->sha != NULL)
-		bc_sha256_free(pp->sha);
+	(void)bc_jobs_build_charge(r->srv->jobs, -(int64_t)pp->charged);
+	bc_sha256_free(pp->sha);
 	free(pp);
 	r->hdata = NULL;
 }

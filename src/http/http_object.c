@@ -177,29 +177,53 @@ wait_end(objreq_t *q)
 	q->wait_t0 = 0;
 }
 
+/* Keeps the keys of names[0..n) r's client key may read in bucket (all
+ * for an unsigned client: the gateway's or the origin's rules apply to
+ * it), in order; returns how many are kept. A client never makes the
+ * gateway fetch what it could not read itself. */
+static size_t
+within_grant(const bc_http_req_t *r, const char *bucket, const char **names,
+    size_t n)
+{
+	size_t k = 0;
+
+	if (r->client_key == NULL ||
+	    bc_config_key_has_bucket(r->client_key, bucket))
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (bc_config_key_allows(r->client_key, bucket, names[i]))
+			names[k++] = names[i];
+	return k;
+}
+
 /* The keys the prefetcher should bring for q's job, which just read
- * r's key: the -next hint's, else the job's plan window (as many keys as
+ * r's key: the -next hint's, else (planned: the read counted toward a
+ * job of the registry) the job's plan window (as many keys as
  * its prefetch window, and the keys due behind the cursor; at most
- * FEED_MAX_KEYS). */
+ * FEED_MAX_KEYS); only those within r's grant. */
 static void
-feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
+feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
+    bool planned)
 {
 	bc_prefetch_t *pf = r->srv->prefetch;
 	bc_job_key_t *keys;
 	const char **names;
 	char bucket[256];
-	size_t w, n;
+	size_t w, n, k;
 	bc_job_t *j;
 
 	if (pf == NULL)
 		return;
 	if (h->n_next > 0) {
-		bc_prefetch_want(pf, q->job, r->s3.bucket,
-		    (const char *const *)h->next, h->n_next, 0,
-		    r->upstream_unsigned);
+		k = within_grant(r, r->s3.bucket, (const char **)h->next,
+		    h->n_next);
+		if (k > 0)
+			bc_prefetch_want(pf, q->job, r->s3.bucket,
+			    (const char *const *)h->next, k, 0,
+			    r->upstream_unsigned);
 		return;
 	}
-	if (r->srv->jobs == NULL || !bc_prefetch_want_due(pf, q->job))
+	if (!planned || !bc_prefetch_want_due(pf, q->job))
 		return;
 	j = bc_jobs_get(r->srv->jobs, q->job);
 	if (j == NULL)
@@ -213,9 +237,10 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 		n = bc_jobs_window(j, w, FEED_MAX_KEYS, keys, bucket, NULL);
 		for (size_t i = 0; i < n; i++)
 			names[i] = keys[i].key;
+		k = within_grant(r, bucket, names, n);
 		/* the plan's window is sized already: all of it is due */
-		if (n > 0 && strcmp(bucket, r->s3.bucket) == 0)
-			bc_prefetch_want(pf, q->job, bucket, names, n, n,
+		if (k > 0 && strcmp(bucket, r->s3.bucket) == 0)
+			bc_prefetch_want(pf, q->job, bucket, names, k, k,
 			    r->upstream_unsigned);
 		bc_jobs_window_release(keys, n);
 	}
@@ -226,23 +251,30 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, const bc_s3_hints_t *h)
 
 /* Names q's job (the hinted job, else the access key, else
  * "anonymous"); a GET moves its cursor (prefetch_jobs.h) and feeds the
- * prefetcher. Malformed hints are counted. */
+ * prefetcher. Malformed hints are counted; a hinted job that is another
+ * key's (prefetch_jobs.h "Owners") is not used, and counted. */
 static void
 job_hints(bc_http_req_t *r, objreq_t *q)
 {
+	const char *who = r->client_key != NULL ? r->auth.access_key : NULL;
 	bc_s3_hints_t h;
 
 	bc_s3_hints_init(&h);
 	(void)bc_s3_hints_parse(&h, &r->s3.headers);
+	if (h.job[0] != '\0' && r->srv->jobs != NULL &&
+	    !bc_jobs_may_use(r->srv->jobs, h.job, who)) {
+		BC_STATS_INC(hints_refused);
+		h.job[0] = '\0';
+	}
 	snprintf(q->job, sizeof(q->job), "%s", h.job[0] != '\0' ? h.job :
 	    r->auth.kind != BC_S3AUTH_NONE ? r->auth.access_key :
 	    "anonymous");
 	if (strcmp(r->s3.method, "GET") == 0) {
-		if (r->srv->jobs != NULL)
-			(void)bc_jobs_record(r->srv->jobs, q->job,
-			    r->s3.bucket, r->s3.key,
-			    h.has_epoch ? &h.epoch : NULL);
-		feed_prefetcher(r, q, &h);
+		bool planned = r->srv->jobs != NULL &&
+		    bc_jobs_record(r->srv->jobs, q->job, who, r->s3.bucket,
+		    r->s3.key, h.has_epoch ? &h.epoch : NULL);
+
+		feed_prefetcher(r, q, &h, planned);
 	}
 	if (h.malformed > 0)
 		BC_STATS_ADD(hints_malformed, h.malformed);

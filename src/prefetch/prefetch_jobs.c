@@ -7,7 +7,8 @@
  * bc_jobs_get reference remains. Each change of a job's plan position is
  * mirrored into its per-job stats' gauges (stats.h) under the lock, so
  * the mirrors land in the order of the changes (the stats' lock is taken
- * after this one, never before).
+ * after this one, never before). The builders' charge (build_bytes) is
+ * an atomic apart from the lock.
  */
 #include <assert.h>
 #include <pthread.h>
@@ -31,6 +32,7 @@ struct bc_job_s {
 	bool        live;
 	char        id[BC_S3_HINT_JOB_MAX + 1];
 	char        bucket[BC_S3_MAX_BUCKET + 1];
+	char        owner[BC_JOBS_OWNER_MAX + 1];   /* "": the operator */
 	bc_plan_t  *plan[BC_JOBS_EPOCHS];
 	uint32_t    epoch[BC_JOBS_EPOCHS];
 	unsigned    n;
@@ -59,7 +61,10 @@ struct bc_jobs_s {
 	size_t          count;
 	size_t          max_jobs;
 	size_t          max_bytes;
+	size_t          share_jobs;    /* a keyed owner's bounds */
+	size_t          share_bytes;
 	size_t          bytes;
+	_Atomic int64_t build_bytes;   /* held by plan builders */
 	bc_policy_oracle_t oracle;   /* over this registry (bc_jobs_oracle) */
 	/* count, readable without mu: a gateway with no planned job pays
 	 * no lock per request (record, get, next uses) */
@@ -70,7 +75,7 @@ static uint64_t oracle_next_use(void *arg, uint64_t key, uint64_t now);
 static bool oracle_known(void *arg);
 
 bc_jobs_t *
-bc_jobs_new(size_t max_jobs, size_t max_bytes)
+bc_jobs_new(size_t max_jobs, size_t max_bytes, size_t owners)
 {
 	bc_jobs_t *j = calloc(1, sizeof(*j));
 	size_t size = 16;
@@ -79,6 +84,10 @@ bc_jobs_new(size_t max_jobs, size_t max_bytes)
 		return NULL;
 	j->max_jobs = max_jobs > 0 ? max_jobs : BC_JOBS_DEFAULT_MAX_JOBS;
 	j->max_bytes = max_bytes > 0 ? max_bytes : BC_JOBS_DEFAULT_MAX_BYTES;
+	if (owners == 0)
+		owners = 1;
+	j->share_jobs = j->max_jobs / owners > 0 ? j->max_jobs / owners : 1;
+	j->share_bytes = j->max_bytes / owners;
 	while (size < j->max_jobs * 2)
 		size *= 2;
 	j->mask = size - 1;
@@ -287,28 +296,65 @@ bc_jobs_free(bc_jobs_t *jobs)
 	free(jobs);
 }
 
-/* evicts jobs idle the longest, never keep, until a new job fits (when
- * new_job) and need more bytes do; false when they cannot */
-static bool
-do_make_room(bc_jobs_t *jobs, const bc_job_t *keep, bool new_job,
-    size_t need)
+/* owner's jobs and the bytes of their plans */
+static void
+do_owner_use(const bc_jobs_t *jobs, const char *owner, size_t *count,
+    size_t *bytes)
 {
-	while ((new_job && jobs->count >= jobs->max_jobs) ||
-	    jobs->bytes + need > jobs->max_bytes) {
-		bc_job_t *victim = NULL;
-
-		for (size_t i = 0; i < jobs->count; i++) {
-			bc_job_t *j = jobs->all[i];
-
-			if (j != keep && (victim == NULL ||
-			    j->last_ns < victim->last_ns))
-				victim = j;
+	*count = *bytes = 0;
+	for (size_t i = 0; i < jobs->count; i++)
+		if (strcmp(jobs->all[i]->owner, owner) == 0) {
+			(*count)++;
+			*bytes += jobs->all[i]->bytes;
 		}
+}
+
+/* the job idle the longest, never keep; only owner's unless owner is the
+ * operator (""); NULL when none */
+static bc_job_t *
+do_victim(const bc_jobs_t *jobs, const bc_job_t *keep, const char *owner)
+{
+	bc_job_t *victim = NULL;
+
+	for (size_t i = 0; i < jobs->count; i++) {
+		bc_job_t *j = jobs->all[i];
+
+		if (j != keep && (owner[0] == '\0' ||
+		    strcmp(j->owner, owner) == 0) && (victim == NULL ||
+		    j->last_ns < victim->last_ns))
+			victim = j;
+	}
+	return victim;
+}
+
+/* evicts jobs idle the longest, never keep, and for a keyed owner only
+ * its own (prefetch_jobs.h "Owners"), until a new job fits (when
+ * new_job) and need more bytes do, within the bounds and the owner's
+ * share; false when they cannot */
+static bool
+do_make_room(bc_jobs_t *jobs, const bc_job_t *keep, const char *owner,
+    bool new_job, size_t need)
+{
+	if (need > jobs->max_bytes ||
+	    (owner[0] != '\0' && need > jobs->share_bytes))
+		return false;   /* would not fit even alone: evict nothing */
+	for (;;) {
+		size_t count = 0, bytes = 0;
+		bc_job_t *victim;
+
+		if (owner[0] != '\0')
+			do_owner_use(jobs, owner, &count, &bytes);
+		if (!(new_job && jobs->count >= jobs->max_jobs) &&
+		    jobs->bytes + need <= jobs->max_bytes &&
+		    (owner[0] == '\0' || (!(new_job &&
+		    count >= jobs->share_jobs) &&
+		    bytes + need <= jobs->share_bytes)))
+			return true;
+		victim = do_victim(jobs, keep, owner);
 		if (victim == NULL)
 			return false;
 		do_unlink(jobs, victim);
 	}
-	return true;
 }
 
 /* moves to the next epoch while the current plan is read through */
@@ -320,8 +366,9 @@ do_roll(bc_job_t *job)
 }
 
 int
-bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
-    const uint32_t *epoch, bc_plan_t *plan, uint32_t *epoch_out)
+bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *owner,
+    const char *bucket, const uint32_t *epoch, bc_plan_t *plan,
+    uint32_t *epoch_out)
 {
 	size_t pbytes, need;
 	bc_job_t *job;
@@ -330,8 +377,11 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 	bool replace = false, rebucket;
 	int rv = 0;
 
+	if (owner == NULL)
+		owner = "";
 	if (!bc_s3_hint_job_ok(id, strlen(id)) || bucket[0] == '\0' ||
-	    !bc_s3_bucket_name_ok(bucket)) {
+	    !bc_s3_bucket_name_ok(bucket) ||
+	    strlen(owner) > BC_JOBS_OWNER_MAX) {
 		bc_plan_unref(plan);
 		return BC_EINVAL;
 	}
@@ -345,6 +395,12 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 	}
 	pthread_mutex_lock(&jobs->mu);
 	job = do_find(jobs, id);
+	/* the operator may plan any job; a key only its own */
+	if (job != NULL && owner[0] != '\0' &&
+	    strcmp(job->owner, owner) != 0) {
+		rv = BC_EACCES;
+		goto out;
+	}
 	rebucket = job != NULL && strcmp(job->bucket, bucket) != 0;
 	if (job != NULL && !rebucket && job->n > 0) {
 		if (epoch != NULL)
@@ -377,7 +433,8 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 	} else if (rebucket) {
 		need = pbytes > job->bytes ? pbytes - job->bytes : 0;
 	}
-	if (!do_make_room(jobs, job, job == NULL, need)) {
+	if (!do_make_room(jobs, job, job != NULL ? job->owner : owner,
+	    job == NULL, need)) {
 		rv = BC_ENOSPC;
 		goto out;
 	}
@@ -393,6 +450,7 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
 		job->live = true;
 		strcpy(job->id, id);
 		strcpy(job->bucket, bucket);
+		strcpy(job->owner, owner);
 		job->hnext = jobs->table[s];
 		jobs->table[s] = job;
 		job->idx = jobs->count;
@@ -427,14 +485,16 @@ out:
 }
 
 int
-bc_jobs_delete(bc_jobs_t *jobs, const char *id)
+bc_jobs_delete(bc_jobs_t *jobs, const char *id, const char *owner)
 {
 	bc_job_t *job;
 	int rv = BC_ENOENT;
 
 	pthread_mutex_lock(&jobs->mu);
 	job = do_find(jobs, id);
-	if (job != NULL) {
+	if (job != NULL && owner != NULL && strcmp(job->owner, owner) != 0) {
+		rv = BC_EACCES;
+	} else if (job != NULL) {
 		do_unlink(jobs, job);
 		rv = 0;
 	}
@@ -497,9 +557,51 @@ do_record(bc_job_t *job, const char *bucket, const char *key,
 	job->out_of_plan++;
 }
 
+/* who (NULL: unsigned) may read as job (prefetch_jobs.h "Owners") */
+static bool
+may_use(const bc_job_t *job, const char *who)
+{
+	return job->owner[0] == '\0' || (who != NULL &&
+	    strcmp(job->owner, who) == 0);
+}
+
 bool
-bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
-    const char *key, const uint32_t *epoch)
+bc_jobs_may_use(bc_jobs_t *jobs, const char *id, const char *who)
+{
+	bc_job_t *job;
+	bool ok;
+
+	if (atomic_load(&jobs->live) == 0)
+		return true;
+	pthread_mutex_lock(&jobs->mu);
+	job = do_find(jobs, id);
+	ok = job == NULL || may_use(job, who);
+	pthread_mutex_unlock(&jobs->mu);
+	return ok;
+}
+
+int
+bc_jobs_build_charge(bc_jobs_t *jobs, int64_t delta)
+{
+	int64_t had;
+
+	if (delta <= 0) {
+		had = atomic_fetch_add(&jobs->build_bytes, delta);
+		assert(had + delta >= 0);
+		return 0;
+	}
+	had = atomic_load(&jobs->build_bytes);
+	do {
+		if (had + delta > (int64_t)jobs->max_bytes)
+			return BC_ENOSPC;
+	} while (!atomic_compare_exchange_weak(&jobs->build_bytes, &had,
+	    had + delta));
+	return 0;
+}
+
+bool
+bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *who,
+    const char *bucket, const char *key, const uint32_t *epoch)
 {
 	bc_job_t *job;
 
@@ -507,6 +609,8 @@ bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
 		return false;
 	pthread_mutex_lock(&jobs->mu);
 	job = do_find(jobs, id);
+	if (job != NULL && !may_use(job, who))
+		job = NULL;
 	if (job != NULL) {
 		job->last_ns = bc_mono_ns();
 		do_record(job, bucket, key, epoch);
@@ -743,6 +847,7 @@ do_info(const bc_job_t *job, bc_job_info_t *info)
 	memset(info, 0, sizeof(*info));
 	strcpy(info->id, job->id);
 	strcpy(info->bucket, job->bucket);
+	strcpy(info->owner, job->owner);
 	if (job->n > 0) {
 		info->epoch = job->epoch[0];
 		info->plan_len = bc_plan_len(job->plan[0]);
@@ -787,9 +892,15 @@ static int
 info_json(const bc_job_info_t *in, bc_buf_t *out)
 {
 	int rv = bc_buf_printf(out, "{\"id\": \"%s\", \"bucket\": \"%s\", "
-	    "\"epoch\": %u, \"cursor\": %u, \"plan_keys\": %u, "
-	    "\"epochs\": [", in->id, in->bucket, in->epoch, in->cursor,
-	    in->plan_len);
+	    "\"owner\": ", in->id, in->bucket);
+
+	if (rv == 0)   /* an access key may hold anything: escaped */
+		rv = in->owner[0] == '\0' ? bc_buf_puts(out, "null") :
+		    bc_stats_json_string(out, in->owner);
+	if (rv == 0)
+		rv = bc_buf_printf(out, ", \"epoch\": %u, \"cursor\": %u, "
+		    "\"plan_keys\": %u, \"epochs\": [", in->epoch, in->cursor,
+		    in->plan_len);
 
 	for (unsigned i = 0; rv == 0 && i < in->n_epochs; i++)
 		rv = bc_buf_printf(out, "%s%u", i > 0 ? ", " : "",
@@ -809,7 +920,8 @@ info_json(const bc_job_info_t *in, bc_buf_t *out)
 }
 
 int
-bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out)
+bc_jobs_json(bc_jobs_t *jobs, const char *id, const char *owner,
+    bc_buf_t *out)
 {
 	bc_job_info_t *infos = NULL;
 	size_t n = 0;
@@ -832,7 +944,8 @@ bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out)
 			rv = BC_ENOMEM;
 	}
 	for (size_t i = 0; rv == 0 && i < jobs->count; i++)
-		do_info(jobs->all[i], &infos[n++]);
+		if (owner == NULL || strcmp(jobs->all[i]->owner, owner) == 0)
+			do_info(jobs->all[i], &infos[n++]);
 	pthread_mutex_unlock(&jobs->mu);
 	if (rv == 0 && bc_buf_puts(out, "{\"jobs\": [") < 0)
 		rv = BC_ENOMEM;

@@ -5,9 +5,24 @@
  *
  * A job exists from its first plan (bc_jobs_put_plan) until it is
  * deleted or evicted: at most max_jobs, and plans of at most max_bytes
- * all told; making room evicts the job idle the longest. GETs of jobs
- * without a plan are not recorded (a flood of made-up job ids cannot
- * evict planned jobs).
+ * all told. GETs of jobs without a plan are not recorded (a flood of
+ * made-up job ids cannot evict planned jobs).
+ *
+ * Owners: a job belongs to the client key that posted its first plan, or
+ * to the operator (owner NULL or "": the admin token or a local client).
+ * A keyed owner holds at most its share, max_jobs / owners jobs (at least
+ * one) and max_bytes / owners bytes of plans, where owners is the number
+ * of client keys (bc_jobs_new); making room for it evicts its own jobs,
+ * idle the longest first, and never another's — so the keys' shares
+ * together never exceed the bounds, and no key can evict what another
+ * planned. The operator's plans make room by evicting the job idle the
+ * longest, whoever's. Only the operator or the owner may post a plan to
+ * an owned job; an operator's job takes plans from the operator only.
+ * Reads count toward an owned job only when its owner makes them
+ * (bc_jobs_may_use), toward an operator's job whoever makes them.
+ *
+ * Plans being received are bounded apart: bc_jobs_build_charge keeps the
+ * bytes all builders hold at once within max_bytes.
  *
  * A job holds up to BC_JOBS_EPOCHS plans, by epoch; the lowest is the
  * current one. Progress in it is the positions read (a bit each), the
@@ -64,9 +79,12 @@ typedef struct bc_job_key_s {
 } bc_job_key_t;
 
 /* A snapshot of one job, for the admin API and stats. */
+#define BC_JOBS_OWNER_MAX 128    /* bytes of an owner (an access key) */
+
 typedef struct bc_job_info_s {
 	char     id[129];
 	char     bucket[256];
+	char     owner[BC_JOBS_OWNER_MAX + 1];   /* "": the operator's */
 	uint32_t epoch;          /* current */
 	uint32_t cursor;         /* one past the furthest position read */
 	uint32_t low;            /* the first position not read */
@@ -79,34 +97,50 @@ typedef struct bc_job_info_s {
 	size_t   plan_bytes;     /* bc_plan_memory of all its plans */
 } bc_job_info_t;
 
-/* max_jobs 0 or max_bytes 0: the defaults above. NULL: no memory. */
-bc_jobs_t *bc_jobs_new(size_t max_jobs, size_t max_bytes);
+/* max_jobs 0 or max_bytes 0: the defaults above; owners: the client keys
+ * that share them (0 counts as 1). NULL: no memory. */
+bc_jobs_t *bc_jobs_new(size_t max_jobs, size_t max_bytes, size_t owners);
 /* Frees every job and plan. Every bc_jobs_get reference must have been
  * dropped. NULL: no-op. */
 void bc_jobs_free(bc_jobs_t *jobs);
 
 /*
  * Installs plan (the caller's reference is taken over, also on error)
- * as job id's plan for epoch of bucket, creating the job. epoch NULL:
- * one after the highest held, 0 for a new job. A plan for another
+ * as job id's plan for epoch of bucket, creating the job, owned by owner
+ * (NULL or "": the operator; at most BC_JOBS_OWNER_MAX bytes). epoch
+ * NULL: one after the highest held, 0 for a new job. A plan for another
  * bucket than the job's replaces all its plans. The same epoch replaces
  * that plan (and resets the cursor when current). Returns 0 and
- * *epoch_out, or BC_EINVAL (an epoch below the current one), BC_E2BIG
- * (the job already holds BC_JOBS_EPOCHS later epochs), BC_ENOSPC (the
- * plan does not fit max_bytes even alone), BC_ENOMEM.
+ * *epoch_out, or BC_EACCES (the job is another's: see Owners above),
+ * BC_EINVAL (an epoch below the current one, or a bad id, bucket or
+ * owner), BC_E2BIG (the job already holds BC_JOBS_EPOCHS later epochs),
+ * BC_ENOSPC (the plan does not fit: max_bytes, or the owner's share,
+ * even with the owner's other jobs evicted), BC_ENOMEM.
  */
-int bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *bucket,
-    const uint32_t *epoch, bc_plan_t *plan, uint32_t *epoch_out);
-/* Ends a job. Returns 0 or BC_ENOENT. */
-int bc_jobs_delete(bc_jobs_t *jobs, const char *id);
+int bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *owner,
+    const char *bucket, const uint32_t *epoch, bc_plan_t *plan,
+    uint32_t *epoch_out);
+/* true when who (a client's access key; NULL: an unsigned client) may
+ * name job id in its reads: no such job, the operator's job, or who's. */
+bool bc_jobs_may_use(bc_jobs_t *jobs, const char *id, const char *who);
+/*
+ * Plan bodies being received: adds delta (negative: gives back) to the
+ * bytes builders hold. Returns 0, or BC_ENOSPC when a positive delta
+ * would take them over max_bytes (nothing is added then). Any thread.
+ */
+int bc_jobs_build_charge(bc_jobs_t *jobs, int64_t delta);
+/* Ends job id when owner is NULL (the operator may end any) or its
+ * owner ("": the operator's jobs). Returns 0, BC_ENOENT or BC_EACCES. */
+int bc_jobs_delete(bc_jobs_t *jobs, const char *id, const char *owner);
 
 /*
- * Records a GET of bucket/key by job id (hinted epoch: NULL when none).
- * Returns true when id is a job (its cursor may have moved), false
- * otherwise (nothing recorded).
+ * Records a GET of bucket/key by job id made by who (as for
+ * bc_jobs_may_use; hinted epoch: NULL when none). Returns true when id
+ * is a job who may use (its cursor may have moved), false otherwise
+ * (nothing recorded).
  */
-bool bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *bucket,
-    const char *key, const uint32_t *epoch);
+bool bc_jobs_record(bc_jobs_t *jobs, const char *id, const char *who,
+    const char *bucket, const char *key, const uint32_t *epoch);
 
 /*
  * The soonest any job reads bucket/key next, in reads: in its current
@@ -159,14 +193,17 @@ int bc_jobs_info(bc_jobs_t *jobs, const char *id, bc_job_info_t *info);
 size_t bc_jobs_count(bc_jobs_t *jobs);
 
 /*
- * Appends JSON: with id NULL {"jobs": [JOB, ...]}, else one JOB object,
- * where JOB is {"id", "bucket", "epoch", "cursor", "plan_keys",
+ * Appends JSON: with id NULL {"jobs": [JOB, ...]} (only owner's jobs
+ * when owner is not NULL; "" names the operator's), else one JOB object
+ * (owner ignored), where JOB is {"id", "bucket", "owner" (null for the
+ * operator's), "epoch", "cursor", "plan_keys",
  * "epochs": [...], "reads", "out_of_order", "out_of_plan",
  * "plan_bytes", then the job's per-job stats (stats.h,
  * bc_stats_job_json: "requests", ..., "prefetch_issued", "prefetch_used",
  * "prefetch_wasted", ..., "rate_bytes_per_second")}. Returns 0,
  * BC_ENOENT (no job id), BC_ENOMEM.
  */
-int bc_jobs_json(bc_jobs_t *jobs, const char *id, bc_buf_t *out);
+int bc_jobs_json(bc_jobs_t *jobs, const char *id, const char *owner,
+    bc_buf_t *out);
 
 #endif

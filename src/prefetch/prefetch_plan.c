@@ -255,6 +255,14 @@ bc_plan_builder_feed(bc_plan_builder_t *b, const void *data, size_t n,
 	return feed_mode(b, p, n, err, errlen);
 }
 
+size_t
+bc_plan_builder_memory(const bc_plan_builder_t *b)
+{
+	/* zlib's inflate state and window: about 7 KiB + 32 KiB */
+	return sizeof(*b) + b->arena_cap + (size_t)b->off_cap *
+	    sizeof(*b->off) + (b->gzout != NULL ? GZ_OUT + (40u << 10) : 0);
+}
+
 static int
 build_index(bc_plan_t *p)
 {

@@ -52,6 +52,9 @@ int bc_plan_builder_feed(bc_plan_builder_t *b, const void *data, size_t n,
 int bc_plan_builder_finish(bc_plan_builder_t *b, bc_plan_t **out,
     char *err, size_t errlen);
 void bc_plan_builder_free(bc_plan_builder_t *b);
+/* Bytes b holds on the heap now (its keys, their offsets, the gunzip
+ * buffer), itself included: what a plan being received costs. */
+size_t bc_plan_builder_memory(const bc_plan_builder_t *b);
 
 /* The three calls above on a whole body. */
 int bc_plan_parse(const void *body, size_t n, bc_plan_t **out, char *err,
