@@ -18,7 +18,8 @@
 #      aws-chunked (501), no signature (403), a body over the plan bound
 #      (400 EntityTooLarge, at once);
 #   4. a prefix-limited key (LIM) plans only keys it may read (a plan naming
-#      secret/ is 403 and makes no job), may not plan, read or end FULL's
+#      secret/ is 403 and makes no job; a gzip plan of 200,000 keys is
+#      checked whole), may not plan, read or end FULL's
 #      job, nor name a job after another key, lists only its own jobs; its
 #      x-bucketcache-next hints prefetch only within its grant, and a hint
 #      naming FULL's job is refused (hints_refused) and moves nothing; it
@@ -72,7 +73,7 @@ bc_expect relayed-stats 403 AccessDenied "through the relay a client is not loca
 	"$RELAY/_bucketcache/stats"
 
 bc_py "$RELAY" "$BC_GW_URL" "$TOKEN" "$B" "$BC_SRCDIR/contrib/python" <<'EOF'
-import json, sys, time, urllib.request
+import gzip, json, sys, time, urllib.request
 sys.path.insert(0, sys.argv[5])   # contrib/python: the project's helper
 
 import boto3
@@ -198,6 +199,13 @@ ok(st == 403 and code(b) == "AccessDenied" and b"secret/s0" in b,
    "a plan naming a key outside LIM's grant: 403 naming it", "%d %s" % (st, b[:300]))
 st, b, _ = lim.send("GET", "/_bucketcache/v1/jobs/lim-2")
 ok(st == 404, "the refused plan made no job", "%d" % st)
+big = "".join("train/x%06d\n" % i for i in range(200000)).encode()
+t0 = time.time()
+st, b, _ = lim.send("PUT", P % "lim-big", gzip.compress(big, 1))
+ok(st == 200 and json.loads(b)["keys"] == 200000,
+   "LIM posts a gzip plan of 200,000 keys of its grant (%.1f s)" % (time.time() - t0), "%d %s" % (st, b[:200]))
+st, b, _ = lim.send("PUT", P % "lim-big2", gzip.compress(big + b"secret/s3\n", 1))
+ok(st == 403 and b"secret/s3" in b, "the same plan with its last key outside the grant: 403")
 st, b, _ = lim.send("PUT", P % "train-a", b"train/t01\n")
 ok(st == 403 and code(b) == "AccessDenied", "LIM may not plan FULL's job", "%d %s" % (st, b[:200]))
 ok(job("train-a")["epochs"] == [1], "FULL's job is untouched", str(job("train-a")))
@@ -210,7 +218,7 @@ st, b, _ = lim.send("PUT", P % "FULL", b"train/t01\n")
 ok(st == 403, "LIM may not name a job after another key (FULL)", "%d %s" % (st, b[:200]))
 st, b, _ = lim.send("GET", "/_bucketcache/v1/jobs")
 ids = [x["id"] for x in json.loads(b)["jobs"]] if st == 200 else None
-ok(st == 200 and ids == ["lim-1"], "LIM lists its own jobs only", "%d %s" % (st, b[:300]))
+ok(st == 200 and ids == ["lim-1", "lim-big"], "LIM lists its own jobs only", "%d %s" % (st, b[:300]))
 st, b, _ = lim.send("GET", "/_bucketcache/v1/jobs/lim-1")
 ok(st == 200 and json.loads(b)["id"] == "lim-1", "LIM reads its own job")
 for path, method in (("/_bucketcache/v1/scale", "GET"), ("/_bucketcache/stats", "GET"),
@@ -269,4 +277,4 @@ done()
 EOF
 
 bc_stop_gateway
-bc_done 58
+bc_done 60
