@@ -371,12 +371,18 @@ bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls)
 
 void
 bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t from, uint32_t last, bool anon, bc_stats_job_id_t job)
+    uint32_t from, uint32_t last, unsigned n, bool anon,
+    bc_stats_job_id_t job)
 {
-	unsigned n = c->o.cfg->readahead;
+	uint64_t budget = c->o.cfg->prefetch_memory > 0 ?
+	    c->o.cfg->prefetch_memory : atomic_load(&c->mem_size) / 4;
 
-	for (uint32_t i = from + 1; i <= last && i > from && n > 0; i++, n--)
+	for (uint32_t i = from + 1; i <= last && i > from && n > 0; i++, n--) {
+		if (bc_stats_get(BC_STAT_prefetch_unread_bytes) + c->cs >
+		    budget && i > from + 1)
+			break;   /* the next chunk, at least: it is due now */
 		(void)bc_cache_prefetch(c, o, etag, i, anon, job);
+	}
 }
 
 bc_exchange_t *

@@ -215,12 +215,18 @@ int  bc_cache_prefetch_key(bc_cache_t *c, const char *bucket,
 unsigned bc_cache_fills_running(bc_cache_t *c, bc_origin_class_t cls);
 /* The origin's time per chunk fill, smoothed; 0 before the first. */
 uint64_t bc_cache_fetch_us(bc_cache_t *c);
-/* Read-ahead for a client of job reading o sequentially at chunk from:
- * starts prefetches of the chunks after it up to last, at most
- * --readahead of them (unsigned when anon, for job as bc_cache_prefetch).
- * Failures are left to the reads that come. */
+/*
+ * A sequential reader of o's version etag entered chunk from: starts
+ * prefetches of the n chunks after it (its read window, cache_window.h),
+ * none past last, unsigned when anon, for job as bc_cache_prefetch; it
+ * stops early once the bytes prefetched and not yet read reach the
+ * prefetch budget (--prefetch-memory; 0: a quarter of the memory bound).
+ * Chunks in memory or being fetched cost nothing. Failures are left to
+ * the reads that come.
+ */
 void bc_cache_read_ahead(bc_cache_t *c, bc_object_t *o, const char *etag,
-    uint32_t from, uint32_t last, bool anon, bc_stats_job_id_t job);
+    uint32_t from, uint32_t last, unsigned n, bool anon,
+    bc_stats_job_id_t job);
 
 /*
  * Bytes first..last of o's version etag straight from the upstream, kept

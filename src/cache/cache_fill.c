@@ -62,15 +62,40 @@ bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
 	f->cls = BC_ORIGIN_DEMAND;
 }
 
+/* c->mu held: cost more bytes reserved under the memory bound for a fill
+ * of o's chunk index (bc_tier_mem_reserve: evicts idle chunks; for a
+ * prefetch, bc_tier_mem_reserve_prefetch: only when the policy keeps the
+ * chunk, never evicting an unread prefetch). 0, or BC_ENOSPC (a
+ * prefetch's is counted prefetch_declined). */
+static int
+reserve_more(bc_cache_t *c, const bc_object_t *o, uint32_t index,
+    bc_origin_class_t cls, uint64_t cost)
+{
+	int rv;
+
+	if (cls == BC_ORIGIN_PREFETCH) {
+		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, true);
+
+		rv = bc_tier_mem_reserve_prefetch(c->mem, cost,
+		    bc_policy_key_hash(o->bucket, o->key, index), &ctx);
+		if (rv < 0)
+			BC_STATS_INC(prefetch_declined);
+	} else {
+		rv = bc_tier_mem_reserve(c->mem, cost);
+	}
+	return rv < 0 ? BC_ENOSPC : 0;
+}
+
 /*
  * c->mu held: what the chunk a fill of kind brings will cost, reserved
- * under the memory bound (bc_tier_mem_reserve: evicts idle chunks; for a
- * prefetch, bc_tier_mem_reserve_prefetch: only when the policy keeps the
- * chunk, never evicting an unread prefetch). A first fill does not know
- * the object's size yet: it reserves a whole chunk, and fill_headers()
- * trues the charge up. Returns 0 with *charge (0 for fills that bring no
+ * under the memory bound (reserve_more). A first fill does not know the
+ * object's size yet: it reserves what first chunks have been lately
+ * (c->first_guess, never a whole chunk unless they were), and
+ * fill_headers() trues the charge up to the chunk's size once the
+ * headers give it — so in-flight fills evict about what they will hold,
+ * not a chunk each. Returns 0 with *charge (0 for fills that bring no
  * chunk), or BC_ENOSPC when the chunks in use leave no room (a prefetch:
- * or it is declined, counted prefetch_declined).
+ * or it is declined).
  */
 static int
 fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
@@ -82,7 +107,7 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 
 	*charge = 0;
 	if (kind == BC_FILL_FIRST) {
-		len = c->cs;
+		len = c->first_guess;
 		id += sizeof(o->meta.etag);
 	} else if (kind == BC_FILL_CHUNK) {
 		len = bc_chunk_len(index, o->meta.size, c->cs);
@@ -93,19 +118,42 @@ fill_reserve(bc_cache_t *c, const bc_object_t *o, bc_fill_kind_t kind,
 	if (len == 0)
 		return 0;
 	cost = bc_chunk_charge_for((size_t)len, id);
-	if (cls == BC_ORIGIN_PREFETCH) {
-		bc_policy_ctx_t ctx = bc_cache_policy_ctx(o, true);
-
-		rv = bc_tier_mem_reserve_prefetch(c->mem, cost,
-		    bc_policy_key_hash(o->bucket, o->key, index), &ctx);
-		if (rv < 0)
-			BC_STATS_INC(prefetch_declined);
-	} else {
-		rv = bc_tier_mem_reserve(c->mem, cost);
-	}
+	rv = reserve_more(c, o, index, cls, cost);
 	if (rv < 0)
-		return BC_ENOSPC;
+		return rv;
 	*charge = cost;
+	return 0;
+}
+
+/* c->mu held: a first fill learned its chunk's length: the guess for the
+ * next ones moves 1/8 of the way to it. */
+static void
+first_guess_learn(bc_cache_t *c, uint64_t len)
+{
+	uint64_t g = c->first_guess - c->first_guess / 8 + len / 8;
+
+	if (g < BC_FIRST_GUESS_MIN)
+		g = BC_FIRST_GUESS_MIN;
+	c->first_guess = g < c->cs ? g : c->cs;
+}
+
+/* c->mu held: f's chunk will cost cost bytes, more than f reserved:
+ * reserves the rest (a transit fill, within the transit budget). 0, or
+ * BC_ENOSPC when there is no room for it. */
+static int
+fill_true_up(bc_cache_t *c, bc_fill_t *f, size_t cost)
+{
+	if (cost <= f->charge)
+		return 0;
+	if (f->transit) {
+		if (atomic_load(&c->transit_bytes) + (cost - f->charge) >
+		    bc_cache_transit_max(c))
+			return BC_ENOSPC;
+		return 0;   /* fill_charge moves it */
+	}
+	if (reserve_more(c, f->o, f->index, f->cls, cost - f->charge) < 0)
+		return BC_ENOSPC;
+	f->charge = cost;   /* reserve_more counted the rest outside */
 	return 0;
 }
 
@@ -147,7 +195,7 @@ fill_transit(bc_cache_t *c, const bc_object_t *o, bc_fill_t *f)
 {
 	size_t id = strlen(o->bucket) + strlen(o->key) + 3 +
 	    sizeof(o->meta.etag);
-	uint64_t len = f->kind == BC_FILL_FIRST ? c->cs :
+	uint64_t len = f->kind == BC_FILL_FIRST ? c->first_guess :
 	    bc_chunk_len(f->index, o->meta.size, c->cs);
 	size_t cost = bc_chunk_charge_for((size_t)len, id);
 
@@ -635,6 +683,18 @@ fill_headers(bc_exchange_t *x, void *arg, int status, const bc_kvlist_t *h)
 	f->accepted = true;
 	origin_begin(c, f);
 	want = bc_chunk_len(f->index, size, c->cs);
+	if (f->kind == BC_FILL_FIRST)
+		first_guess_learn(c, want);
+	if (want > 0 && fill_true_up(c, f, bc_chunk_charge_for((size_t)want,
+	    strlen(o->bucket) + strlen(o->key) + 3 + strlen(f->etag))) < 0) {
+		/* no room for the chunk: keep nothing (the body, not sunk,
+		 * ends the exchange); the waiters look again, metadata
+		 * known now, and read around the cache */
+		BC_STATS_INC(cache_fill_no_room);
+		f->no_room = true;
+		f->accepted = false;
+		goto out;
+	}
 	if (want > 0) {
 		bc_chunk_key_t k = { o->bucket, o->key, f->etag, f->index };
 
@@ -808,6 +868,11 @@ fill_done(bc_exchange_t *x, void *arg)
 	}
 	if (f->accepted) {
 		fill_finish_accepted(c, o, f, rv);
+		goto out;
+	}
+	if (f->no_room) {
+		bc_waiters_end(&f->waiters, BC_WAIT_RECHECK, NULL, 0, 0, NULL,
+		    0);
 		goto out;
 	}
 	if (f->kind == BC_FILL_PUBLIC) {

@@ -72,6 +72,10 @@ typedef struct bc_fill_s {
 	/* Memory had no room: the chunk goes to the lower tiers only, its
 	 * bytes held outside the memory bound (cache_fill.c, fill_reserve). */
 	bool           transit;
+	/* A first fill whose chunk, its size known at the headers, found no
+	 * room beyond what it had reserved: it keeps nothing, and its
+	 * waiters look again (then read around the cache). */
+	bool           no_room;
 	bc_exchange_t *x;           /* NULL while the lower tiers are asked */
 	/* A chunk fill asks the lower tiers first (probe) and starts its
 	 * exchange only when none has the chunk. */
@@ -146,8 +150,16 @@ struct bc_cache_s {
 	_Atomic unsigned       inflight[2];
 	/* the origin's time per chunk fill, smoothed (1/8 per fill) */
 	_Atomic uint64_t       fetch_us;
+	/* What a first fill reserves before the object's size is known
+	 * (c->mu): the first chunks seen lately, smoothed (1/8 per fill),
+	 * within [BC_FIRST_GUESS_MIN, cs]; BC_FIRST_GUESS_INIT at start.
+	 * The headers true it up (cache_fill.c, fill_headers). */
+	uint64_t               first_guess;
 	bc_cache_opts_t        o;
 };
+
+#define BC_FIRST_GUESS_MIN  (4u << 10)
+#define BC_FIRST_GUESS_INIT (64u << 10)
 
 /* The transit budget: half of mem_size, at least 8 chunks. */
 static inline uint64_t

@@ -384,6 +384,8 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	pthread_mutex_init(&c->mu, NULL);
 	c->o = *o;
 	c->cs = o->cfg->chunk_size;
+	c->first_guess = c->cs < BC_FIRST_GUESS_INIT ? c->cs :
+	    BC_FIRST_GUESS_INIT;
 	atomic_init(&c->mem_size, o->cfg->mem_size);
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
 	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;

@@ -96,8 +96,10 @@ BC_OPT(redis_timeout, "redis-timeout", MS,    "2s",
     "a Redis command not answered within this fails (the tier is then marked down; requests go on from the origin)")
 BC_OPT(redis_connect_timeout, "redis-connect-timeout", MS, "1s",
     "Redis connect timeout")
-BC_OPT(readahead,     "readahead",     UINT,  "1",
-    "chunks fetched ahead of a client reading an object sequentially")
+BC_OPT(readahead,     "readahead",     UINT,  "2",
+    "chunks fetched ahead of a client reading an object sequentially, at first (0: none); the window doubles while the client waits, up to readahead-max")
+BC_OPT(readahead_max, "readahead-max", UINT,  "16",
+    "the most chunks a sequential reader's window keeps in flight ahead of it (bounded by prefetch-memory too)")
 BC_OPT(prefetch_memory, "prefetch-memory", SIZE, "0",
     "bytes prefetched but not yet read that the prefetcher may hold (0: a quarter of mem-size)")
 BC_OPT(prefetch_concurrency, "prefetch-concurrency", UINT, "32",

@@ -56,6 +56,7 @@
 #include "cache/cache.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
+#include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
 #include "prefetch/prefetch_plan.h"
 #include "s3/s3_hints.h"
@@ -262,6 +263,28 @@ plan_outside_grant(const bc_http_req_t *r, const bc_plan_t *plan,
 	return NULL;
 }
 
+/* A plan that is its job's current one, nothing of it read yet (posted
+ * before the job reads: its first epoch, say): the prefetcher starts on
+ * its first keys now, so the loader's first batches find them
+ * (BC_PREFETCH_PLAN_START; later reads size the window by the job's
+ * rate). The keys are the owner's to read (plan_outside_grant). They are
+ * fetched signed: whether the job's readers will sign is not known yet,
+ * and a signed fill serves both (an unsigned reader's is checked with a
+ * one-byte unsigned GET, cache.h), where an unsigned one of a private
+ * object serves nobody. */
+static void
+plan_prefetch_start(bc_http_req_t *r, const char *id, uint32_t epoch)
+{
+	bc_job_info_t info;
+
+	if (r->srv->prefetch == NULL ||
+	    bc_jobs_info(r->srv->jobs, id, &info) < 0 ||
+	    info.epoch != epoch || info.cursor != 0)
+		return;
+	(void)bc_prefetch_feed_plan(r->srv->prefetch, r->srv->jobs, id, NULL,
+	    BC_PREFETCH_PLAN_START, NULL, NULL, false);
+}
+
 static bc_s3err_t
 plan_finish(bc_http_req_t *r)
 {
@@ -299,9 +322,11 @@ plan_finish(bc_http_req_t *r)
 	rv = bc_jobs_put_plan(r->srv->jobs, pp->id, r->client_key != NULL ?
 	    r->auth.access_key : NULL, pp->bucket,
 	    pp->has_epoch ? &pp->epoch : NULL, plan, &epoch);
-	if (rv == 0)
+	if (rv == 0) {
 		bc_scale_plan(r->srv->scale, pp->id, pp->bucket,
 		    bc_plan_key(plan, 0, NULL), keys);
+		plan_prefetch_start(r, pp->id, epoch);
+	}
 	bc_plan_unref(plan);
 	if (rv < 0) {
 		const char *msg = rv == BC_EINVAL ?

@@ -35,6 +35,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
+#include "cache/cache_window.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
@@ -69,7 +70,6 @@ fill_failed(bc_http_req_t *r)
  * of the plan on the heap, at most once a prefetch tick per job): the
  * keys due behind the cursor of a loader with many workers and the window
  * ahead. */
-#define FEED_MAX_KEYS  1024
 /* Waits for the one chunk of a range before answering, at most (a fill
  * that ends in RECHECK is asked again; past this the answer streams). */
 #define MAX_CHUNK_WAITS 3
@@ -110,6 +110,8 @@ typedef struct objreq_s {
 				      another request) */
 	unsigned         chunk_waits;
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
+	bc_read_window_t win;        /* streaming: chunks to fetch ahead */
+	bool             cur_waited; /* the chunk entered next was waited for */
 	bool             cur_fetched;
 	bool             cur_tier;   /* cur came from a lower tier */
 	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
@@ -177,76 +179,47 @@ wait_end(objreq_t *q)
 	q->wait_t0 = 0;
 }
 
-/* Keeps the keys of names[0..n) r's client key may read in bucket (all
- * for an unsigned client: the gateway's or the origin's rules apply to
- * it), in order; returns how many are kept. A client never makes the
- * gateway fetch what it could not read itself. */
-static size_t
-within_grant(const bc_http_req_t *r, const char *bucket, const char **names,
-    size_t n)
+/* Whether r's client key may read bucket/key (all for an unsigned
+ * client: the gateway's or the origin's rules apply to it). A client
+ * never makes the gateway fetch what it could not read itself. */
+static bool
+in_grant(void *arg, const char *bucket, const char *key)
 {
-	size_t k = 0;
+	const bc_http_req_t *r = arg;
 
-	if (r->client_key == NULL ||
-	    bc_config_key_has_bucket(r->client_key, bucket))
-		return n;
-	for (size_t i = 0; i < n; i++)
-		if (bc_config_key_allows(r->client_key, bucket, names[i]))
-			names[k++] = names[i];
-	return k;
+	return r->client_key == NULL ||
+	    bc_config_key_allows(r->client_key, bucket, key);
 }
 
 /* The keys the prefetcher should bring for q's job, which just read
  * r's key: the -next hint's, else (planned: the read counted toward a
- * job of the registry) the job's plan window (as many keys as
- * its prefetch window, and the keys due behind the cursor; at most
- * FEED_MAX_KEYS); only those within r's grant. */
+ * job of the registry) the job's plan window (bc_prefetch_feed_plan);
+ * only those within r's grant. */
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
     bool planned)
 {
 	bc_prefetch_t *pf = r->srv->prefetch;
-	bc_job_key_t *keys;
-	const char **names;
-	char bucket[256];
-	size_t w, n, k;
-	bc_job_t *j;
+	size_t k = 0;
 
 	if (pf == NULL)
 		return;
 	if (h->n_next > 0) {
-		k = within_grant(r, r->s3.bucket, (const char **)h->next,
-		    h->n_next);
+		for (size_t i = 0; i < h->n_next; i++)
+			if (in_grant(r, r->s3.bucket, h->next[i]))
+				h->next[k++] = h->next[i];
+			else
+				free(h->next[i]);
+		h->n_next = k;
 		if (k > 0)
 			bc_prefetch_want(pf, q->job, r->s3.bucket,
 			    (const char *const *)h->next, k, 0,
 			    r->upstream_unsigned);
 		return;
 	}
-	if (!planned || !bc_prefetch_want_due(pf, q->job))
-		return;
-	j = bc_jobs_get(r->srv->jobs, q->job);
-	if (j == NULL)
-		return;
-	w = bc_prefetch_window(pf, q->job);
-	if (w < BC_PREFETCH_MIN_WINDOW)
-		w = BC_PREFETCH_MIN_WINDOW;
-	keys = malloc(FEED_MAX_KEYS * sizeof(*keys));
-	names = malloc(FEED_MAX_KEYS * sizeof(*names));
-	if (keys != NULL && names != NULL) {
-		n = bc_jobs_window(j, w, FEED_MAX_KEYS, keys, bucket, NULL);
-		for (size_t i = 0; i < n; i++)
-			names[i] = keys[i].key;
-		k = within_grant(r, bucket, names, n);
-		/* the plan's window is sized already: all of it is due */
-		if (k > 0 && strcmp(bucket, r->s3.bucket) == 0)
-			bc_prefetch_want(pf, q->job, bucket, names, k, k,
-			    r->upstream_unsigned);
-		bc_jobs_window_release(keys, n);
-	}
-	free(keys);
-	free(names);
-	bc_job_unref(j);
+	if (planned && bc_prefetch_want_due(pf, q->job))
+		(void)bc_prefetch_feed_plan(pf, r->srv->jobs, q->job,
+		    r->s3.bucket, 0, in_grant, r, r->upstream_unsigned);
 }
 
 /* Names q's job (the hinted job, else the access key, else
@@ -297,6 +270,8 @@ obj_start(bc_http_req_t *r)
 	q->scale = r->srv->scale;
 	bc_waiter_init(&q->w, bc_http_resume_cb, r);
 	q->w.partial_ok = true;   /* stream chunks as they arrive */
+	bc_read_window_init(&q->win, r->srv->cfg->readahead,
+	    r->srv->cfg->readahead_max);
 	/* unsigned: served only what the upstream lets unsigned requests
 	 * read (cache.h) */
 	q->w.anon = r->upstream_unsigned;
@@ -504,6 +479,7 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i, true,
 			    &q->w, &q->cur);
 			if (rv == BC_EAGAIN) {
+				q->cur_waited = true;
 				wait_begin(q);
 				bc_http_wait(r);
 				return 0;
@@ -521,7 +497,10 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (i < q->c1 && q->job_id == BC_STATS_JOB_NONE)
 			q->job_id = bc_stats_job_id(q->job);
 		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
-		    q->w.anon, q->job_id);
+		    bc_read_window_step(&q->win, i, q->cur_waited ||
+		    bc_chunk_state(q->cur) != BC_CHUNK_COMPLETE), q->w.anon,
+		    q->job_id);
+		q->cur_waited = false;
 	}
 	in_chunk = off - bc_chunk_start(i, cs);
 	n = bc_chunk_avail(q->cur);

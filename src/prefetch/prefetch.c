@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "prefetch/prefetch.h"
+#include "prefetch/prefetch_jobs.h"
 #include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
@@ -405,4 +406,43 @@ bc_prefetch_free(bc_prefetch_t *p)
 		job_fini(&p->jobs[i]);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
+}
+
+size_t
+bc_prefetch_feed_plan(bc_prefetch_t *p, bc_jobs_t *jobs, const char *job,
+    const char *bucket, size_t min_window, bc_prefetch_keep_fn keep,
+    void *keep_arg, bool anon)
+{
+	bc_job_key_t *keys = NULL;
+	const char **names = NULL;
+	char pbucket[256];
+	size_t w, n = 0, k = 0;
+	bc_job_t *j = bc_jobs_get(jobs, job);
+
+	if (j == NULL)
+		return 0;
+	w = bc_prefetch_window(p, job);
+	if (w < min_window)
+		w = min_window;
+	if (w < BC_PREFETCH_MIN_WINDOW)
+		w = BC_PREFETCH_MIN_WINDOW;
+	keys = malloc(BC_PREFETCH_FEED_MAX * sizeof(*keys));
+	names = malloc(BC_PREFETCH_FEED_MAX * sizeof(*names));
+	if (keys != NULL && names != NULL) {
+		n = bc_jobs_window(j, w, BC_PREFETCH_FEED_MAX, keys, pbucket,
+		    NULL);
+		for (size_t i = 0; i < n; i++)
+			if (keep == NULL || keep(keep_arg, pbucket, keys[i].key))
+				names[k++] = keys[i].key;
+		/* the plan's window is sized already: all of it is due */
+		if (k > 0 && (bucket == NULL || strcmp(bucket, pbucket) == 0))
+			bc_prefetch_want(p, job, pbucket, names, k, k, anon);
+		else
+			k = 0;
+		bc_jobs_window_release(keys, n);
+	}
+	free(keys);
+	free(names);
+	bc_job_unref(j);
+	return k;
 }

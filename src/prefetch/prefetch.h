@@ -89,4 +89,28 @@ unsigned bc_prefetch_tick(bc_prefetch_t *p);
 /* What the job's window is now, in keys (0: unknown job). */
 size_t bc_prefetch_window(bc_prefetch_t *p, const char *job);
 
+struct bc_jobs_s;   /* prefetch_jobs.h */
+
+#define BC_PREFETCH_FEED_MAX   1024   /* keys of a plan one feed hands */
+/* Keys a plan posted before its job reads is prefetched from at once:
+ * a loader's first batches (its workers start together), before any
+ * read has given the job a rate. */
+#define BC_PREFETCH_PLAN_START 64
+
+/* A key a feed may hand the prefetcher (a client's grant): true keeps. */
+typedef bool (*bc_prefetch_keep_fn)(void *arg, const char *bucket,
+    const char *key);
+
+/*
+ * Hands the prefetcher job's plan window (jobs: prefetch_jobs.h): its
+ * keys due behind the cursor and, ahead of it, max(the job's prefetch
+ * window, min_window, BC_PREFETCH_MIN_WINDOW) keys; at most
+ * BC_PREFETCH_FEED_MAX. Only keys keep accepts (keep NULL: all), and
+ * only when the plan's bucket is bucket (NULL: any). Returns the keys
+ * handed (0: no such job, or none kept).
+ */
+size_t bc_prefetch_feed_plan(bc_prefetch_t *p, struct bc_jobs_s *jobs,
+    const char *job, const char *bucket, size_t min_window,
+    bc_prefetch_keep_fn keep, void *keep_arg, bool anon);
+
 #endif

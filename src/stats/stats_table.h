@@ -53,6 +53,7 @@ BC_STAT(prefetch_late,       COUNTER, "Client reads that found their chunk's pre
 BC_STAT(prefetch_unread_bytes, GAUGE, "Bytes of prefetched chunks no client has read yet (the prefetch byte budget counts them).")
 BC_STAT(cache_revalidations, COUNTER, "Metadata revalidations sent upstream after meta-ttl.")
 BC_STAT(cache_transit_fills,  COUNTER, "Chunk fills that memory had no room for (its chunks all in use) run for the lower tiers only, outside the memory bound (at most half of mem-size, or 8 chunks, at once).")
+BC_STAT(cache_fill_no_room,  COUNTER, "First fills (object size not known when they started) whose chunk, once the headers gave its size, found no room beyond what they had reserved: nothing kept, their readers read around the cache.")
 BC_STAT(cache_passthrough,   COUNTER, "Object reads streamed from the upstream uncached: memory was full of chunks in use.")
 BC_STAT(cache_stale_served,  COUNTER, "Requests answered from metadata past meta-ttl while it was revalidated (meta-stale).")
 BC_STAT(cache_meta_lower_hits, COUNTER, "Object metadata found in a lower tier (disk) instead of asked of the upstream.")

@@ -954,8 +954,8 @@ LTest(cache, prefetch_by_key_counts_used_wasted_and_late)
 }
 
 /* Read-ahead (the HTTP handler's, now the cache's): prefetches of the
- * next --readahead chunks, none past the last asked for, none for chunks
- * in memory; a reader then joins or hits them. */
+ * next n chunks (the reader's window), none past the last asked for, none
+ * for chunks in memory; a reader then joins or hits them. */
 LTest(cache, read_ahead_prefetches_the_next_chunks)
 {
 	bc_objmeta_t meta;
@@ -968,8 +968,7 @@ LTest(cache, read_ahead_prefetches_the_next_chunks)
 	o = warm_object(&meta);   /* chunk 0 */
 	tw_init(&t);
 	fills = (unsigned)st_get(BC_STAT_cache_fills);
-	E.cfg.readahead = 1;
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, 1, false,
 	    bc_stats_job_id("reader"));
 	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &b), 0);
 	check_chunk(b, 1, obj_a, sizeof(obj_a), CS);
@@ -989,8 +988,7 @@ LTest(cache, read_ahead_prefetches_the_next_chunks)
 	    "the reader found it fetched, or joined its fetch");
 	/* more allowed: only the chunk not in memory is fetched, and none
 	 * past the last asked for */
-	E.cfg.readahead = 5;
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, 5, false,
 	    BC_STATS_JOB_NONE);
 	cr_assert_eq(get_chunk(o, meta.etag, 2, &t, &b), 0);
 	check_chunk(b, 2, obj_a, sizeof(obj_a), CS);
@@ -998,9 +996,9 @@ LTest(cache, read_ahead_prefetches_the_next_chunks)
 	cr_assert_eq(org_count("GET", "bytes=1024-2047"), 1);
 	cr_assert_eq(org_count("GET", "bytes=2048-3071"), 1);
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2);
-	bc_cache_read_ahead(E.c, o, meta.etag, 2, 2, false,
+	bc_cache_read_ahead(E.c, o, meta.etag, 2, 2, 5, false,
 	    BC_STATS_JOB_NONE);
-	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, false,
+	bc_cache_read_ahead(E.c, o, meta.etag, 0, 2, 5, false,
 	    BC_STATS_JOB_NONE);
 	cr_assert_eq(st_get(BC_STAT_cache_fills), fills + 2, "all in memory");
 	tw_fini(&t);
@@ -2148,6 +2146,192 @@ LTest(cache, held_chunk_survives_pressure_and_drop)
 	tw_fini(&t);
 	bc_object_unref(E.c, o2);
 	bc_object_unref(E.c, o);
+	env_stop();
+}
+
+/* ---- reservations (issue 25): what a fill of unknown size reserves ------- */
+
+#define RCS (1024 * 1024)   /* a chunk size far above the objects' */
+
+/* Starts n cold first fills of objects "cold-0".."cold-(n-1)" (put at the
+ * origin first, size bytes each) with the origin's gate closed, and waits
+ * until all n are held there. */
+static void
+start_cold_fills(unsigned n, size_t size, const uint8_t *data,
+    bc_object_t **o, tw_t *t)
+{
+	org_gate(true);
+	for (unsigned i = 0; i < n; i++) {
+		char key[32];
+		bc_objmeta_t meta;
+		bool cached;
+
+		snprintf(key, sizeof(key), "cold-%u", i);
+		org_put(BUCKET, key, data, size, "\"etag-cold\"");
+		o[i] = bc_cache_object(E.c, BUCKET, key);
+		tw_init(&t[i]);
+		cr_assert_eq(bc_cache_meta(E.c, o[i], 0, &t[i].w, &meta,
+		    &cached), BC_EAGAIN);
+	}
+	cr_assert(org_wait_held(n), "the %u first fills did not start", n);
+}
+
+/*
+ * 8 and 32 cold readers at once, a cache full of idle objects: a first
+ * fill does not know its object's size, yet reserves about what first
+ * chunks have been (not a chunk), so the fills evict about what they will
+ * hold. Before, each reserved a whole chunk: 8 x 1 MiB took the whole
+ * 4 MiB cache (the training epoch of issue 25 lost its hits that way).
+ */
+static void
+cold_readers(unsigned n)
+{
+	env_opts_t eo = { .chunk_size = RCS, .mem_size = 4 * RCS };
+	static uint8_t small[16 * 1024];
+	bc_object_t *o[32];
+	tw_t t[32];
+	uint64_t ev0, held0;
+
+	fill_pattern(small, sizeof(small), 9);
+	env_start_opts(&eo);
+	/* 180 idle objects of 16 KiB: ~3 MiB of the 4 */
+	for (unsigned i = 0; i < 180; i++) {
+		char key[32];
+		bc_object_t *w;
+		bc_objmeta_t meta;
+		bc_chunk_t *first = NULL;
+		bool cached;
+		tw_t tw;
+
+		snprintf(key, sizeof(key), "idle-%u", i);
+		org_put(BUCKET, key, small, sizeof(small), "\"etag-idle\"");
+		w = bc_cache_object(E.c, BUCKET, key);
+		tw_init(&tw);
+		cr_assert_eq(get_meta(w, 0, &tw, &meta, &cached, &first), 0);
+		bc_chunk_unref(first);
+		bc_objmeta_fini(&meta);
+		tw_fini(&tw);
+		bc_object_unref(E.c, w);
+	}
+	ev0 = bc_cache_evictions(E.c);
+	held0 = bc_cache_bytes_held(E.c);
+	start_cold_fills(n, sizeof(small), small, o, t);
+	/* what n fills of unknown size hold now, reserved: under a chunk
+	 * all together (each about a recent first chunk, 16 KiB) */
+	cr_assert_lt(bc_cache_bytes_held(E.c), held0 + RCS,
+	    "%u cold fills reserved %" PRIu64 " bytes", n,
+	    bc_cache_bytes_held(E.c) - held0);
+	cr_assert_leq(bc_cache_evictions(E.c) - ev0, n + 4,
+	    "%u cold fills evicted %" PRIu64 " idle objects", n,
+	    bc_cache_evictions(E.c) - ev0);
+	org_gate(false);
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(tw_wait(&t[i]), BC_WAIT_CHUNK);
+		check_chunk(t[i].w.chunk, 0, small, sizeof(small), RCS);
+		bc_chunk_unref(t[i].w.chunk);
+		t[i].w.chunk = NULL;
+	}
+	cr_assert(org_wait_quiet());
+	cr_assert_leq(bc_cache_bytes_held(E.c), 4 * RCS);
+	cr_assert_leq(bc_cache_evictions(E.c) - ev0, n + 4,
+	    "storing %u objects of 16 KiB evicted %" PRIu64, n,
+	    bc_cache_evictions(E.c) - ev0);
+	for (unsigned i = 0; i < n; i++) {
+		tw_fini(&t[i]);
+		bc_object_unref(E.c, o[i]);
+	}
+	env_stop();
+}
+
+LTest(cache, cold_fill_of_unknown_size_reserves_less_than_a_chunk_8)
+{
+	cold_readers(8);
+}
+
+LTest(cache, cold_fill_of_unknown_size_reserves_less_than_a_chunk_32)
+{
+	cold_readers(32);
+}
+
+/* An object bigger than the guess: its fill reserves the guess, then,
+ * the headers giving the size, the rest; the chunk is whole and stored,
+ * memory within its bound throughout. */
+LTest(cache, first_fill_trues_its_reservation_up)
+{
+	env_opts_t eo = { .chunk_size = RCS, .mem_size = 4 * RCS };
+	static uint8_t big[RCS + RCS / 2];
+	bc_object_t *o[1];
+	tw_t t[1];
+	bc_chunk_t *ch = NULL;
+	uint64_t held0;
+
+	fill_pattern(big, sizeof(big), 4);
+	env_start_opts(&eo);
+	held0 = bc_cache_bytes_held(E.c);
+	start_cold_fills(1, sizeof(big), big, o, t);
+	cr_assert_lt(bc_cache_bytes_held(E.c) - held0, RCS / 8,
+	    "reserved %" PRIu64 " before the headers",
+	    bc_cache_bytes_held(E.c) - held0);
+	org_gate(false);
+	cr_assert_eq(tw_wait(&t[0]), BC_WAIT_CHUNK);
+	check_chunk(t[0].w.chunk, 0, big, sizeof(big), RCS);
+	cr_assert_geq(bc_cache_bytes_held(E.c) - held0, RCS,
+	    "the chunk is charged whole");
+	bc_chunk_unref(t[0].w.chunk);
+	t[0].w.chunk = NULL;
+	cr_assert(org_wait_quiet());
+	cr_assert_eq(bc_cache_chunk(E.c, o[0], "\"etag-cold\"", 0, false, NULL,
+	    &ch), 0, "the chunk was stored");
+	bc_chunk_unref(ch);
+	cr_assert_leq(bc_cache_bytes_held(E.c), 4 * RCS);
+	tw_fini(&t[0]);
+	bc_object_unref(E.c, o[0]);
+	env_stop();
+}
+
+/* No room for the rest once the headers give the size (the memory held
+ * by readers): the fill keeps nothing, its reader looks again, knows the
+ * object now and is told to read around the cache (BC_ENOSPC); memory
+ * stays within its bound; cache_fill_no_room counts it. */
+LTest(cache, first_fill_without_room_for_its_chunk_keeps_nothing)
+{
+	env_opts_t eo = { .chunk_size = RCS, .mem_size = RCS + RCS / 2 };
+	static uint8_t big[RCS];
+	bc_object_t *held_o, *o[1];
+	bc_objmeta_t meta;
+	bc_chunk_t *held = NULL, *ch = NULL;
+	uint64_t nr0 = st_get(BC_STAT_cache_fill_no_room);
+	bool cached;
+	tw_t th, t[1];
+
+	fill_pattern(big, sizeof(big), 5);
+	env_start_opts(&eo);
+	org_put(BUCKET, "held", big, sizeof(big), "\"etag-held\"");
+	held_o = bc_cache_object(E.c, BUCKET, "held");
+	tw_init(&th);
+	cr_assert_eq(get_meta(held_o, 0, &th, &meta, &cached, &held), 0);
+	bc_objmeta_fini(&meta);
+	cr_assert_not_null(held, "a reader holds a whole chunk");
+	start_cold_fills(1, sizeof(big), big, o, t);
+	org_gate(false);
+	cr_assert_eq(tw_wait(&t[0]), BC_WAIT_RECHECK, "%s",
+	    res_name(bc_waiter_result(E.c, &t[0].w)));
+	bc_waiter_reset(&t[0].w);
+	cr_assert_eq(st_get(BC_STAT_cache_fill_no_room) - nr0, 1);
+	cr_assert_eq(bc_cache_meta(E.c, o[0], 0, &t[0].w, &meta, &cached), 0,
+	    "the metadata came with the headers");
+	cr_assert_eq(meta.size, sizeof(big));
+	cr_assert_eq(bc_cache_chunk(E.c, o[0], meta.etag, 0, true, &t[0].w,
+	    &ch), BC_ENOSPC, "read around the cache");
+	bc_objmeta_fini(&meta);
+	cr_assert(org_wait_quiet());
+	cr_assert_leq(bc_cache_bytes_held(E.c), RCS + RCS / 2);
+	check_chunk(held, 0, big, sizeof(big), RCS);
+	bc_chunk_unref(held);
+	tw_fini(&th);
+	tw_fini(&t[0]);
+	bc_object_unref(E.c, o[0]);
+	bc_object_unref(E.c, held_o);
 	env_stop();
 }
 

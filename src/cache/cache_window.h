@@ -1,0 +1,43 @@
+/*
+ * cache_window.h — the read window of one sequential reader of an object:
+ * how many chunks past the one it reads should be in flight (README
+ * "Read window"; mountpoint-s3's prefetcher and the AWS CRT's ranged
+ * parallel GETs are the models). Pure; one window per reader, owned by
+ * it (no locking).
+ *
+ * The window starts at start chunks (--readahead) and
+ *   - doubles, up to max (--readahead-max), each time the reader enters
+ *     its next chunk and had to wait for it (the fetches ahead did not
+ *     keep up: more of them in parallel would have);
+ *   - halves, not below start, after two chunks in a row it did not wait
+ *     for (the reader is the slower side: fewer chunks ahead hold less
+ *     memory and lose nothing);
+ *   - starts over at start when the reader jumps (a chunk that is not
+ *     the next one).
+ * What the window asks for is further bounded by the caller: the bytes
+ * prefetched and not yet read (--prefetch-memory) and the memory
+ * policy's admission (cache.h, bc_cache_read_ahead).
+ */
+#ifndef BC_CACHE_WINDOW_H
+#define BC_CACHE_WINDOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct bc_read_window_s {
+	unsigned start, max;   /* bounds, start <= max */
+	unsigned n;            /* chunks ahead now */
+	unsigned easy;         /* chunks in a row entered without a wait */
+	uint32_t next;         /* the chunk a sequential reader enters next;
+				  UINT32_MAX before the first */
+} bc_read_window_t;
+
+/* A new reader's window: start chunks (0: no read-ahead at all), at most
+ * max (raised to start when below). */
+void     bc_read_window_init(bc_read_window_t *w, unsigned start,
+    unsigned max);
+/* The reader entered chunk i, after waiting for it when waited. Returns
+ * the chunks after i to have in flight now. */
+unsigned bc_read_window_step(bc_read_window_t *w, uint32_t i, bool waited);
+
+#endif

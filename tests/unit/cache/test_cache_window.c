@@ -1,0 +1,80 @@
+/*
+ * test_cache_window.c — a sequential reader's read window
+ * (cache_window.h): 2, 4, 8, 16 chunks ahead while the reader waits, no
+ * further than max; back down after chunks it did not wait for, never
+ * below the start; a jump starts over; 0 means no read-ahead.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+
+#include "../bc_test.h"
+
+#include "cache/cache_window.h"
+
+LTest(window, grows_while_the_reader_waits)
+{
+	static const unsigned want[] = { 2, 4, 8, 16, 16, 16 };
+	bc_read_window_t w;
+
+	bc_read_window_init(&w, 2, 16);
+	for (uint32_t i = 0; i < 6; i++)
+		cr_assert_eq(bc_read_window_step(&w, i, true), want[i],
+		    "chunk %u", i);
+}
+
+LTest(window, shrinks_when_the_reader_is_slower)
+{
+	bc_read_window_t w;
+
+	bc_read_window_init(&w, 2, 16);
+	bc_read_window_step(&w, 0, true);
+	for (uint32_t i = 1; i <= 3; i++)
+		bc_read_window_step(&w, i, true);
+	cr_assert_eq(w.n, 16);
+	cr_assert_eq(bc_read_window_step(&w, 4, false), 16, "one easy chunk");
+	cr_assert_eq(bc_read_window_step(&w, 5, false), 8, "two: halved");
+	cr_assert_eq(bc_read_window_step(&w, 6, false), 8);
+	cr_assert_eq(bc_read_window_step(&w, 7, false), 4);
+	cr_assert_eq(bc_read_window_step(&w, 9 - 1, false), 4);
+	cr_assert_eq(bc_read_window_step(&w, 9, false), 2);
+	cr_assert_eq(bc_read_window_step(&w, 10, false), 2);
+	cr_assert_eq(bc_read_window_step(&w, 11, false), 2, "never below start");
+	cr_assert_eq(bc_read_window_step(&w, 12, true), 4, "a wait: up again");
+}
+
+LTest(window, a_jump_starts_over)
+{
+	bc_read_window_t w;
+
+	bc_read_window_init(&w, 2, 16);
+	bc_read_window_step(&w, 0, true);
+	bc_read_window_step(&w, 1, true);
+	cr_assert_eq(bc_read_window_step(&w, 2, true), 8);
+	cr_assert_eq(bc_read_window_step(&w, 7, true), 2, "a jump ahead");
+	cr_assert_eq(bc_read_window_step(&w, 8, true), 4);
+	cr_assert_eq(bc_read_window_step(&w, 3, true), 2, "a jump back");
+}
+
+LTest(window, bounds)
+{
+	bc_read_window_t w;
+
+	bc_read_window_init(&w, 0, 16);
+	for (uint32_t i = 0; i < 5; i++)
+		cr_assert_eq(bc_read_window_step(&w, i, true), 0,
+		    "start 0: no read-ahead");
+	bc_read_window_init(&w, 3, 1);
+	cr_assert_eq(w.max, 3, "max below start is start");
+	cr_assert_eq(bc_read_window_step(&w, 0, true), 3);
+	cr_assert_eq(bc_read_window_step(&w, 1, true), 3);
+	bc_read_window_init(&w, 3, 10);
+	bc_read_window_step(&w, 0, true);
+	cr_assert_eq(bc_read_window_step(&w, 1, true), 6);
+	cr_assert_eq(bc_read_window_step(&w, 2, true), 10, "capped at max");
+	bc_read_window_init(&w, 2, 16);
+	cr_assert_eq(bc_read_window_step(&w, UINT32_MAX - 1, true), 2);
+	cr_assert_eq(bc_read_window_step(&w, 0, true), 2,
+	    "after the last index, chunk 0 is a jump");
+}
