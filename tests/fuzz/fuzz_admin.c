@@ -74,8 +74,10 @@
  * With FUZZ_ADMIN_VERBOSE set in the environment each request's head and
  * the answer's status line go to stderr (to check seeds).
  *
- * What is checked is what the sanitizers see, the server's threads
- * included.
+ * Checks: what the sanitizers see, the server's threads included; and
+ * that a framed request the harness signed is never refused with
+ * SignatureDoesNotMatch (the signer and the server's verifier agree on
+ * what was sent, as fuzz_sigv4 checks without the wire).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* memmem, strcasestr */
@@ -281,14 +283,16 @@ parse_as_server(bc_s3_req_t *r, const input_t *in, const char *target)
 	return bc_s3_req_parse(r, in->method, target, NULL) == BC_S3E_NONE;
 }
 
-/* Signs in's headers (SigV4, Authorization header) at now. */
-static void
+/* Signs in's headers (SigV4, Authorization header) at now; false when
+ * the request does not parse or the signer refuses it. */
+static bool
 sign_header(input_t *in, const bc_buf_t *body, time_t now)
 {
 	bc_sigv4_creds_t creds = { NULL, NULL, NULL, REGION, "s3" };
 	char hex[65];
 	const char *ph = payload_hash(in, body, hex);
 	bc_s3_req_t r;
+	bool ok = false;
 
 	key_of(in->flags, &creds.access_key, &creds.secret_key);
 	if (parse_as_server(&r, in, in->target) &&
@@ -297,13 +301,16 @@ sign_header(input_t *in, const bc_buf_t *body, time_t now)
 		bc_kv_fini(&in->headers);
 		in->headers = r.headers;   /* taken over */
 		memset(&r.headers, 0, sizeof(r.headers));
+		ok = true;
 	}
 	bc_s3_req_fini(&r);
+	return ok;
 }
 
 /* Presigns in's target at now: appends the X-Amz-* parameters, the
- * signature last (when the request parses and has a Host to sign). */
-static void
+ * signature last (when the request parses and has a Host to sign: then
+ * true). */
+static bool
 presign(input_t *in, const bc_buf_t *body, time_t now)
 {
 	const char *ak, *sk, *sep;
@@ -313,7 +320,7 @@ presign(input_t *in, const bc_buf_t *body, time_t now)
 	bc_s3_req_t r;
 	uint8_t key[32];
 	size_t tl = strlen(in->target);
-	bool parsed;
+	bool ok = false;
 
 	key_of(in->flags, &ak, &sk);
 	bc_sigv4_amz_date(now, amz_date);
@@ -334,8 +341,7 @@ presign(input_t *in, const bc_buf_t *body, time_t now)
 		FUZZ_CHECK(bc_buf_printf(&target, "&X-Amz-Content-Sha256=%s",
 		    hex) == 0);
 	}
-	parsed = parse_as_server(&r, in, bc_buf_str(&target));
-	if (parsed) {
+	if (parse_as_server(&r, in, bc_buf_str(&target))) {
 		const char *ph = bc_kv_get_exact(&r.query,
 		    "X-Amz-Content-Sha256");
 
@@ -353,6 +359,7 @@ presign(input_t *in, const bc_buf_t *body, time_t now)
 			    key, sig);
 			FUZZ_CHECK(bc_buf_printf(&target,
 			    "&X-Amz-Signature=%s", sig) == 0);
+			ok = true;
 		}
 	}
 	bc_s3_req_fini(&r);
@@ -360,6 +367,7 @@ presign(input_t *in, const bc_buf_t *body, time_t now)
 	in->target = bc_buf_steal(&target);
 	FUZZ_CHECK(in->target != NULL);
 	bc_buf_fini(&creq);
+	return ok;
 }
 
 /* The request as it goes on the wire, into out. */
@@ -462,7 +470,7 @@ one_request(const uint8_t *data, size_t size)
 	bc_buf_t body = BC_BUF_INIT, req = BC_BUF_INIT;
 	char answer[2048], port_host[32];
 	time_t now = time(NULL);
-	bool wrote = false;
+	bool wrote = false, signed_here = false;
 	int auth;
 
 	if (verbose_on < 0)
@@ -507,15 +515,22 @@ one_request(const uint8_t *data, size_t size)
 			    "x-bucketcache-admin-token", tok) == 0);
 		}
 	} else if (auth == AUTH_HEADER) {
-		sign_header(&in, &body, now);
+		signed_here = sign_header(&in, &body, now);
 	} else if (auth == AUTH_QUERY) {
-		presign(&in, &body, now);
+		signed_here = presign(&in, &body, now);
 	}
 	render(&in, &body, &req);
 	(void)fuzz_server_exchange(req.data, req.len, in.flags & F_RAW ?
 	    FIRST_BYTE_MS : ANSWER_MS, answer, sizeof(answer));
 	if (verbose_on)
 		verbose(&req, answer);
+	/* the harness's signer and the server's verifier agree on the wire */
+	if (signed_here && !(in.flags & F_RAW) && strstr(answer,
+	    "<Code>SignatureDoesNotMatch</Code>") != NULL) {
+		verbose(&req, answer);
+		FUZZ_CHECK(!"a request the harness signed was refused with "
+		    "SignatureDoesNotMatch");
+	}
 	wrote = writes(&in, data + 1, size - 1);
 out:
 	free(in.method);
