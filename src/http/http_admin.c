@@ -528,6 +528,7 @@ admin_body(bc_http_req_t *r, const char *data, size_t *len)
 		rv = charge(r, pp);
 	if (rv < 0) {
 		BC_DEBUG("plan %s: %s", pp->id, pp->err);
+		r->pending_msg = pp->err;   /* the answer says why */
 		return err_of(rv);
 	}
 	return BC_S3E_NONE;

@@ -60,7 +60,10 @@ struct bc_http_req_s {
 	uint64_t              bytes_out;    /* body bytes the response holds */
 	int                   status;       /* queued status, 0 before */
 	bc_s3err_t            pending_err;  /* answer at the next call */
-	const char           *pending_msg;  /* static; NULL: the table's */
+	const char           *pending_msg;  /* NULL: the table's; else
+					       static, or the handler's
+					       until done() (a body() that
+					       fails may set it) */
 	bool                  started;
 	bool                  authorized;   /* passed authentication and the
 					       key's allow list */

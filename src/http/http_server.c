@@ -512,7 +512,7 @@ on_access(void *cls, struct MHD_Connection *c, const char *url,
 		if (e != BC_S3E_NONE) {
 			r->pending_err = e;
 			*upload_data_size = 0;
-			bc_http_respond_error(r, e, NULL);
+			bc_http_respond_error(r, e, r->pending_msg);
 		}
 		return MHD_YES;
 	}

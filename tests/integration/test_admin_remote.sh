@@ -206,6 +206,9 @@ ok(st == 200 and json.loads(b)["keys"] == 200000,
    "LIM posts a gzip plan of 200,000 keys of its grant (%.1f s)" % (time.time() - t0), "%d %s" % (st, b[:200]))
 st, b, _ = lim.send("PUT", P % "lim-big2", gzip.compress(big + b"secret/s3\n", 1))
 ok(st == 403 and b"secret/s3" in b, "the same plan with its last key outside the grant: 403")
+st, b, _ = lim.send("PUT", P % "lim-long", b"train/" + b"x" * 1025 + b"\n")
+ok(st == 400 and code(b) == "InvalidArgument" and b"<Message>Invalid Argument</Message>" not in b,
+   "a plan with a key over 1,024 bytes: 400 InvalidArgument saying why", "%d %s" % (st, b[:300]))
 st, b, _ = lim.send("PUT", P % "train-a", b"train/t01\n")
 ok(st == 403 and code(b) == "AccessDenied", "LIM may not plan FULL's job", "%d %s" % (st, b[:200]))
 ok(job("train-a")["epochs"] == [1], "FULL's job is untouched", str(job("train-a")))
@@ -277,4 +280,4 @@ done()
 EOF
 
 bc_stop_gateway
-bc_done 60
+bc_done 61
