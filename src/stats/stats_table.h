@@ -5,7 +5,10 @@
  *
  * name    the C identifier (BC_STATS_INC(name)), the JSON key in
  *         "counters", and the Prometheus metric bucketcache_<name>
- *         (counters get the suffix _total)
+ *         (counters get the suffix _total). Prometheus wants base units:
+ *         a name ending in _us or _ms (microseconds, milliseconds, as the
+ *         JSON keeps them) is rendered as ..._seconds, its value divided
+ *         accordingly; this holds for every table below too
  * COUNTER only goes up; GAUGE goes up and down (BC_STATS_DEC)
  * help    one line for # HELP
  *
@@ -70,7 +73,7 @@ BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")
 BC_STAT(cache_bytes_held,    GAUGE,   "Bytes the memory tier holds, overhead and metadata included.")
 BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound in force (mem-size; with --mem-size auto, what scale/ set).")
 BC_STAT(scale_target_bytes,  GAUGE,   "With --mem-size auto: the memory the jobs need (sum over active datasets of D*(1-B/R) plus prefetch windows, within mem-min and mem-max); fixed: mem-size.")
-BC_STAT(scale_origin_bandwidth_bytes, GAUGE, "The origin's measured bandwidth B: bytes per second of chunk fills while any was in flight (0: not measured yet).")
+BC_STAT(scale_origin_bandwidth_bytes_per_second, GAUGE, "The origin's measured bandwidth B, the estimate --mem-size auto sizes by: bytes per second of chunk fills while any was in flight (0: not measured yet).")
 BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean microseconds from a chunk fill's request to its answer's headers.")
 #endif
 
@@ -137,9 +140,11 @@ BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took, in milliseco
  * "anonymous"). Counters are added to (bc_stats_job_add); gauges are the
  * jobs registry's plan position, mirrored (bc_stats_job_set). JSON:
  * "jobs": {"j": {"requests": n, ..., "rate_bytes_per_second": r}};
- * Prometheus: bucketcache_job_<name>_total{job="j"} for counters,
- * bucketcache_job_<name>{job="j"} for gauges, and
- * bucketcache_job_rate_bytes_per_second{job="j"}.
+ * Prometheus: bucketcache_job_<name>_total{bc_job="j"} for counters,
+ * bucketcache_job_<name>{bc_job="j"} for gauges (the label is not "job",
+ * which Prometheus sets on every series to its scrape job's name); the
+ * smoothed rate is the JSON's only: Prometheus computes
+ * rate(bucketcache_job_bytes_total[1m]) itself.
  */
 #ifdef BC_JSTAT
 BC_JSTAT(requests,       COUNTER, "Object reads (GET/HEAD through the cache) of the job.")
