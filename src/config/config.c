@@ -1083,6 +1083,18 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 		    "and 1h");
 		return BC_EINVAL;
 	}
+	if (strcmp(c->access_log, "off") != 0 &&
+	    strcmp(c->access_log, "json") != 0) {
+		bc_errf(err, errlen, "--access-log: '" SHOW "' is not off or "
+		    "json", c->access_log);
+		return BC_EINVAL;
+	}
+	if (c->access_log_file[0] != '\0' &&
+	    strcmp(c->access_log, "off") == 0) {
+		bc_errf(err, errlen, "--access-log-file: needs --access-log "
+		    "json");
+		return BC_EINVAL;
+	}
 	if (c->dataset_depth > 16) {
 		bc_errf(err, errlen, "--dataset-depth: %u is more than 16",
 		    c->dataset_depth);

@@ -64,6 +64,10 @@ BC_OPT(retries,       "retries",       UINT,  "3",
     "retries of idempotent upstream requests on 500, 503, timeouts")
 BC_OPT(log_level,     "log-level",     LEVEL, "info",
     "error, warn, info or debug")
+BC_OPT(access_log,    "access-log",    STR,   "off",
+    "an access log line per request: off, or json (one JSON object a line: time, remote, method, op, bucket, key, status, bytes, bytes_in, duration, cache, job, request_id)")
+BC_OPT(access_log_file, "access-log-file", STR, "",
+    "where --access-log writes: a file, appended to (empty: stderr)")
 BC_OPT(cache,         "cache",         BOOL,  "yes",
     "cache object reads (GET/HEAD) from the upstream (S3 or file://); no: forward everything")
 BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",

@@ -35,6 +35,8 @@ BC_STAT(creds_refresh_failures, COUNTER, "Refreshes of the upstream credentials 
 BC_STAT(creds_expired_requests, COUNTER, "Upstream requests not sent because the upstream credentials had expired and no refresh had succeeded (the client gets 503 UpstreamCredentialsExpired).")
 BC_STAT(hints_malformed,    COUNTER, "x-bucketcache-* hint headers ignored as malformed.")
 BC_STAT(hints_refused,      COUNTER, "x-bucketcache-job hints not used because the job belongs to another client key (the request counts for the client's own job instead).")
+BC_STAT(access_log_lines,   COUNTER, "Lines written to the access log (--access-log json).")
+BC_STAT(access_log_dropped, COUNTER, "Access log lines lost: the write failed or the line could not be built.")
 BC_STAT(connections,        GAUGE,   "Client requests in flight.")
 BC_STAT(draining,           GAUGE,   "1 from a stop signal until the process exits: new connections are refused, /_bucketcache/ready answers 503, responses in flight finish (drain-timeout).")
 BC_STAT(drain_refused,      COUNTER, "Requests that came on open connections during the drain and were answered 503 ServiceUnavailable.")
