@@ -1027,12 +1027,8 @@ check_redis(bc_config_t *c, char *err, size_t errlen)
 			return BC_EINVAL;
 		}
 	}
-	if (c->redis_size == 0) {
-		bc_errf(err, errlen, "--redis: needs --redis-size (the bytes "
-		    "this gateway may write to Redis, e.g. 10G)");
-		return BC_EINVAL;
-	}
-	if (c->redis_size < c->chunk_size) {
+	/* redis-size 0: the tier takes it from the server's maxmemory */
+	if (c->redis_size > 0 && c->redis_size < c->chunk_size) {
 		bc_errf(err, errlen, "--redis-size: %llu is less than one chunk "
 		    "(--chunk-size %llu)", (unsigned long long)c->redis_size,
 		    (unsigned long long)c->chunk_size);

@@ -93,7 +93,7 @@ BC_OPT(disk_size,     "disk-size",     SIZE,  "0",
 BC_OPT(redis,         "redis",         LIST,  "",
     "redis://[[user]:pass@]host[:port][/db] of the Redis tier, shared by gateways on several nodes (repeatable: seeds of one Redis Cluster; needs --redis-size; default: no Redis tier)")
 BC_OPT(redis_size,    "redis-size",    SIZE,  "0",
-    "bytes this gateway may write to Redis, as it accounts them (needs --redis)")
+    "bytes this gateway may write to Redis, as it accounts them (needs --redis; 0: 15/16 of the server's maxmemory, asked with CONFIG GET at connect; a server that refuses CONFIG or has no maxmemory then gets nothing written)")
 BC_OPT(redis_ttl,     "redis-ttl",     MS,    "24h",
     "how long Redis keeps what a gateway wrote (each value's TTL)")
 BC_OPT(redis_timeout, "redis-timeout", MS,    "2s",
