@@ -17,7 +17,7 @@
  * --help (config.c); nothing else lists options.
  */
 BC_OPT(config_file,   "config",        STR,   "",
-    "read options from FILE ('name value' lines, # comments)")
+    "read options from FILE ('name value' lines, # comments); installs put it at /etc/bucketcache/bucketcache.conf")
 BC_OPT(listen,        "listen",        STR,   "127.0.0.1:8080",
     "address:port to serve S3 on")
 BC_OPT(upstream,      "upstream",      STR,   "file://./buckets",
