@@ -76,7 +76,7 @@ BC_STAT(cache_bytes_held,    GAUGE,   "Bytes the memory tier holds, overhead and
 BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound in force (mem-size; with --mem-size auto, what scale/ set).")
 BC_STAT(scale_target_bytes,  GAUGE,   "With --mem-size auto: the memory the jobs need (sum over active datasets of D*(1-B/R) plus prefetch windows, within mem-min and mem-max); fixed: mem-size.")
 BC_STAT(scale_origin_bandwidth_bytes_per_second, GAUGE, "The origin's measured bandwidth B, the estimate --mem-size auto sizes by: bytes per second of chunk fills while any was in flight (0: not measured yet).")
-BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean microseconds from a chunk fill's request to its answer's headers.")
+BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean time from a chunk fill's request to its answer's headers (JSON: microseconds; Prometheus: seconds).")
 #endif
 
 /*
@@ -132,7 +132,7 @@ BC_TSTAT(writing,        GAUGE,   "File writes and unlinks accepted and not yet 
 BC_TSTAT(scanning,       GAUGE,   "1 while the start-up scan rebuilds the index; hits are served meanwhile (disk).")
 BC_TSTAT(scan_files,     GAUGE,   "Files the start-up scan indexed (disk).")
 BC_TSTAT(scan_removed,   GAUGE,   "Stale temporary and damaged files the start-up scan removed (disk).")
-BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took, in milliseconds; 0 while it runs (disk).")
+BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took (JSON: milliseconds; Prometheus: seconds); 0 while it runs (disk).")
 #endif
 
 /*
@@ -154,7 +154,7 @@ BC_JSTAT(bytes,          COUNTER, "Object bytes sent to the job.")
 BC_JSTAT(cache_hits,     COUNTER, "Object reads of the job served wholly from the cache.")
 BC_JSTAT(cache_misses,   COUNTER, "Object reads of the job served wholly from the origin.")
 BC_JSTAT(cache_partial_hits, COUNTER, "Object reads of the job served partly from the cache.")
-BC_JSTAT(wait_us,        COUNTER, "Microseconds the job's reads waited for fills (metadata or chunks).")
+BC_JSTAT(wait_us,        COUNTER, "Time the job's reads waited for fills, metadata or chunks, summed over its concurrent reads (JSON: microseconds; Prometheus: seconds).")
 BC_JSTAT(prefetch_issued, COUNTER, "Prefetches started for the job (its plan, its -next hints, read-ahead of its reads).")
 BC_JSTAT(prefetch_bytes, COUNTER, "Bytes prefetches for the job brought into the cache.")
 BC_JSTAT(prefetch_used,  COUNTER, "Chunks prefetched for the job that a client then read.")

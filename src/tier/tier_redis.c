@@ -1278,9 +1278,8 @@ on_state(bc_tier_redis_cluster_t *cl, bool up, void *arg)
 
 	atomic_store(&r->mode, (int)bc_tier_redis_cluster_mode(cl));
 	atomic_store(&r->client_up, up);
-	if (up)
-		ask_maxmemory(r);
 	if (up) {
+		ask_maxmemory(r);
 		atomic_store(&r->ever_up, true);
 		bc_tier_mark_up(&r->base, bc_mono_ns());
 	} else {
