@@ -15,16 +15,21 @@ set -euo pipefail
 bc_skip_unless_tool make curl
 [ -f "$BC_BUILDDIR/Makefile" ] || { echo "SKIP: $BC_NAME: no Makefile in $BC_BUILDDIR" >&2; exit 77; }
 P=/etc/bucketcache/bucketcache.conf
+# make of this build, as if run by hand (under make check the parent's
+# flags would print directories and share its jobserver)
+bmake() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s -C "$BC_BUILDDIR" "$@"
+}
 
 # ---- make install ---------------------------------------------------------------------------
-sysconfdir=$(make -s -C "$BC_BUILDDIR" -f Makefile -f - bc-print-sysconfdir <<'MK'
+sysconfdir=$(bmake -f Makefile -f - bc-print-sysconfdir <<'MK'
 bc-print-sysconfdir:
 	@echo '$(sysconfdir)'
 MK
 )
 bc_assert_match '^/' "$sysconfdir" "the build's sysconfdir ($sysconfdir)"
 ROOT=$BC_TMP/root
-make -s -C "$BC_BUILDDIR" install-data DESTDIR="$ROOT" >"$BC_TMP/install.log" 2>&1 ||
+bmake install-data DESTDIR="$ROOT" >"$BC_TMP/install.log" 2>&1 ||
 	{ cat "$BC_TMP/install.log" >&2; bc_fail "make install-data failed"; }
 INST=$ROOT$sysconfdir/bucketcache/bucketcache.conf
 bc_assert_same_file "$BC_SRCDIR/conf/bucketcache.conf" "$INST" \
