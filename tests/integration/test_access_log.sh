@@ -39,7 +39,7 @@ bc_assert_match 'access-log-file .*No such file or directory' "$v" "and names th
 
 # ---- a log file ---------------------------------------------------------------------------
 bc_start_gateway --upstream "file://$DATA" --anonymous --client-key JOBKEY:jobsecret:demo \
-	--mem-size 64MiB --access-log json --access-log-file "$LOG"
+	--client-key OTHER:othersecret:demo --mem-size 64MiB --access-log json --access-log-file "$LOG"
 G=$BC_GW_URL
 bc_expect r1 200 - "a hinted read (miss)" -H 'x-bucketcache-job: train-1' "$G/demo/ds/a.bin"
 bc_expect r2 200 - "the same read again (hit)" -H 'x-bucketcache-job: train-1' "$G/demo/ds/a.bin"
@@ -48,6 +48,13 @@ bc_expect r4 200 - "a HEAD" -I "$G/demo/ds/a.bin"
 bc_expect r5 404 - "a 404 on a hostile key" "$G/demo/ds/q%22b%5Cc%01%FF"
 bc_expect r6 200 - "an upload" -X PUT --data-binary "@$DATA/demo/ds/a.bin" "${SIGN[@]}" "$G/demo/ds/up.bin"
 bc_expect r7 200 - "an admin call" "$G/_bucketcache/stats"
+printf 'ds/a.bin\n' >"$BC_TMP/plan"
+bc_expect r8 200 - "key OTHER posts a plan (relayed: not the operator): job other-job is OTHER's" \
+	-X PUT --data-binary "@$BC_TMP/plan" --aws-sigv4 aws:amz:us-east-1:s3 --user OTHER:othersecret \
+	-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -H 'X-Forwarded-For: 10.1.2.3' \
+	"$G/_bucketcache/v1/jobs/other-job/plan?bucket=demo&epoch=0"
+bc_expect r9 200 - "JOBKEY reads hinting OTHER's job" -H 'x-bucketcache-job: other-job' \
+	"${SIGN[@]}" "$G/demo/ds/a.bin"
 "$BC_PY" - "$BC_GW_PORT" <<'PY'    # reads the head of big.bin, then leaves
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
@@ -67,10 +74,10 @@ done
 n=0
 for i in $(seq 50); do   # the aborted response ends when the gateway notices
 	n=$(grep -vc '"key":"health"' "$LOG" || true)   # bc_start_gateway's probes
-	[ "$n" -ge 48 ] && break
+	[ "$n" -ge 50 ] && break
 	sleep 0.1
 done
-bc_assert_eq 48 "$n" "one line per request (8 + 40)"
+bc_assert_eq 50 "$n" "one line per request (10 + 40)"
 bc_py "$LOG" <<'PY'
 import json, sys
 import itlib
@@ -83,7 +90,7 @@ for l in lines[:-1]:
     recs.append(json.loads(l.decode("utf-8")))          # raises on a bad line
 health = [r for r in recs if r["key"] == "health"]
 recs = [r for r in recs if r["key"] != "health"]
-itlib.ok(len(recs) == 48, "every line is one JSON object (%d)" % len(recs))
+itlib.ok(len(recs) == 50, "every line is one JSON object (%d)" % len(recs))
 itlib.ok(len(health) >= 1 and all(r["op"] == "Admin" and r["bucket"] == "_bucketcache"
                                   for r in health), "the start-up's health probes are logged too")
 keys = {"time", "remote", "method", "op", "bucket", "key", "status", "bytes",
@@ -92,8 +99,8 @@ itlib.ok(all(keys <= set(r) for r in recs), "every line has every field")
 itlib.ok(all(r["remote"] == "127.0.0.1" for r in recs), "remote is the client's address")
 itlib.ok(all(r["time"].endswith("Z") and len(r["time"]) == 24 for r in recs),
          "time is RFC 3339 UTC with milliseconds", recs[0]["time"])
-itlib.ok(len({r["request_id"] for r in recs}) == 48, "request ids are distinct")
-r1, r2, r3, r4, r5, r6, r7 = recs[:7]
+itlib.ok(len({r["request_id"] for r in recs}) == 50, "request ids are distinct")
+r1, r2, r3, r4, r5, r6, r7, r8, r9 = recs[:9]
 itlib.ok((r1["method"], r1["op"], r1["bucket"], r1["key"], r1["status"], r1["bytes"],
           r1["cache"], r1["job"]) == ("GET", "GetObject", "demo", "ds/a.bin", 200, 5000,
                                       "miss", "train-1"), "the hinted miss", r1)
@@ -106,6 +113,8 @@ itlib.ok((r5["status"], r5["key"], r5["cache"]) == (404, 'ds/q"b\\c\x01\ufffd', 
 itlib.ok((r6["method"], r6["op"], r6["bytes_in"], r6["job"], r6["cache"]) ==
          ("PUT", "PutObject", 5000, None, None), "the upload: bytes_in, no job", r6)
 itlib.ok((r7["op"], r7["job"], r7["cache"], r7["status"]) == ("Admin", None, None, 200), "the admin call", r7)
+itlib.ok((r8["op"], r8["job"]) == ("Admin", None), "the plan PUT (admin: no job)", r8)
+itlib.ok(r9["job"] == "JOBKEY", "a hint naming another key's job is not used: the access key's job", r9)
 ab = [r for r in recs if r["key"] == "ds/big.bin"]
 itlib.ok(len(ab) == 1 and ab[0].get("aborted") is True and ab[0]["bytes"] == 0,
          "the client that left: aborted", ab)
@@ -116,7 +125,11 @@ itlib.ok(all(0 <= r["duration"] < 30 for r in recs), "durations in seconds")
 itlib.done()
 PY
 v=$(bc_stats_get access_log_lines)
-bc_assert_ge "$v" 49 "access_log_lines counts them (and the probes)"
+bc_assert_ge "$v" 51 "access_log_lines counts them (and the probes)"
+v=$(bc_stats_get hints_refused)
+bc_assert_eq 1 "$v" "the gateway refused that hint too (hints_refused)"
+v=$(bc_stats_get jobs.JOBKEY.requests)
+bc_assert_eq 2 "$v" "and counted the read toward JOBKEY, as the log says"
 v=$(bc_stats_get access_log_dropped)
 bc_assert_eq 0 "$v" "no line dropped"
 bc_stop_gateway
@@ -138,4 +151,4 @@ v=$(grep -c '^{"time".*"key":"ds/a.bin".*"job":"err-1"' "$BC_GW_LOG" || true)
 bc_assert_eq 1 "$v" "--access-log json without a file: the line is on stderr"
 bc_stop_gateway
 
-bc_done 43
+bc_done 49

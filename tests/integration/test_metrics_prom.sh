@@ -7,7 +7,8 @@
 #   - no series has a "job" label (Prometheus's own: ours is bc_job), no
 #     smoothed rate gauge Prometheus computes itself, no _us/_ms unit;
 #   - the process_* families are there and sane;
-#   - contrib/monitoring/alerts.yml passes `promtool check rules`, and
+#   - contrib/monitoring/alerts.yml passes `promtool check rules` and its
+#     unit tests (`promtool test rules alerts_test.yml`), and
 #     every bucketcache_* and process_* metric named by the rules or by a
 #     panel of contrib/monitoring/grafana-dashboard.json is on /metrics.
 set -euo pipefail
@@ -88,6 +89,10 @@ rc=0
 promtool check rules "$MON/alerts.yml" >"$BC_TMP/rules.out" 2>&1 || rc=$?
 v=$(grep -c 'SUCCESS' "$BC_TMP/rules.out" || true)
 bc_assert_eq "0 1" "$rc $v" "promtool check rules contrib/monitoring/alerts.yml"
+rc=0
+(cd "$MON" && promtool test rules alerts_test.yml) >"$BC_TMP/rules-test.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || cat "$BC_TMP/rules-test.out" >&2
+bc_assert_eq 0 "$rc" "promtool test rules: the alerts fire as alerts_test.yml expects"
 bc_py "$M" "$MON/grafana-dashboard.json" "$MON/alerts.yml" <<'PY'
 import json, re, sys
 import itlib
@@ -133,4 +138,4 @@ itlib.done()
 PY
 bc_stop_gateway
 
-bc_done 32
+bc_done 33
