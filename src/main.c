@@ -283,6 +283,7 @@ redis_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
 	ro.ttl_ms = cfg->redis_ttl;
 	ro.timeout_ms = cfg->redis_timeout;
 	ro.connect_timeout_ms = cfg->redis_connect_timeout;
+	ro.size_from_server = cfg->redis_size == 0;
 	rv = bc_tier_redis_open(&to, &ro, &t, err, sizeof(err));
 	if (rv < 0) {
 		fprintf(stderr, "bucketcache: %s\n", err[0] != '\0' ? err :
@@ -302,8 +303,13 @@ redis_tier_start(const bc_config_t *cfg, bc_loop_t *loop, bc_cache_t *cache,
 	if (bc_stats_set_section("redis", bc_tier_redis_stats_json,
 	    bc_tier_redis_stats_prom, t) < 0)
 		BC_WARN("redis tier: no room for its stats section");
-	BC_INFO("redis tier: %zu seed(s), first %s, %llu MiB", cfg->nredis_addrs,
-	    seeds[0], (unsigned long long)(cfg->redis_size >> 20));
+	if (cfg->redis_size > 0)
+		BC_INFO("redis tier: %zu seed(s), first %s, %llu MiB",
+		    cfg->nredis_addrs, seeds[0],
+		    (unsigned long long)(cfg->redis_size >> 20));
+	else
+		BC_INFO("redis tier: %zu seed(s), first %s, size from the "
+		    "server's maxmemory", cfg->nredis_addrs, seeds[0]);
 	rv = 0;
 out:
 	for (size_t i = 0; seeds != NULL && i < cfg->nredis_addrs; i++)

@@ -1027,12 +1027,8 @@ check_redis(bc_config_t *c, char *err, size_t errlen)
 			return BC_EINVAL;
 		}
 	}
-	if (c->redis_size == 0) {
-		bc_errf(err, errlen, "--redis: needs --redis-size (the bytes "
-		    "this gateway may write to Redis, e.g. 10G)");
-		return BC_EINVAL;
-	}
-	if (c->redis_size < c->chunk_size) {
+	/* redis-size 0: the tier takes it from the server's maxmemory */
+	if (c->redis_size > 0 && c->redis_size < c->chunk_size) {
 		bc_errf(err, errlen, "--redis-size: %llu is less than one chunk "
 		    "(--chunk-size %llu)", (unsigned long long)c->redis_size,
 		    (unsigned long long)c->chunk_size);
@@ -1081,6 +1077,18 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 	if (c->scale_interval < 100 || c->scale_interval > 3600000) {
 		bc_errf(err, errlen, "--scale-interval: must be between 100ms "
 		    "and 1h");
+		return BC_EINVAL;
+	}
+	if (strcmp(c->access_log, "off") != 0 &&
+	    strcmp(c->access_log, "json") != 0) {
+		bc_errf(err, errlen, "--access-log: '" SHOW "' is not off or "
+		    "json", c->access_log);
+		return BC_EINVAL;
+	}
+	if (c->access_log_file[0] != '\0' &&
+	    strcmp(c->access_log, "off") == 0) {
+		bc_errf(err, errlen, "--access-log-file: needs --access-log "
+		    "json");
 		return BC_EINVAL;
 	}
 	if (c->dataset_depth > 16) {

@@ -17,7 +17,7 @@
  * --help (config.c); nothing else lists options.
  */
 BC_OPT(config_file,   "config",        STR,   "",
-    "read options from FILE ('name value' lines, # comments)")
+    "read options from FILE ('name value' lines, # comments); installs put it at /etc/bucketcache/bucketcache.conf")
 BC_OPT(listen,        "listen",        STR,   "127.0.0.1:8080",
     "address:port to serve S3 on")
 BC_OPT(upstream,      "upstream",      STR,   "file://./buckets",
@@ -64,6 +64,10 @@ BC_OPT(retries,       "retries",       UINT,  "3",
     "retries of idempotent upstream requests on 500, 503, timeouts")
 BC_OPT(log_level,     "log-level",     LEVEL, "info",
     "error, warn, info or debug")
+BC_OPT(access_log,    "access-log",    STR,   "off",
+    "an access log line per request: off, or json (one JSON object a line: time, remote, method, op, bucket, key, status, bytes, bytes_in, duration, cache, job, request_id)")
+BC_OPT(access_log_file, "access-log-file", STR, "",
+    "where --access-log writes: a file, appended to (empty: stderr)")
 BC_OPT(cache,         "cache",         BOOL,  "yes",
     "cache object reads (GET/HEAD) from the upstream (S3 or file://); no: forward everything")
 BC_OPT(chunk_size,    "chunk-size",    SIZE,  "8M",
@@ -89,7 +93,7 @@ BC_OPT(disk_size,     "disk-size",     SIZE,  "0",
 BC_OPT(redis,         "redis",         LIST,  "",
     "redis://[[user]:pass@]host[:port][/db] of the Redis tier, shared by gateways on several nodes (repeatable: seeds of one Redis Cluster; needs --redis-size; default: no Redis tier)")
 BC_OPT(redis_size,    "redis-size",    SIZE,  "0",
-    "bytes this gateway may write to Redis, as it accounts them (needs --redis)")
+    "bytes this gateway may write to Redis, as it accounts them (needs --redis; 0: 15/16 of the server's maxmemory, asked with CONFIG GET at connect; a server that refuses CONFIG or has no maxmemory then gets nothing written)")
 BC_OPT(redis_ttl,     "redis-ttl",     MS,    "24h",
     "how long Redis keeps what a gateway wrote (each value's TTL)")
 BC_OPT(redis_timeout, "redis-timeout", MS,    "2s",

@@ -59,6 +59,10 @@ struct bc_http_req_s {
 	uint64_t              bytes_in;     /* upload bytes received */
 	uint64_t              bytes_out;    /* body bytes the response holds */
 	int                   status;       /* queued status, 0 before */
+	const char           *cache_outcome; /* "hit", "miss", "partial"
+					       (its x-bucketcache header,
+					       static), NULL: not a cached
+					       read; for the access log */
 	bc_s3err_t            pending_err;  /* answer at the next call */
 	const char           *pending_msg;  /* NULL: the table's; else
 					       static, or the handler's

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "http/http_log.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "s3/s3_error.h"
@@ -45,6 +46,8 @@ bc_http_respond(bc_http_req_t *r, unsigned int status,
 	    MHD_get_response_header(resp, "Retry-After") == NULL)
 		MHD_add_response_header(resp, "Retry-After",
 		    BC_DRAIN_RETRY_AFTER);
+	r->cache_outcome = bc_http_log_outcome(MHD_get_response_header(resp,
+	    "x-bucketcache"));
 	ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ok != MHD_YES)

@@ -35,6 +35,7 @@
 #include "cache/cache.h"
 #include "http/http_authz.h"
 #include "http/http_head.h"
+#include "http/http_log.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "s3/s3_verdicts.h"
@@ -173,6 +174,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		    r->status < 400)))
 			bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_requests, 1);
 	}
+	bc_http_log_request(s->access_log, r, ok);
 	BC_DEBUG("%s %s -> %d (%.3f ms)%s", r->s3.method,
 	    r->raw_uri != NULL ? r->raw_uri : "?", r->status,
 	    (double)(bc_mono_ns() - r->start_ns) / 1e6, ok ? "" : " aborted");
@@ -675,6 +677,8 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
+	if (bc_http_log_open(cfg, &s->access_log, err, errlen) < 0)
+		goto fail;
 	s->verdicts = bc_s3_verdicts_new(VERDICTS);
 	if (s->verdicts == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -714,6 +718,8 @@ fail:
 		bc_conns_stop(&s->conns);
 	bc_s3_verdicts_free(s->verdicts);
 	s->verdicts = NULL;
+	bc_http_log_close(s->access_log);
+	s->access_log = NULL;
 	if (s->idle_fd >= 0)
 		close(s->idle_fd);
 	s->idle_fd = -1;
@@ -806,6 +812,8 @@ bc_server_stop(bc_server_t *s)
 	bc_conns_stop(&s->conns);
 	bc_s3_verdicts_free(s->verdicts);
 	s->verdicts = NULL;
+	bc_http_log_close(s->access_log);   /* MHD stopped: no line in flight */
+	s->access_log = NULL;
 	s->cache = NULL;     /* main's */
 	s->jobs = NULL;      /* main's */
 	s->prefetch = NULL;

@@ -51,6 +51,7 @@ struct bc_server_s {
 					  reaches 0 while draining */
 	int                 listen_fd; /* once quiesced: shut down, closed
 					  after MHD stops (-1 before) */
+	struct bc_http_log_s *access_log;  /* --access-log; NULL: off */
 };
 
 /* What main builds (main.c) and the server serves; all main's, and all

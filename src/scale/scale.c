@@ -461,7 +461,8 @@ bc_scale_tick(bc_scale_t *s)
 		}
 	}
 	BC_STATS_SET(scale_target_bytes, target);
-	BC_STATS_SET(scale_origin_bandwidth_bytes, (uint64_t)org.bandwidth);
+	BC_STATS_SET(scale_origin_bandwidth_bytes_per_second,
+	    (uint64_t)org.bandwidth);
 	BC_STATS_SET(scale_origin_latency_us,
 	    (uint64_t)(org.latency_s * 1e6));
 	pthread_mutex_lock(&s->mu);
@@ -687,7 +688,7 @@ bc_scale_prometheus(bc_scale_t *s, bc_buf_t *b)
 		for (size_t i = 0; i < s->njobs && rv == 0; i++) {
 			const job_view_t *j = &s->jobs[i];
 
-			rv = bc_buf_printf(b, "%s{job=", jf[f].name);
+			rv = bc_buf_printf(b, "%s{bc_job=", jf[f].name);
 			if (rv == 0)
 				rv = bc_stats_prom_label(b, j->j.id);
 			if (rv == 0)

@@ -913,6 +913,43 @@ prom_header(struct out *o, const char *name, const char *type,
 	put(o, "\n# TYPE %s %s\n", name, type);
 }
 
+/*
+ * The Prometheus name of a table entry: prefix, the entry's name, _total
+ * for a counter. Prometheus wants base units: an entry counted in
+ * microseconds or milliseconds (its name ends in _us or _ms, as the JSON
+ * for people keeps it) becomes ..._seconds, and its values are divided
+ * by what this returns (1 for the others).
+ */
+static double
+prom_name(char *buf, size_t len, const char *prefix, const char *name,
+    bool counter)
+{
+	size_t n = strlen(name);
+	double div = 1;
+
+	if (n > 3 && strcmp(name + n - 3, "_us") == 0)
+		div = 1e6;
+	else if (n > 3 && strcmp(name + n - 3, "_ms") == 0)
+		div = 1e3;
+	if (div != 1)
+		n -= 3;
+	snprintf(buf, len, "%s%.*s%s%s", prefix, (int)n, name,
+	    div != 1 ? "_seconds" : "", counter ? "_total" : "");
+	return div;
+}
+
+/* One sample's value: v (a gauge's as signed) over div. */
+static void
+put_value(struct out *o, uint64_t v, bool gauge, double div)
+{
+	if (div != 1)
+		put(o, " %.6f\n", (gauge ? (double)(int64_t)v : (double)v) / div);
+	else if (gauge)
+		put(o, " %lld\n", (long long)(int64_t)v);
+	else
+		put(o, " %llu\n", (unsigned long long)v);
+}
+
 static void
 prom_counters(struct out *o, const bc_stats_snap_t *s)
 {
@@ -920,15 +957,13 @@ prom_counters(struct out *o, const bc_stats_snap_t *s)
 
 	for (unsigned i = 0; i < BC_STAT__COUNT; i++) {
 		bool gauge = stats[i].kind == GAUGE;
+		double div = prom_name(name, sizeof(name), "bucketcache_",
+		    stats[i].name, !gauge);
 
-		snprintf(name, sizeof(name), "bucketcache_%s%s", stats[i].name,
-		    gauge ? "" : "_total");
 		prom_header(o, name, gauge ? "gauge" : "counter",
 		    stats[i].help);
-		if (gauge)
-			put(o, "%s %lld\n", name, (long long)(int64_t)s->v[i]);
-		else
-			put(o, "%s %llu\n", name, (unsigned long long)s->v[i]);
+		put(o, "%s", name);
+		put_value(o, s->v[i], gauge, div);
 	}
 }
 
@@ -992,36 +1027,27 @@ prom_buckets(struct out *o)
 	}
 }
 
+/* Per job: the label is bc_job, not job, which Prometheus gives every
+ * series of a scrape (its scrape job's name). The smoothed rate is the
+ * JSON's: Prometheus computes rates from bucketcache_job_bytes_total. */
 static void
 prom_jobs(struct out *o)
 {
-	uint64_t now = job_now();
 	char name[128];
 
 	pthread_mutex_lock(&jobs_mu);
-	for (unsigned i = 0; i < njobs; i++)
-		job_fold(&jobs[i], now);
-	for (unsigned k = 0; k <= BC_JSTAT__COUNT; k++) {
-		bool rate = k == BC_JSTAT__COUNT;
-		bool gauge = rate || jstats[k].kind == GAUGE;
+	for (unsigned k = 0; k < BC_JSTAT__COUNT; k++) {
+		bool gauge = jstats[k].kind == GAUGE;
+		double div = prom_name(name, sizeof(name), "bucketcache_job_",
+		    jstats[k].name, !gauge);
 
-		if (rate)
-			snprintf(name, sizeof(name),
-			    "bucketcache_job_rate_bytes_per_second");
-		else
-			snprintf(name, sizeof(name), "bucketcache_job_%s%s",
-			    jstats[k].name, gauge ? "" : "_total");
-		prom_header(o, name, gauge ? "gauge" : "counter", rate ?
-		    "The job's consumption rate: object bytes sent per second, "
-		    "smoothed over ~2 s." : jstats[k].help);
+		prom_header(o, name, gauge ? "gauge" : "counter",
+		    jstats[k].help);
 		for (unsigned i = 0; i < njobs; i++) {
-			put(o, "%s{job=", name);
+			put(o, "%s{bc_job=", name);
 			put_label(o, jobs[i].name);
-			if (rate)
-				put(o, "} %.0f\n", jobs[i].rate);
-			else
-				put(o, "} %llu\n",
-				    (unsigned long long)jobs[i].v[k]);
+			put(o, "}");
+			put_value(o, jobs[i].v[k], false, div);
 		}
 	}
 	pthread_mutex_unlock(&jobs_mu);
@@ -1038,16 +1064,57 @@ prom_tiers(struct out *o)
 		return;
 	for (unsigned k = 0; k < BC_TSTAT__COUNT; k++) {
 		bool gauge = tstats[k].kind == GAUGE;
+		double div = prom_name(name, sizeof(name), "bucketcache_tier_",
+		    tstats[k].name, !gauge);
 
-		snprintf(name, sizeof(name), "bucketcache_tier_%s%s",
-		    tstats[k].name, gauge ? "" : "_total");
 		prom_header(o, name, gauge ? "gauge" : "counter",
 		    tstats[k].help);
 		for (size_t i = 0; i < n; i++) {
 			put(o, "%s{tier=", name);
 			put_label(o, rows[i].name);
-			put(o, "} %llu\n", (unsigned long long)rows[i].v[k]);
+			put(o, "}");
+			put_value(o, rows[i].v[k], false, div);
 		}
+	}
+}
+
+/* The process_* metrics every Prometheus client library exports, from
+ * /proc/self (stats_process.c); those it cannot read are left out. */
+static void
+prom_process(struct out *o)
+{
+	bc_stats_proc_t p;
+	unsigned have = bc_stats_proc_read(&p);
+
+	if (have & BC_STATS_PROC_STAT) {
+		prom_header(o, "process_cpu_seconds_total", "counter",
+		    "Total user and system CPU time spent in seconds.");
+		put(o, "process_cpu_seconds_total %.2f\n", p.cpu_seconds);
+		prom_header(o, "process_virtual_memory_bytes", "gauge",
+		    "Virtual memory size in bytes.");
+		put(o, "process_virtual_memory_bytes %llu\n",
+		    (unsigned long long)p.vsize_bytes);
+		prom_header(o, "process_resident_memory_bytes", "gauge",
+		    "Resident memory size in bytes.");
+		put(o, "process_resident_memory_bytes %llu\n",
+		    (unsigned long long)p.rss_bytes);
+	}
+	if (have & BC_STATS_PROC_START) {
+		prom_header(o, "process_start_time_seconds", "gauge",
+		    "Start time of the process since unix epoch in seconds.");
+		put(o, "process_start_time_seconds %.2f\n", p.start_time);
+	}
+	if (have & BC_STATS_PROC_FDS) {
+		prom_header(o, "process_open_fds", "gauge",
+		    "Number of open file descriptors.");
+		put(o, "process_open_fds %llu\n",
+		    (unsigned long long)p.open_fds);
+	}
+	if (have & BC_STATS_PROC_MAXFDS) {
+		prom_header(o, "process_max_fds", "gauge",
+		    "Maximum number of open file descriptors.");
+		put(o, "process_max_fds %llu\n",
+		    (unsigned long long)p.max_fds);
 	}
 }
 
@@ -1067,6 +1134,7 @@ bc_stats_prometheus(bc_buf_t *b)
 	    "Seconds since the gateway started.");
 	put(&o, "bucketcache_uptime_seconds %llu\n",
 	    (unsigned long long)s.uptime_seconds);
+	prom_process(&o);
 	prom_counters(&o, &s);
 	prom_by_op(&o, &s);
 	prom_buckets(&o);

@@ -227,6 +227,37 @@ int  bc_stats_prometheus(bc_buf_t *out);
 int  bc_stats_json_string(bc_buf_t *out, const char *s);
 int  bc_stats_prom_label(bc_buf_t *out, const char *s);
 
+/*
+ * The process's own figures, as Prometheus client libraries export them
+ * (process_cpu_seconds_total, process_resident_memory_bytes, ...), read
+ * from /proc (stats_process.c): /proc/self/stat, /proc/stat's btime,
+ * /proc/self/fd and RLIMIT_NOFILE.
+ */
+typedef struct bc_stats_proc_s {
+	double   cpu_seconds;    /* user + system */
+	uint64_t vsize_bytes;
+	uint64_t rss_bytes;
+	double   start_time;     /* seconds since the Unix epoch */
+	uint64_t open_fds;
+	uint64_t max_fds;        /* the soft limit */
+} bc_stats_proc_t;
+
+#define BC_STATS_PROC_STAT   1u   /* cpu_seconds, vsize_bytes, rss_bytes */
+#define BC_STATS_PROC_START  2u   /* start_time */
+#define BC_STATS_PROC_FDS    4u   /* open_fds */
+#define BC_STATS_PROC_MAXFDS 8u   /* max_fds */
+
+/* Reads the figures of this process into *p; returns the BC_STATS_PROC_*
+ * bits of those it could read (0: no /proc). Any thread. */
+unsigned bc_stats_proc_read(bc_stats_proc_t *p);
+/* Parses the text of a /proc/PID/stat (whose command name, in
+ * parentheses, may hold spaces and parentheses: the fields after the last
+ * ')' count) with the clock ticks per second, the page size and the boot
+ * time (btime, seconds since the epoch): cpu_seconds, vsize_bytes,
+ * rss_bytes and start_time. Returns 0, or BC_EINVAL when text is not one. */
+int bc_stats_proc_parse_stat(const char *text, long ticks, long page,
+    double btime, bc_stats_proc_t *p);
+
 /* Zeroes every counter, gauge and histogram (tests). */
 void bc_stats_reset(void);
 

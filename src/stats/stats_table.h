@@ -5,7 +5,10 @@
  *
  * name    the C identifier (BC_STATS_INC(name)), the JSON key in
  *         "counters", and the Prometheus metric bucketcache_<name>
- *         (counters get the suffix _total)
+ *         (counters get the suffix _total). Prometheus wants base units:
+ *         a name ending in _us or _ms (microseconds, milliseconds, as the
+ *         JSON keeps them) is rendered as ..._seconds, its value divided
+ *         accordingly; this holds for every table below too
  * COUNTER only goes up; GAUGE goes up and down (BC_STATS_DEC)
  * help    one line for # HELP
  *
@@ -32,6 +35,8 @@ BC_STAT(creds_refresh_failures, COUNTER, "Refreshes of the upstream credentials 
 BC_STAT(creds_expired_requests, COUNTER, "Upstream requests not sent because the upstream credentials had expired and no refresh had succeeded (the client gets 503 UpstreamCredentialsExpired).")
 BC_STAT(hints_malformed,    COUNTER, "x-bucketcache-* hint headers ignored as malformed.")
 BC_STAT(hints_refused,      COUNTER, "x-bucketcache-job hints not used because the job belongs to another client key (the request counts for the client's own job instead).")
+BC_STAT(access_log_lines,   COUNTER, "Lines written to the access log (--access-log json).")
+BC_STAT(access_log_dropped, COUNTER, "Access log lines lost: the write failed or the line could not be built.")
 BC_STAT(connections,        GAUGE,   "Client requests in flight.")
 BC_STAT(draining,           GAUGE,   "1 from a stop signal until the process exits: new connections are refused, /_bucketcache/ready answers 503, responses in flight finish (drain-timeout).")
 BC_STAT(drain_refused,      COUNTER, "Requests that came on open connections during the drain and were answered 503 ServiceUnavailable.")
@@ -70,8 +75,8 @@ BC_STAT(cache_objects,       GAUGE,   "Objects whose metadata the cache holds.")
 BC_STAT(cache_bytes_held,    GAUGE,   "Bytes the memory tier holds, overhead and metadata included.")
 BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound in force (mem-size; with --mem-size auto, what scale/ set).")
 BC_STAT(scale_target_bytes,  GAUGE,   "With --mem-size auto: the memory the jobs need (sum over active datasets of D*(1-B/R) plus prefetch windows, within mem-min and mem-max); fixed: mem-size.")
-BC_STAT(scale_origin_bandwidth_bytes, GAUGE, "The origin's measured bandwidth B: bytes per second of chunk fills while any was in flight (0: not measured yet).")
-BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean microseconds from a chunk fill's request to its answer's headers.")
+BC_STAT(scale_origin_bandwidth_bytes_per_second, GAUGE, "The origin's measured bandwidth B, the estimate --mem-size auto sizes by: bytes per second of chunk fills while any was in flight (0: not measured yet).")
+BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean time from a chunk fill's request to its answer's headers (JSON: microseconds; Prometheus: seconds).")
 #endif
 
 /*
@@ -127,7 +132,7 @@ BC_TSTAT(writing,        GAUGE,   "File writes and unlinks accepted and not yet 
 BC_TSTAT(scanning,       GAUGE,   "1 while the start-up scan rebuilds the index; hits are served meanwhile (disk).")
 BC_TSTAT(scan_files,     GAUGE,   "Files the start-up scan indexed (disk).")
 BC_TSTAT(scan_removed,   GAUGE,   "Stale temporary and damaged files the start-up scan removed (disk).")
-BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took, in milliseconds; 0 while it runs (disk).")
+BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took (JSON: milliseconds; Prometheus: seconds); 0 while it runs (disk).")
 #endif
 
 /*
@@ -137,9 +142,11 @@ BC_TSTAT(scan_ms,        GAUGE,   "How long the start-up scan took, in milliseco
  * "anonymous"). Counters are added to (bc_stats_job_add); gauges are the
  * jobs registry's plan position, mirrored (bc_stats_job_set). JSON:
  * "jobs": {"j": {"requests": n, ..., "rate_bytes_per_second": r}};
- * Prometheus: bucketcache_job_<name>_total{job="j"} for counters,
- * bucketcache_job_<name>{job="j"} for gauges, and
- * bucketcache_job_rate_bytes_per_second{job="j"}.
+ * Prometheus: bucketcache_job_<name>_total{bc_job="j"} for counters,
+ * bucketcache_job_<name>{bc_job="j"} for gauges (the label is not "job",
+ * which Prometheus sets on every series to its scrape job's name); the
+ * smoothed rate is the JSON's only: Prometheus computes
+ * rate(bucketcache_job_bytes_total[1m]) itself.
  */
 #ifdef BC_JSTAT
 BC_JSTAT(requests,       COUNTER, "Object reads (GET/HEAD through the cache) of the job.")
@@ -147,7 +154,7 @@ BC_JSTAT(bytes,          COUNTER, "Object bytes sent to the job.")
 BC_JSTAT(cache_hits,     COUNTER, "Object reads of the job served wholly from the cache.")
 BC_JSTAT(cache_misses,   COUNTER, "Object reads of the job served wholly from the origin.")
 BC_JSTAT(cache_partial_hits, COUNTER, "Object reads of the job served partly from the cache.")
-BC_JSTAT(wait_us,        COUNTER, "Microseconds the job's reads waited for fills (metadata or chunks).")
+BC_JSTAT(wait_us,        COUNTER, "Time the job's reads waited for fills, metadata or chunks, summed over its concurrent reads (JSON: microseconds; Prometheus: seconds).")
 BC_JSTAT(prefetch_issued, COUNTER, "Prefetches started for the job (its plan, its -next hints, read-ahead of its reads).")
 BC_JSTAT(prefetch_bytes, COUNTER, "Bytes prefetches for the job brought into the cache.")
 BC_JSTAT(prefetch_used,  COUNTER, "Chunks prefetched for the job that a client then read.")

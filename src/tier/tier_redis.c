@@ -12,6 +12,7 @@
  * by serial, so a late failure drops only that entry, never a newer one.
  */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -50,6 +51,9 @@ typedef struct redis_s {
 	 * never the client, which stop may be freeing). */
 	atomic_bool              ever_up, client_up, stopped;
 	_Atomic int              mode;     /* the client's, as on_state saw */
+	bool                     size_auto;   /* capacity from maxmemory */
+	_Atomic int              size_source; /* bc_tier_redis_size_t */
+	_Atomic uint64_t         maxmemory;   /* the server's, as last read */
 	/* The client's counters, here so that they outlive it. */
 	bc_tier_redis_conn_stats_t    conn_stats;
 	bc_tier_redis_cluster_stats_t cluster_stats;
@@ -1173,6 +1177,98 @@ redis_health(bc_tier_t *bt)
 	return BC_TIER_UP;
 }
 
+/* ---- capacity from the server's maxmemory -------------------------------- */
+
+/* Loop thread: the masters of a cluster (1 for a standalone server). */
+static uint64_t
+masters(redis_t *r)
+{
+	bc_tier_redis_cluster_node_t nodes[64];
+	size_t n, m = 0;
+
+	if (r->cl == NULL || bc_tier_redis_cluster_mode(r->cl) !=
+	    BC_TIER_REDIS_CLUSTER_CLUSTER)
+		return 1;
+	n = bc_tier_redis_cluster_nodes(r->cl, nodes, 64);
+	for (size_t i = 0; i < n && i < 64; i++)
+		m += nodes[i].slots > 0;
+	return m > 0 ? m : 1;
+}
+
+/* The capacity stays 0: says why, once per reason. */
+static void
+size_unknown(redis_t *r, const char *why)
+{
+	int was = atomic_exchange(&r->size_source, BC_TIER_REDIS_SIZE_UNKNOWN);
+
+	if (was != BC_TIER_REDIS_SIZE_UNKNOWN)
+		BC_WARN("tier %s: no --redis-size and %s: nothing is written to "
+		    "Redis (reads go on); set --redis-size", r->base.name, why);
+}
+
+static void
+maxmemory_done(void *arg, int status, const redisReply *reply)
+{
+	redis_t *r = arg;
+	unsigned long long mm;
+	uint64_t cap, prev;
+	char *end;
+
+	if (status < 0 || reply == NULL)
+		return;   /* asked again when the client is up again */
+	if (reply->type == REDIS_REPLY_ERROR) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "the server refuses CONFIG GET "
+		    "maxmemory (%.100s)", reply->str != NULL ? reply->str : "");
+		size_unknown(r, why);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    reply->element[1]->type != REDIS_REPLY_STRING) {
+		size_unknown(r, "CONFIG GET maxmemory gave no value");
+		return;
+	}
+	errno = 0;
+	mm = strtoull(reply->element[1]->str, &end, 10);
+	if (errno != 0 || *end != '\0' || end == reply->element[1]->str) {
+		size_unknown(r, "CONFIG GET maxmemory gave no number");
+		return;
+	}
+	prev = atomic_exchange(&r->maxmemory, (uint64_t)mm);
+	if (mm == 0) {
+		size_unknown(r, "the server has no maxmemory (unbounded)");
+		return;
+	}
+	cap = ((uint64_t)mm - (uint64_t)mm / 16) * masters(r);
+	if (cap < r->unit) {
+		size_unknown(r, "the server's maxmemory is less than a chunk");
+		return;
+	}
+	if (atomic_exchange(&r->size_source, BC_TIER_REDIS_SIZE_MAXMEMORY) !=
+	    BC_TIER_REDIS_SIZE_MAXMEMORY || prev != mm)
+		BC_INFO("tier %s: --redis-size from the server's maxmemory "
+		    "(%llu MiB%s): %llu MiB", r->base.name, mm >> 20,
+		    masters(r) > 1 ? " a master" : "",
+		    (unsigned long long)(cap >> 20));
+	redis_set_capacity(&r->base, cap);
+}
+
+/* Loop thread, the client just came up: asks its maxmemory. */
+static void
+ask_maxmemory(redis_t *r)
+{
+	static const char *const argv[] = { "CONFIG", "GET", "maxmemory" };
+	static const size_t lens[] = { 6, 3, 9 };
+
+	if (!r->size_auto || r->cl == NULL)
+		return;
+	if (bc_tier_redis_cluster_submit(r->cl, NULL, 0, 3, (const char **)argv,
+	    lens, maxmemory_done, r) < 0)
+		BC_DEBUG("tier %s: CONFIG GET maxmemory not sent; asked at the "
+		    "next connect", r->base.name);
+}
+
 /* ---- open, close -------------------------------------------------------- */
 
 static void
@@ -1183,6 +1279,7 @@ on_state(bc_tier_redis_cluster_t *cl, bool up, void *arg)
 	atomic_store(&r->mode, (int)bc_tier_redis_cluster_mode(cl));
 	atomic_store(&r->client_up, up);
 	if (up) {
+		ask_maxmemory(r);
 		atomic_store(&r->ever_up, true);
 		bc_tier_mark_up(&r->base, bc_mono_ns());
 	} else {
@@ -1338,6 +1435,9 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	r->set_tail_len = (size_t)snprintf(r->set_tail, sizeof(r->set_tail),
 	    "\r\n$2\r\nPX\r\n$%zu\r\n%s\r\n", strlen(r->px), r->px);
 	r->capacity = o->capacity;
+	r->size_auto = ro->size_from_server;
+	atomic_store(&r->size_source, ro->size_from_server ?
+	    BC_TIER_REDIS_SIZE_ASKING : BC_TIER_REDIS_SIZE_GIVEN);
 	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 8 * r->unit ?
 	    BC_TIER_REDIS_PUT_PENDING_MIN : 8 * r->unit;
 	r->nbuckets = 1024;
@@ -1370,6 +1470,8 @@ bc_tier_redis_counters(bc_tier_t *bt, bc_tier_redis_counters_t *out)
 	out->chunks = r->n;
 	pthread_mutex_unlock(&r->lock);
 	out->mode = atomic_load(&r->mode);
+	out->size_source = atomic_load(&r->size_source);
+	out->maxmemory = atomic_load(&r->maxmemory);
 	out->conn = &r->conn_stats;
 	out->cluster = &r->cluster_stats;
 }

@@ -36,6 +36,13 @@
  * Chunks are per version (their keys carry the ETag), so one never
  * serves stale bytes.
  *
+ * Capacity: --redis-size, or, without it, 15/16 of the server's
+ * maxmemory as CONFIG GET tells it when the client comes up (a cluster:
+ * the node asked times the masters; the rest is for Redis's own
+ * overhead); a server that refuses CONFIG (managed Redis often does) or
+ * has no maxmemory leaves it at 0: nothing is written, reads go on, and
+ * the log says to set --redis-size.
+ *
  * Health: a command failing without an answer (timeout, connection
  * lost) or the client going down marks the tier down (bc_tier_mark_down);
  * an answer marks it up. The health op says DOWN while the client, once
@@ -76,7 +83,21 @@ typedef struct bc_tier_redis_opts_s {
 	uint64_t           ttl_ms;     /* of every value; 0: 24 h */
 	uint64_t           timeout_ms;           /* command; 0: 2000 */
 	uint64_t           connect_timeout_ms;   /* 0: 1000 */
+	/* The capacity (o->capacity, --redis-size) was not given: ask the
+	 * server (CONFIG GET maxmemory) each time the client comes up and
+	 * take 15/16 of it (times the masters of a cluster); until then, or
+	 * when the server refuses CONFIG or has no maxmemory, the capacity
+	 * is 0: the tier writes nothing (reads go on), and says why once. */
+	bool               size_from_server;
 } bc_tier_redis_opts_t;
+
+/* Where the tier's capacity comes from (bc_tier_redis_counters). */
+typedef enum bc_tier_redis_size_e {
+	BC_TIER_REDIS_SIZE_GIVEN = 0,     /* --redis-size */
+	BC_TIER_REDIS_SIZE_ASKING,        /* not known yet */
+	BC_TIER_REDIS_SIZE_MAXMEMORY,     /* the server's maxmemory */
+	BC_TIER_REDIS_SIZE_UNKNOWN,       /* refused, or no maxmemory */
+} bc_tier_redis_size_t;
 
 extern const bc_tier_ops_t bc_tier_redis;
 
@@ -107,6 +128,8 @@ void bc_tier_redis_stop(bc_tier_t *t);
 typedef struct bc_tier_redis_counters_s {
 	bc_tier_redis_cluster_mode_t         mode;
 	uint64_t                             chunks;   /* in the index */
+	bc_tier_redis_size_t                 size_source;
+	uint64_t                             maxmemory; /* as last read; 0 */
 	const bc_tier_redis_conn_stats_t    *conn;
 	const bc_tier_redis_cluster_stats_t *cluster;
 } bc_tier_redis_counters_t;

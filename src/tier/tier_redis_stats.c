@@ -4,7 +4,9 @@
  * connections, and the cluster layer's. The per-tier row (tier="redis":
  * hits, writes, up, ...) is tier_stats.c's, like every tier's.
  *
- * JSON: "redis": {"mode": "cluster", "rtt_us_recent": 180,
+ * JSON: "redis": {"mode": "cluster", "size_source": "maxmemory"
+ *   (or "redis-size", "asking", "unknown"), "maxmemory": N,
+ *   "rtt_us_recent": 180,
  *   "rtt_us_mean": 210, "connections": {"commands": ..., ...},
  *   "cluster": {"moved": ..., ...}}.
  * Prometheus: bucketcache_redis_<counter>_total per connection counter
@@ -33,6 +35,21 @@ mode_name(bc_tier_redis_cluster_mode_t m)
 	}
 }
 
+static const char *
+size_name(bc_tier_redis_size_t s)
+{
+	switch (s) {
+	case BC_TIER_REDIS_SIZE_GIVEN:
+		return "redis-size";
+	case BC_TIER_REDIS_SIZE_ASKING:
+		return "asking";
+	case BC_TIER_REDIS_SIZE_MAXMEMORY:
+		return "maxmemory";
+	default:
+		return "unknown";
+	}
+}
+
 /* Mean of the summed round trips, microseconds (0 before any). */
 static unsigned long long
 rtt_mean_us(const bc_tier_redis_conn_stats_t *c)
@@ -51,9 +68,11 @@ bc_tier_redis_stats_json(void *t, bc_buf_t *out)
 	int                      rv;
 
 	bc_tier_redis_counters(t, &k);
-	rv = bc_buf_printf(out, "{\"mode\": \"%s\", \"rtt_us_recent\": %llu, "
+	rv = bc_buf_printf(out, "{\"mode\": \"%s\", \"size_source\": \"%s\", "
+	    "\"maxmemory\": %llu, \"rtt_us_recent\": %llu, "
 	    "\"rtt_us_mean\": %llu,\n    \"connections\": {",
-	    mode_name(k.mode),
+	    mode_name(k.mode), size_name(k.size_source),
+	    (unsigned long long)k.maxmemory,
 	    (unsigned long long)(LOAD(k.conn->rtt_recent_ns) / 1000),
 	    rtt_mean_us(k.conn));
 #define CONN_JSON(name, help)                                              \
@@ -110,6 +129,11 @@ bc_tier_redis_stats_prom(void *t, bc_buf_t *out)
 	    "a Redis command (moving average over about the last 16).\n"
 	    "# TYPE bucketcache_redis_rtt_recent_seconds gauge\n"
 	    "bucketcache_redis_rtt_recent_seconds %.6f\n"
+	    "# HELP bucketcache_redis_maxmemory_bytes The Redis server's "
+	    "maxmemory as last read (0: not read, none, or refused; read only "
+	    "without --redis-size).\n"
+	    "# TYPE bucketcache_redis_maxmemory_bytes gauge\n"
+	    "bucketcache_redis_maxmemory_bytes %llu\n"
 	    "# HELP bucketcache_redis_outstanding_peak Most Redis commands on "
 	    "the wire at once on one connection.\n"
 	    "# TYPE bucketcache_redis_outstanding_peak gauge\n"
@@ -120,6 +144,7 @@ bc_tier_redis_stats_prom(void *t, bc_buf_t *out)
 	    (int)k.mode, (double)LOAD(k.conn->rtt_ns_sum) / 1e9,
 	    (unsigned long long)LOAD(k.conn->rtt_count),
 	    (double)LOAD(k.conn->rtt_recent_ns) / 1e9,
+	    (unsigned long long)k.maxmemory,
 	    (unsigned long long)LOAD(k.conn->outstanding_peak));
 	/* err_<kind>: one labelled family; the rest: one family each */
 #define CONN_PROM(name, help)                                              \

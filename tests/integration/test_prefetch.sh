@@ -95,7 +95,7 @@ bc_assert_eq "$jused" "$v" "/v1/jobs/train shows its prefetch_used"
 v=$(bc_json "$BC_TMP/job.body" prefetch_wasted)
 bc_assert_eq 0 "$v" "and its prefetch_wasted"
 bc_expect metrics 200 - "metrics" "$BC_GW_URL/_bucketcache/metrics"
-m=$(awk '$1 == "bucketcache_job_prefetch_used_total{job=\"train\"}" { print $2 }' "$BC_TMP/metrics.body")
+m=$(awk '$1 == "bucketcache_job_prefetch_used_total{bc_job=\"train\"}" { print $2 }' "$BC_TMP/metrics.body")
 bc_assert_eq "$jused" "$m" "Prometheus has it with the job label"
 
 # ---- hints: x-bucketcache-next names the keys to bring ---------------------

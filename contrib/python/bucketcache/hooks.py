@@ -52,6 +52,25 @@ def next_header_value(keys, max_keys=MAX_NEXT_KEYS, max_bytes=MAX_HEADER_BYTES):
     return ",".join(out)
 
 
+def hint_headers(job, next_keys=None, epoch=None):
+    """The hint headers as a dict, for clients that take extra headers but
+    are not boto3 (fsspec's HTTPFileSystem client_kwargs, requests, curl -H):
+    x-bucketcache-job: job, x-bucketcache-epoch when epoch is not None, and
+    x-bucketcache-next from next_keys (bounded as next_header_value). Hint
+    headers a client signs with SigV4 must be signed headers: boto3 users
+    take install_hints instead."""
+    if not job or any(c in job for c in "\r\n"):
+        raise ValueError("job must be a non-empty single-line string")
+    h = {H_JOB: job}
+    if epoch is not None:
+        h[H_EPOCH] = str(int(epoch))
+    if next_keys:
+        v = next_header_value(next_keys)
+        if v:
+            h[H_NEXT] = v
+    return h
+
+
 def _set(headers, name, value):
     if name in headers:
         del headers[name]

@@ -57,6 +57,20 @@ def _credentials(session):
     return creds, region
 
 
+def access_key_job(session=None, access_key=None):
+    """The job the gateway counts a read toward when it carries no
+    x-bucketcache-job header: the access key it was signed with (an
+    unsigned read counts toward "anonymous"). Give a loader that cannot add
+    headers (s3torchconnector, WebDataset through aws-cli, MosaicML
+    streaming) a key of its own (--client-key), and post its plans to the
+    job this names. session: a boto3.Session or botocore session whose
+    credentials the loader signs with; or access_key itself."""
+    if access_key is None and session is not None:
+        creds, _ = _credentials(session)
+        access_key = creds.access_key if creds is not None else None
+    return access_key if access_key else "anonymous"
+
+
 class PlanClient:
     """PUTs plans for one job and bucket. endpoint: "http://host:port".
     session: a boto3.Session or botocore session whose credentials sign

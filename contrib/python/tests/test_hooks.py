@@ -7,15 +7,20 @@ import logging
 import unittest
 import urllib.parse
 
-import boto3
-from botocore import UNSIGNED
-from botocore.awsrequest import AWSRequest
-from botocore.config import Config
-from botocore.credentials import Credentials
-from torch.utils.data import SequentialSampler
+from deps import HAVE_BOTO3, HAVE_TORCH
 
-import sigv4
-from bucketcache import HintedSampler, install_hints, next_header_value, uninstall_hints
+if HAVE_BOTO3:
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.awsrequest import AWSRequest
+    from botocore.config import Config
+    from botocore.credentials import Credentials
+
+    import sigv4
+if HAVE_TORCH:
+    from torch.utils.data import SequentialSampler
+
+from bucketcache import install_hints, next_header_value, uninstall_hints
 from bucketcache.hooks import MAX_HEADER_BYTES, MAX_NEXT_KEYS
 from recorder import Recorder
 
@@ -39,9 +44,12 @@ def decode_next(v):
     return [urllib.parse.unquote(k) for k in v.split(",")]
 
 
+@unittest.skipUnless(HAVE_BOTO3 and HAVE_TORCH, "needs boto3 and torch "
+                     "(python3-boto3, python3-torch)")
 class TestHook(unittest.TestCase):
     def setUp(self):
         self.rec = Recorder().start()
+        from bucketcache import HintedSampler
         self.hs = HintedSampler(SequentialSampler(range(len(KEYS))), KEYS, self.rec.url,
                                 "ds", "job-7", put_wait=5)
         it = iter(self.hs)

@@ -10,8 +10,14 @@ import socket
 import time
 import unittest
 
-import boto3
-import torch
+from deps import HAVE_BOTO3, HAVE_TORCH
+
+if not (HAVE_BOTO3 and HAVE_TORCH):
+    raise unittest.SkipTest("HintedSampler's tests need torch and boto3 "
+                            "(python3-torch, python3-boto3)")
+
+import boto3  # noqa: E402
+import torch  # noqa: E402
 from botocore.credentials import Credentials
 from torch.utils.data import (DataLoader, Dataset, DistributedSampler, RandomSampler,
                               SequentialSampler)

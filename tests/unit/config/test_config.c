@@ -1328,12 +1328,16 @@ LTest(finish, redis_options)
 
 LTest(finish, redis_option_errors)
 {
+	bc_config_t c;
 	char up[600];
 
 	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
-	finish_fails(ARGS(up, "--redis", "redis://h"), NOENV,
-	    "--redis: needs --redis-size (the bytes this gateway may write "
-	    "to Redis, e.g. 10G)");
+	/* no --redis-size: the tier asks the server's maxmemory */
+	cr_assert_eq(finish(&c, ARGS(up, "--redis", "redis://h"), NOENV), 0,
+	    "%s", err);
+	cr_assert_eq(c.redis_size, 0);
+	cr_assert_eq(c.nredis_addrs, 1);
+	bc_config_fini(&c);
 	finish_fails(ARGS(up, "--redis-size", "1G"), NOENV,
 	    "--redis-size: needs --redis (the Redis server: "
 	    "redis://host[:port])");

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -236,6 +237,18 @@ find_line(const char *doc, const char *prefix)
 	return NULL;
 }
 
+static double
+sample_f(const char *doc, const char *series)
+{
+	char prefix[256];
+	const char *v;
+
+	snprintf(prefix, sizeof(prefix), "%s ", series);
+	v = find_line(doc, prefix);
+	cr_assert_not_null(v, "no sample %s in\n%s", series, doc);
+	return strtod(v, NULL);
+}
+
 static unsigned long long
 sample(const char *doc, const char *series)
 {
@@ -266,7 +279,7 @@ check_prometheus(const char *text)
 	    "^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+$";
 	regex_t rs, rc;
 	char *doc, *line, *save = NULL;
-	char typed[128][128];
+	char typed[256][128];
 	size_t ntyped = 0, nsamples = 0;
 
 	cr_assert_eq(regcomp(&rs, sample_re, REG_EXTENDED | REG_NOSUB), 0);
@@ -280,14 +293,19 @@ check_prometheus(const char *text)
 			cr_assert_eq(regexec(&rc, line, 0, NULL, 0), 0,
 			    "bad comment line: %s", line);
 			if (strncmp(line, "# TYPE ", 7) == 0) {
-				cr_assert_lt(ntyped, 128);
+				cr_assert_lt(ntyped, 256);
 				sscanf(line + 7, "%127s", typed[ntyped++]);
 			}
 			continue;
 		}
 		cr_assert_eq(regexec(&rs, line, 0, NULL, 0), 0,
 		    "bad sample line: %s", line);
-		cr_assert_eq(strncmp(line, "bucketcache_", 12), 0, "%s", line);
+		cr_assert(strncmp(line, "bucketcache_", 12) == 0 ||
+		    strncmp(line, "process_", 8) == 0, "%s", line);
+		/* Prometheus sets "job" itself (the scrape job): ours is
+		 * bc_job */
+		cr_assert_null(strstr(line, "{job="), "%s", line);
+		cr_assert_null(strstr(line, ",job="), "%s", line);
 		/* every sample belongs to the family typed just before it */
 		cr_assert_gt(ntyped, 0);
 		cr_assert_eq(strncmp(line, typed[ntyped - 1],
@@ -741,7 +759,7 @@ LTest(stats, job_handles_count_for_their_job_only)
 	cr_assert_eq(bc_stats_prometheus(&b), 0);
 	check_prometheus(bc_buf_str(&b));
 	cr_assert_eq(sample(bc_buf_str(&b),
-	    "bucketcache_job_prefetch_used_total{job=\"job-a\"}"), 1);
+	    "bucketcache_job_prefetch_used_total{bc_job=\"job-a\"}"), 1);
 
 	/* BC_STATS_MAX_JOBS newer jobs push job-a out */
 	d[BC_JSTAT_requests] = 1;
@@ -822,9 +840,9 @@ LTest(stats, job_gauges_are_set_not_added)
 	cr_assert_not_null(strstr(bc_buf_str(&b),
 	    "# TYPE bucketcache_job_cursor gauge\n"));
 	cr_assert_eq(sample(bc_buf_str(&b),
-	    "bucketcache_job_cursor{job=\"train\"}"), 18);
+	    "bucketcache_job_cursor{bc_job=\"train\"}"), 18);
 	cr_assert_eq(sample(bc_buf_str(&b),
-	    "bucketcache_job_plan_keys{job=\"train\"}"), 100);
+	    "bucketcache_job_plan_keys{bc_job=\"train\"}"), 100);
 	cr_assert_null(strstr(bc_buf_str(&b), "bucketcache_job_cursor_total"));
 	/* zeros set an untracked job's gauges: no slot for it */
 	memset(g, 0, sizeof(g));
@@ -876,7 +894,7 @@ LTest(stats, job_counters_keep_the_most_recent_jobs)
 	cr_assert_eq(bc_stats_prometheus(&b), 0);
 	check_prometheus(bc_buf_str(&b));
 	cr_assert_eq(sample(bc_buf_str(&b),
-	    "bucketcache_job_requests_total{job=\"train-1\"}"), 3);
+	    "bucketcache_job_requests_total{bc_job=\"train-1\"}"), 3);
 
 	/* 64 newer jobs push train-1 out */
 	for (int i = 0; i < BC_STATS_MAX_JOBS; i++) {
@@ -1017,5 +1035,101 @@ LTest(stats, sections_render_in_order_and_go)
 	bc_buf_reset(&b);
 	cr_assert_eq(bc_stats_json(&b), 0);
 	cr_assert_null(strstr(bc_buf_str(&b), "\"sb\""));
+	bc_buf_fini(&b);
+}
+
+/* Prometheus gets base units: entries kept in microseconds or
+ * milliseconds (names ending _us, _ms; the JSON keeps them) are rendered
+ * as ..._seconds with their values divided; the smoothed per-job rate is
+ * not a metric (rate() of bucketcache_job_bytes_total is). */
+LTest(stats, prometheus_base_units_and_no_rate_gauges)
+{
+	uint64_t d[BC_JSTAT__COUNT] = { 0 };
+	bc_buf_t b = BC_BUF_INIT;
+	const char *t;
+
+	bc_stats_reset();
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = 4096;
+	d[BC_JSTAT_wait_us] = 1500000;
+	bc_stats_job_add("train", d);
+	BC_STATS_SET(scale_origin_latency_us, 2500);
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	t = bc_buf_str(&b);
+	check_prometheus(t);
+	cr_assert_float_eq(sample_f(t,
+	    "bucketcache_job_wait_seconds_total{bc_job=\"train\"}"), 1.5, 1e-9);
+	cr_assert_not_null(strstr(t,
+	    "# TYPE bucketcache_job_wait_seconds_total counter\n"));
+	cr_assert_float_eq(sample_f(t, "bucketcache_scale_origin_latency_seconds"),
+	    0.0025, 1e-9);
+	cr_assert_eq(sample(t, "bucketcache_job_bytes_total{bc_job=\"train\"}"),
+	    4096);
+	for (const char *const *u = (const char *const []){ "_us ", "_us{",
+	    "_us_total", "_ms ", "_ms{", "_ms_total", NULL }; *u != NULL; u++)
+		cr_assert_null(strstr(t, *u), "%s in\n%s", *u, t);
+	cr_assert_null(strstr(t, "bucketcache_job_rate_bytes_per_second"));
+	bc_buf_reset(&b);
+	/* the JSON keeps its names */
+	cr_assert_eq(bc_stats_json(&b), 0);
+	cr_assert_eq(python_check(bc_buf_str(&b), "import json,sys\n"
+	    "d = json.load(sys.stdin)\n"
+	    "assert d[\"jobs\"][\"train\"][\"wait_us\"] == 1500000, d\n"
+	    "assert d[\"counters\"][\"scale_origin_latency_us\"] == 2500, d\n"),
+	    0, "%s", bc_buf_str(&b));
+	bc_buf_fini(&b);
+}
+
+/* /proc/PID/stat: the command name may hold spaces and ')'; the fields
+ * after the last ')' count. */
+LTest(stats, proc_stat_parses)
+{
+	static const char stat[] = "4242 (buck (et) cache) S 1 4242 4242 0 -1 "
+	    "4194560 1000 0 0 0 250 130 0 0 20 0 9 0 123400 52428800 1024 "
+	    "18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 17 1 0 0 0 0 0\n";
+	bc_stats_proc_t p;
+
+	cr_assert_eq(bc_stats_proc_parse_stat(stat, 100, 4096, 1700000000.0,
+	    &p), 0);
+	cr_assert_float_eq(p.cpu_seconds, 3.8, 1e-9, "%f", p.cpu_seconds);
+	cr_assert_float_eq(p.start_time, 1700000000.0 + 1234.0, 1e-6);
+	cr_assert_eq(p.vsize_bytes, 52428800);
+	cr_assert_eq(p.rss_bytes, 1024ull * 4096);
+	cr_assert_eq(bc_stats_proc_parse_stat("4242 (x) S 1 2", 100, 4096, 0,
+	    &p), BC_EINVAL, "cut short");
+	cr_assert_eq(bc_stats_proc_parse_stat("no parenthesis", 100, 4096, 0,
+	    &p), BC_EINVAL);
+	cr_assert_eq(bc_stats_proc_parse_stat(stat, 0, 4096, 0, &p),
+	    BC_EINVAL);
+}
+
+/* This process's figures, and the process_* families of /metrics. */
+LTest(stats, process_metrics)
+{
+	bc_stats_proc_t p;
+	bc_buf_t b = BC_BUF_INIT;
+	unsigned have = bc_stats_proc_read(&p);
+	double now = (double)time(NULL);
+	const char *t;
+
+	cr_assert_eq(have, BC_STATS_PROC_STAT | BC_STATS_PROC_START |
+	    BC_STATS_PROC_FDS | BC_STATS_PROC_MAXFDS);
+	cr_assert_gt(p.rss_bytes, 0);
+	cr_assert_geq(p.vsize_bytes, p.rss_bytes);
+	cr_assert(p.start_time > now - 86400 && p.start_time <= now + 2,
+	    "start %f, now %f", p.start_time, now);
+	cr_assert_geq(p.open_fds, 3);
+	cr_assert_geq(p.max_fds, p.open_fds);
+	bc_stats_reset();
+	cr_assert_eq(bc_stats_prometheus(&b), 0);
+	t = bc_buf_str(&b);
+	check_prometheus(t);
+	cr_assert_not_null(strstr(t,
+	    "# TYPE process_cpu_seconds_total counter\n"));
+	cr_assert_gt(sample(t, "process_resident_memory_bytes"), 0);
+	cr_assert_gt(sample(t, "process_virtual_memory_bytes"), 0);
+	cr_assert_gt(sample(t, "process_open_fds"), 2);
+	cr_assert_gt(sample(t, "process_max_fds"), 2);
+	cr_assert_gt(sample_f(t, "process_start_time_seconds"), now - 86400);
 	bc_buf_fini(&b);
 }
