@@ -39,6 +39,8 @@ typedef struct list_s {
 	int                    status;
 	const bc_kvlist_t     *uh;       /* the origin's headers (x's) */
 	uint64_t               gen;      /* bc_cache_list_gen at the ask */
+	uint64_t               size;     /* Content-Length, or unknown */
+	uint64_t               read;     /* body bytes read so far */
 	bc_buf_t               capture;  /* the answer, while it fits */
 	bool                   overflow;
 } list_t;
@@ -157,6 +159,10 @@ list_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (!l->overflow && bc_buf_append(&l->capture, buf,
 		    (size_t)n) < 0)
 			l->overflow = true;   /* too big to keep */
+		l->read += (uint64_t)n;
+		/* MHD asks no more once Content-Length bytes went */
+		if (l->size != MHD_SIZE_UNKNOWN && l->read >= l->size)
+			keep(r, l);
 		return n;
 	}
 	if (n == 0) {
@@ -211,7 +217,7 @@ list_finish(bc_http_req_t *r)
 		return BC_S3E_GatewayTimeout;
 	if (rv < 0)
 		return BC_S3E_BadGateway;
-	size = header_u64(l->uh, "Content-Length");
+	size = l->size = header_u64(l->uh, "Content-Length");
 	if (l->status != 200 || (size != MHD_SIZE_UNKNOWN &&
 	    size > bc_cache_list_max_entry(r->srv->lists)))
 		l->overflow = true;   /* nothing to keep */
