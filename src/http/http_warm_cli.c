@@ -411,6 +411,14 @@ bc_http_warm_cli(int argc, char **argv)
 	bc_buf_init(&body, BODY_MAX);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	status = call(&c, "POST", &body, msg, sizeof(msg));
+	if (status == 409 && !c.detach) {
+		/* one of this prefix runs: watch it */
+		fprintf(stderr, "bucketcache warm: s3://%s/%s is being warmed "
+		    "already; following it\n", c.bucket, c.prefix);
+		status = call(&c, "GET", &body, msg, sizeof(msg));
+		if (status == 200)
+			status = 202;
+	}
 	if (status != 202) {
 		rv = refused(status, &body, msg);
 		goto out;

@@ -10,7 +10,9 @@
  * gateway (--endpoint, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL,
  * else http://127.0.0.1:8080), then GETs its progress every --interval
  * (1 s) and draws a progress bar on stderr until the warm-up ends; with
- * --detach it prints the warm-up as started and returns. The call carries
+ * --detach it prints the warm-up as started and returns (one of the same
+ * prefix running already: it follows that one, or with --detach exits 1
+ * with the gateway's 409). The call carries
  * the admin token (--admin-token, else BUCKETCACHE_ADMIN_TOKEN) when one
  * is given; otherwise it is signed with SigV4 when AWS_ACCESS_KEY_ID and
  * AWS_SECRET_ACCESS_KEY are set (a client key warms what it may read),

@@ -46,7 +46,7 @@ static const char *const state_names[] = {
 typedef struct item_s {
 	struct item_s *next;          /* the run's active list */
 	char          *key;
-	uint64_t       size;          /* listed; then its metadata's */
+	uint64_t       size;          /* as listed */
 	uint64_t       cost;          /* charged to the run's budget */
 	bc_object_t   *o;             /* a reference */
 	char           etag[132];     /* the version warmed */
@@ -601,8 +601,8 @@ item_issue(run_t *r, item_t *it)
 		rv = bc_cache_warm_meta(w->o.cache, it->o, r->tier, &s->w,
 		    &meta);
 		if (rv == 0) {
+			/* its bytes stay the listed ones in the counts */
 			it->meta_known = true;
-			it->size = meta.size;
 			snprintf(it->etag, sizeof(it->etag), "%s", meta.etag);
 			it->nchunks = bc_chunk_count(meta.size,
 			    w->o.chunk_size);
@@ -775,8 +775,16 @@ issue(run_t *r)
 static void
 run_step(run_t *r)
 {
+	bc_tier_t *t = bc_tier_chain_at(chain_of(r->reg), r->tier);
+
 	if (r->cancel) {
 		run_end(r, ST_CANCELED);
+		return;
+	}
+	/* a lower tier that is down would take nothing (its writes are
+	 * skipped): the warm-up says so rather than count them warmed */
+	if (r->tier > 0 && bc_tier_health(t) == BC_TIER_DOWN) {
+		run_fail(r, "the %s tier is down", r->tier_name);
 		return;
 	}
 	collect(r);

@@ -32,7 +32,8 @@
  *     twice while warmed).
  * At most opts.concurrency fills of a warm-up run at once (they are of
  * class prefetch: they yield to clients' fills), and none while the lower
- * tiers' write queue is half full.
+ * tiers' write queue is half full. A warm-up into a lower tier that goes
+ * down ends failed (its writes would be skipped).
  *
  * Registry: BC_WARM_MAX_RUNNING warm-ups run at once, one per (bucket,
  * prefix); BC_WARM_MAX_KEPT are kept to be read, finished ones dropped

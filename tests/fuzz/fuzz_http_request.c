@@ -203,7 +203,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			FUZZ_CHECK(bc_cache_new(&co, &cache) == 0);
 		}
 		if (bc_server_start(&srv, &cfg, &(bc_server_parts_t){ loop,
-		    origin, cache, NULL, NULL, NULL }, err, sizeof(err)) == 0)
+		    origin, cache, NULL, NULL, NULL, NULL, NULL }, err,
+		    sizeof(err)) == 0)
 			started = true;
 		else
 			bc_config_fini(&cfg);
