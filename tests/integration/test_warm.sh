@@ -28,11 +28,16 @@
 #      warms what fits and counts the rest no_room, memory under its
 #      bound;
 #   8. the CLI: --detach returns at once, a bad target exits 2, an
-#      unreachable gateway exits 1; the gateways stop cleanly.
+#      unreachable gateway exits 1; the gateways stop cleanly;
+#   9. --tier redis: gateway A warms ds/train/ into a Redis it shares
+#      with gateway B (A's memory keeps none of it); B, fresh, then reads
+#      the prefix with 0 origin requests (metadata and chunks from Redis).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_redis.sh"
 
 bc_require_basics
+bc_skip_unless_tool redis-server redis-cli
 bc_start_s3rver
 bc_start_fixture
 FX=$BC_FIXTURE_URL
@@ -135,7 +140,7 @@ v=$(wstat in_flight); bc_assert_eq 0 "$v" "nothing in flight once done"
 v=$(bc_fixture_stats by_op.ListObjectsV2); bc_assert_eq 1 "$v" "one ListObjectsV2 page at the origin"
 v=$(bc_fixture_stats by_op.GetObject); bc_assert_ge "$v" "$TRAIN_N" "the warm-up's GETs reached the origin"
 disk_quiet
-v=$(bc_stats_get tiers.disk.chunks); bc_assert_ge "$v" 50 "the disk tier holds the prefix's chunks (51)"
+v=$(bc_stats_get tiers.disk.chunks); bc_assert_ge "$v" 50 "the disk tier holds the prefix's 50 chunks"
 v=$(bc_stats_get tiers.memory.chunks); bc_assert_eq 0 "$v" "memory holds none of them (a lower tier's warm-up does not fill memory)"
 bc_assert_fixture_clean "warm-up"
 
@@ -300,4 +305,43 @@ BUCKETCACHE_ADMIN_TOKEN=wrong "$BC_BIN" warm "s3://$B/other/" --endpoint "$GW" >
 bc_assert_eq 0 "$rc" "a local CLI is the operator whatever token it carries"
 bc_stop_gateway
 
-bc_done 96
+# ---- 9. --tier redis: a warm-up another gateway reads ---------------------------
+bc_start_redis
+ROPTS=(--upstream "$FX" --chunk-size 1M --mem-size 64M --meta-ttl 10m
+	--redis "$BC_REDIS_URL" --redis-size 256M --log-level info)
+bc_start_gateway "${ROPTS[@]}"
+GWA=$BC_GW_URL
+rc=0
+"$BC_BIN" warm "s3://$B/ds/train/" --endpoint "$GWA" --tier redis --interval 0.2 \
+	>"$BC_TMP/cli-r.out" 2>"$BC_TMP/cli-r.err" || rc=$?
+bc_assert_eq 0 "$rc" "gateway A: bucketcache warm --tier redis exits 0"
+v=$(wstat objects_warmed ds/train/ "$GWA"); bc_assert_eq "$TRAIN_N" "$v" "every object warmed into Redis"
+for i in $(seq 200); do
+	v=$(bc_stats_get tiers.redis.queued); [ "$v" = 0 ] && break; sleep 0.05
+done
+v=$(bc_stats_get tiers.redis.writes); bc_assert_ge "$v" 50 "Redis took the prefix's 50 chunks"
+v=$(bc_stats_get tiers.memory.chunks); bc_assert_eq 0 "$v" "A's memory keeps none of them"
+GWA_PID=$BC_GW_PID
+GWA_LOG=$BC_GW_LOG
+bc_start_gateway "${ROPTS[@]}"
+GWB=$BC_GW_URL
+bc_fixture_reset
+bc_py "$GWB" "$B" "$BC_TMP" <<'EOF'
+import os, sys, json
+from itlib import ok, done, client, sha
+gw, b, tmp = sys.argv[1:4]
+c = client(gw)
+train = json.load(open(os.path.join(tmp, "dataset.json")))["train"]
+bad = [k for k in sorted(train) if sha(c.get_object(Bucket=b, Key=k)["Body"].read())
+       != sha(open(os.path.join(tmp, "obj", k), "rb").read())]
+ok(not bad, "gateway B reads every object A warmed, right bytes", str(bad[:3]))
+done()
+EOF
+v=$(bc_fixture_stats requests); bc_assert_eq 0 "$v" "gateway B: 0 origin requests for the prefix A warmed into Redis"
+v=$(bc_stats_get tiers.redis.hits); bc_assert_ge "$v" 50 "its chunks came from Redis"
+bc_stop_gateway
+BC_GW_PID=$GWA_PID
+BC_GW_LOG=$GWA_LOG
+bc_stop_gateway
+
+bc_done 107
