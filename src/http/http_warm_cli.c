@@ -274,15 +274,16 @@ progress(cli_t *c, const bc_buf_t *b, bool last)
 static void
 summary(const cli_t *c, const bc_buf_t *b, const char *state)
 {
-	char done[32], err[256];
+	char done[32], err[256], tier[32];
 
 	human(json_num(b, "bytes_done"), done, sizeof(done));
 	json_str(b, "error", err, sizeof(err));
+	json_str(b, "tier", tier, sizeof(tier));
 	printf("warm s3://%s/%s: %s: %.0f objects (%s) in the %s tier: "
 	    "%.0f warmed, %.0f cached before; %.0f failed, %.0f skipped, "
 	    "%.0f without room; %.1f s%s%s\n", c->bucket, c->prefix, state,
-	    json_num(b, "objects_done"), done, c->tier != NULL ? c->tier :
-	    "default", json_num(b, "objects_warmed"),
+	    json_num(b, "objects_done"), done, tier, json_num(b,
+	    "objects_warmed"),
 	    json_num(b, "objects_cached"), json_num(b, "objects_failed"),
 	    json_num(b, "objects_skipped"), json_num(b, "objects_no_room"),
 	    json_num(b, "elapsed_seconds"), err[0] != '\0' ? ": " : "", err);

@@ -97,6 +97,7 @@ typedef struct run_s {
 	bc_s3_auth_t   lauth;
 	bool           lreq_live;
 	bc_buf_t       body;
+	bool           sent;          /* the request's (empty) body ended */
 	bool           listing_done;
 	char          *token;         /* the next page's; NULL: none yet */
 	bc_s3_list_t   page;
@@ -407,6 +408,21 @@ list_step(run_t *r)
 			return;
 		}
 		bc_buf_init(&r->body, BC_WARM_PAGE_MAX);
+		r->sent = false;
+	}
+	if (!r->sent) {
+		bc_s3err_t e = BC_S3E_NONE;
+
+		/* no body: the file origin answers at its end */
+		rv = bc_exchange_write_end(r->x, &e);
+		if (rv == BC_EAGAIN)
+			return;
+		if (rv < 0) {
+			run_fail(r, "the listing failed: %s", e != BC_S3E_NONE ?
+			    bc_s3err_code(e) : bc_strerror(rv));
+			return;
+		}
+		r->sent = true;
 	}
 	rv = bc_exchange_headers(r->x, &status, &h);
 	if (rv == BC_EAGAIN)

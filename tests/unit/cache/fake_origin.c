@@ -821,6 +821,7 @@ typedef struct rx_s {
 	bc_kvlist_t   headers;
 	bc_buf_t      body;
 	size_t        off;
+	bool          ended;   /* write_end came: the answer is readable */
 } rx_t;
 
 static ssize_t
@@ -835,8 +836,8 @@ rx_write(bc_exchange_t *x, const void *p, size_t n, bc_s3err_t *e)
 static int
 rx_write_end(bc_exchange_t *x, bc_s3err_t *e)
 {
-	(void)x;
 	(void)e;
+	((rx_t *)x)->ended = true;
 	return 0;
 }
 
@@ -845,6 +846,8 @@ rx_headers(bc_exchange_t *x, int *status, const bc_kvlist_t **h)
 {
 	rx_t *r = (rx_t *)x;
 
+	if (!r->ended)
+		return BC_EAGAIN;   /* as the file origin: no wake follows */
 	*status = r->status;
 	*h = &r->headers;
 	return 0;
@@ -856,6 +859,8 @@ rx_read(bc_exchange_t *x, void *buf, size_t max)
 	rx_t *r = (rx_t *)x;
 	size_t n = r->body.len - r->off;
 
+	if (!r->ended)
+		return BC_EAGAIN;
 	if (n > max)
 		n = max;
 	memcpy(buf, bc_buf_str(&r->body) + r->off, n);

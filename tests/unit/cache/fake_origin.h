@@ -137,8 +137,9 @@ unsigned fake_origin_exchanges(fake_origin_t *fo);
 
 /* Relays (a client's request passed on, any operation): fn(arg, r,
  * &status, body) makes each one's whole answer when it starts (pull
- * mode: headers and body readable at once, never a wake; Content-Type
- * application/xml); a request body is dropped. fn NULL (the default):
+ * mode: headers and body readable once write_end() was called, as the
+ * file origin answers; never a wake; Content-Type application/xml); a
+ * request body is dropped. fn NULL (the default):
  * relays are refused with NotImplemented. fn runs on the caller's
  * thread. Relays answered so far: fake_origin_relays. */
 typedef void (*fake_relay_fn)(void *arg, const bc_relay_t *r, int *status,
