@@ -32,6 +32,8 @@
 #   9. --tier redis: gateway A warms ds/train/ into a Redis it shares
 #      with gateway B (A's memory keeps none of it); B, fresh, then reads
 #      the prefix with 0 origin requests (metadata and chunks from Redis).
+#  10. over a file:// origin (the quick start's): the CLI warms a bucket
+#      into memory, and its objects are then read without opening a file.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis.sh"
@@ -344,4 +346,22 @@ BC_GW_PID=$GWA_PID
 BC_GW_LOG=$GWA_LOG
 bc_stop_gateway
 
-bc_done 107
+# ---- 10. over a file:// origin ------------------------------------------------
+FDIR=$BC_TMP/files
+mkdir -p "$FDIR/demo/images"
+for i in 1 2 3; do bc_mkfile "$FDIR/demo/images/$i.jpg" $((100000 + i)); done
+bc_start_gateway --upstream "file://$FDIR" --anonymous --log-level info
+rc=0
+"$BC_BIN" warm s3://demo/ --endpoint "$BC_GW_URL" >"$BC_TMP/cli-f.out" 2>&1 || rc=$?
+bc_assert_eq 0 "$rc" "file:// origin: bucketcache warm s3://demo/ exits 0"
+out=$(cat "$BC_TMP/cli-f.out")
+bc_assert_match "done: 3 objects .* in the memory tier" "$out" "3 objects into memory"
+bc_stats_save "$BC_TMP/sf.json"
+for i in 1 2 3; do
+	bc_expect "file-$i" 200 - "GET images/$i.jpg" "$BC_GW_URL/demo/images/$i.jpg"
+	bc_assert_same_file "$FDIR/demo/images/$i.jpg" "$BC_TMP/file-$i.body" "images/$i.jpg: its bytes"
+done
+v=$(bc_stats_delta "$BC_TMP/sf.json" upstream_file_reads); bc_assert_eq 0 "$v" "no file opened to serve them"
+bc_stop_gateway
+
+bc_done 118
