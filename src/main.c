@@ -10,7 +10,9 @@
  * with --disk-dir the disk tier appended to the cache's chain (a missing,
  * non-directory or read-only directory: exit 2; libuv's work pool, which
  * does its I/O, sized to 16 threads unless UV_THREADPOOL_SIZE says
- * otherwise), handed to stats/ for the per-tier stats; the prefetcher;
+ * otherwise), handed to stats/ for the per-tier stats (and before it the
+ * list cache, with --list-ttl or --immutable); the prefetcher; the
+ * warm-ups' registry;
  * scale/ (its timer sizes memory with --mem-size auto);
  * then the HTTP front end, handed what it serves. A stop signal (SIGINT,
  * SIGTERM) starts the drain (http_drain.h): the front end stops
@@ -20,10 +22,10 @@
  * names and renamed, so nothing on disk is left half-written under a
  * real name). Then the stop, in reverse: the origin's exchanges are
  * cancelled and the loop joined (the prefetcher's timer with it), the
- * daemon stopped; then the prefetcher, the tier stats, the cache (its
- * queued tier work runs, then the disk tier closes after its writes), the
- * jobs, the origin, the credentials (their thread stopped) and the loop
- * go.
+ * daemon stopped; then the prefetcher, the warm-ups, the tier stats, the
+ * cache (its queued tier work runs, then the disk tier closes after its
+ * writes), the list cache, the jobs, the origin, the credentials (their
+ * thread stopped) and the loop go.
  * Exit status 0 on a stop by signal (drained, cut by --drain-timeout, or
  * a second signal), 1 when start-up fails, 2 on bad options (and a disk
  * directory the tier cannot use).
@@ -34,6 +36,8 @@
  * that exits at once.
  * --probe[=NAME] starts nothing: it asks a running gateway for
  * /_bucketcache/health (or NAME) (http_probe.h) and exits 0 (200) or 1.
+ * `bucketcache warm s3://B/P ...` starts nothing either: it is a client
+ * of a running gateway's warm-up endpoint (http_warm_cli.h).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* ppoll */
@@ -55,12 +59,15 @@
 
 #include "config/config.h"
 #include "cache/cache.h"
+#include "cache/cache_list.h"
 #include "http/http_drain.h"
 #include "creds/creds.h"
 #include "http/http_probe.h"
 #include "http/http_server.h"
+#include "http/http_warm_cli.h"
 #include "prefetch/prefetch.h"
 #include "prefetch/prefetch_jobs.h"
+#include "prefetch/prefetch_warm.h"
 #include "policy/policy.h"
 #include "scale/scale.h"
 #include "stats/stats.h"
@@ -344,12 +351,16 @@ main(int argc, char **argv)
 	bc_jobs_t *jobs = NULL;
 	bc_prefetch_t *prefetch = NULL;
 	bc_scale_t *scale = NULL;
+	bc_warm_t *warm = NULL;
+	bc_cache_list_t *lists = NULL;
 	bc_server_parts_t parts;
 	char err[512] = "";
 	struct sigaction sa;
 	sigset_t mask, old;
 	int rv = 1;
 
+	if (argc > 1 && strcmp(argv[1], "warm") == 0)
+		return bc_http_warm_cli(argc - 1, argv + 1);   /* a client */
 	if (bc_config_init(&cfg) < 0) {
 		fprintf(stderr, "bucketcache: out of memory\n");
 		return 1;
@@ -450,9 +461,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "bucketcache: out of memory\n");
 		goto out;
 	}
+	if (cfg.cache && (cfg.list_ttl > 0 || cfg.immutable.n > 0)) {
+		lists = bc_cache_list_new(&cfg);
+		if (lists == NULL) {
+			fprintf(stderr, "bucketcache: out of memory\n");
+			goto out;
+		}
+	}
 	if (cfg.cache) {
 		bc_cache_opts_t co = { &cfg, origin, loop,
-		    bc_jobs_oracle(jobs) };
+		    bc_jobs_oracle(jobs), lists };
 		int e = bc_cache_new(&co, &cache);
 
 		if (e < 0) {
@@ -505,12 +523,24 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (cache != NULL) {
+		bc_warm_opts_t wo = { cache, origin, loop, cfg.region,
+		    cfg.chunk_size, cfg.warm_concurrency };
+
+		warm = bc_warm_new(&wo);
+		if (warm == NULL) {
+			BC_ERROR("cannot start the warm-ups' registry");
+			goto out;
+		}
+	}
 	parts.loop = loop;
 	parts.origin = origin;
 	parts.cache = cache;
 	parts.jobs = jobs;
 	parts.prefetch = prefetch;
 	parts.scale = scale;
+	parts.warm = warm;
+	parts.lists = lists;
 	if (bc_server_start(&srv, &cfg, &parts, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bucketcache: %s\n", err);
 		rv = 2;
@@ -538,9 +568,11 @@ out:
 		bc_loop_stop(loop, cancel_exchanges, origin);
 	bc_scale_free(scale);         /* its timer stopped with the loop */
 	bc_prefetch_free(prefetch);   /* its timer stopped with the loop */
+	bc_warm_free(warm);           /* its timer too; before the cache */
 	bc_stats_set_tiers(NULL, NULL);
 	bc_stats_set_section("redis", NULL, NULL, NULL);
 	bc_cache_free(cache);   /* no fill runs once the loop stopped */
+	bc_cache_list_free(lists);    /* after the cache, which drops from it */
 	bc_jobs_free(jobs);     /* no request runs once the server stopped */
 	bc_origin_free(origin);
 	bc_stats_set_section("credentials", NULL, NULL, NULL);

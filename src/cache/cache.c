@@ -84,7 +84,8 @@ typedef enum mark_e { MARK_NONE, MARK_STALE, MARK_FRESH } mark_t;
 
 /* c->mu held: how recent o's unsigned-fetch mark is, by the metadata's
  * rule: fresh within meta-ttl, stale (served, rechecked in the
- * background) within meta-stale after that. */
+ * background) within meta-stale after that; an immutable object's is
+ * fresh while it is set (README, Decisions: --immutable). */
 static mark_t
 public_mark(const bc_cache_t *c, const bc_object_t *o)
 {
@@ -92,6 +93,8 @@ public_mark(const bc_cache_t *c, const bc_object_t *o)
 
 	if (o->public_at_ns == 0)
 		return MARK_NONE;
+	if (o->immutable)
+		return MARK_FRESH;
 	age = bc_mono_ns() - o->public_at_ns;
 	if (c->meta_ttl_ns == 0 || age < c->meta_ttl_ns)
 		return MARK_FRESH;
@@ -151,7 +154,8 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 	}
 	if (o->meta_valid) {
 		uint64_t age = bc_mono_ns() - o->meta_at_ns;
-		bool fresh = c->meta_ttl_ns == 0 || age < c->meta_ttl_ns;
+		bool fresh = o->immutable || c->meta_ttl_ns == 0 ||
+		    age < c->meta_ttl_ns;
 
 		if (fresh || age - c->meta_ttl_ns < c->meta_stale_ns) {
 			if (w->anon) {

@@ -120,6 +120,9 @@ typedef struct bc_cache_opts_s {
 	/* next uses from jobs' plans, for the planned and auto policies
 	 * (prefetch_jobs.h: bc_jobs_oracle); NULL: none */
 	const bc_policy_oracle_t *oracle;
+	/* cached listings, dropped with what bc_cache_invalidate drops
+	 * (cache_list.h); NULL: none */
+	struct bc_cache_list_s   *lists;
 } bc_cache_opts_t;
 
 /* Returns 0 and *out, or a negative BC_E* code. */
@@ -160,7 +163,9 @@ void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
  * revalidated in the background (by a HEAD If-None-Match, or by the
  * If-Match GET of chunk hint when that chunk is not cached); past both,
  * w waits for a revalidation. A validation is a revalidation's 304 or an
- * accepted chunk fetch of the same ETag.
+ * accepted chunk fetch of the same ETag. An object under an --immutable
+ * prefix (bc_config_immutable) is fresh for as long as its metadata is
+ * held, its unsigned-fetch mark too: never revalidated.
  * Lower tiers: when the cache holds no metadata for o, the lower tiers
  * that keep metadata are asked first (once while o is listed; w waits,
  * and is told BC_WAIT_RECHECK with tier_hit set when one had it). Their
@@ -265,8 +270,46 @@ int bc_cache_chunk_file(bc_cache_t *c, bc_object_t *o, const char *etag,
 ssize_t bc_cache_chunk_wait(bc_cache_t *c, bc_chunk_t *ch, size_t have,
     bc_waiter_t *w);
 
+/* ---- warm-ups (prefetch_warm.h; cache_warm.c) ----
+ * A warm-up brings objects into one tier of the chain, by its index
+ * (bc_tier_chain_find: 0 is memory). Into memory its fills are
+ * prefetches the memory policy must admit; into a lower tier they are
+ * written to the lower tiers only (transit fills, never kept in memory,
+ * within the transit budget). Either way of class prefetch, signed, and
+ * waited on by the warm-up's waiter w (its wake must only signal). */
+
+/* Whether tier holds chunk k now (tier.h, has): 1, 0, BC_ENOTSUP (the
+ * tier cannot tell), BC_EINVAL (no such tier). Any thread. */
+int  bc_cache_warm_has(bc_cache_t *c, size_t tier, const bc_chunk_key_t *k);
+/*
+ * o's metadata for a warm-up into tier: 0 with *meta (a copy the caller
+ * finis: what the cache holds, fresh or not; the chunk fills that follow
+ * carry If-Match), or BC_EAGAIN after registering w: the lower tiers are
+ * asked first, then a first fill brings chunk 0 with it; w ends with
+ * BC_WAIT_CHUNK (chunk 0: w->chunk, the caller's reference), or
+ * BC_WAIT_RECHECK (ask again), or the fill's failure. BC_ENOSPC: no fill
+ * can start now (memory: the policy declines; lower: the transit budget
+ * is full, or there is no lower tier); BC_ECANCELED: o was dropped;
+ * BC_EINVAL: no such tier; BC_EIO.
+ */
+int  bc_cache_warm_meta(bc_cache_t *c, bc_object_t *o, size_t tier,
+    bc_waiter_t *w, bc_objmeta_t *meta);
+/*
+ * Chunk i of o's version etag into tier: 1 when the tier has it already
+ * (nothing done); 0 when memory had it and it was queued for the lower
+ * tiers (tier > 0; no origin request); BC_EAGAIN after registering w on
+ * the fill bringing it (a lower tier is asked before the origin), which
+ * ends w with BC_WAIT_CHUNK (stored: in memory if its policy admitted it,
+ * queued for the lower tiers) or a failure (BC_WAIT_RESTART: the object
+ * changed); BC_ENOSPC, BC_ECANCELED (o is no longer that version),
+ * BC_EINVAL, BC_EIO as above.
+ */
+int  bc_cache_warm_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
+    uint32_t i, size_t tier, bc_waiter_t *w);
+
 /* Drops (bucket, key), or with key NULL every key of bucket starting with
- * prefix. Returns the number of objects unlisted. */
+ * prefix, and the cached listings that could show them (opts.lists).
+ * Returns the number of objects unlisted. */
 size_t bc_cache_invalidate(bc_cache_t *c, const char *bucket,
     const char *key, const char *prefix);
 

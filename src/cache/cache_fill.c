@@ -356,12 +356,11 @@ fill_probed(bc_tier_probe_t *req, int status, bc_chunk_t *ch, size_t from)
 	free(f);
 }
 
-/* c->mu held: starts a fill of kind for o, unsigned when anon. Returns 0
- * and *out, BC_ENOSPC when memory has no room for its chunk (nothing
- * started), or BC_EIO when the exchange could not start. */
-int
-bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
-    uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out)
+/* c->mu held: bc_fill_do_start, or (lower) bc_fill_do_start_lower. */
+static int
+fill_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, bool anon, bc_origin_class_t cls, bool lower,
+    bc_fill_t **out)
 {
 	bc_fill_t *f;
 	int rv;
@@ -377,8 +376,11 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	f->index = index;
 	if (o->meta_valid)
 		memcpy(f->etag, o->meta.etag, sizeof(f->etag));
-	rv = fill_reserve(c, o, kind, index, cls, &f->charge);
-	if (rv == BC_ENOSPC && cls == BC_ORIGIN_DEMAND &&
+	if (lower)
+		rv = fill_transit(c, o, f) ? 0 : BC_ENOSPC;
+	else
+		rv = fill_reserve(c, o, kind, index, cls, &f->charge);
+	if (rv == BC_ENOSPC && !lower && cls == BC_ORIGIN_DEMAND &&
 	    (kind == BC_FILL_CHUNK || kind == BC_FILL_FIRST) &&
 	    fill_transit(c, o, f))
 		rv = 0;
@@ -419,6 +421,21 @@ bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
 	fill_started(c, f);
 	*out = f;
 	return 0;
+}
+
+int
+bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out)
+{
+	return fill_start(c, o, kind, index, anon, cls, false, out);
+}
+
+int
+bc_fill_do_start_lower(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
+    uint32_t index, bc_fill_t **out)
+{
+	return fill_start(c, o, kind, index, false, BC_ORIGIN_PREFETCH, true,
+	    out);
 }
 
 /*

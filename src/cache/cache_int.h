@@ -101,6 +101,9 @@ struct bc_object_s {
 	char         *bucket, *key;
 	char         *dataset;   /* bc_scale_dataset_name (policy contexts) */
 	bool          meta_valid;
+	/* under an --immutable prefix: its metadata, once known, is fresh
+	 * until the object is dropped (no revalidation) */
+	bool          immutable;
 	bc_objmeta_t  meta;
 	uint64_t      meta_at_ns;
 	size_t        charge;               /* bytes in c->meta_bytes */
@@ -261,6 +264,13 @@ void bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
  * not start. */
 int  bc_fill_do_start(bc_cache_t *c, bc_object_t *o, bc_fill_kind_t kind,
     uint32_t index, bool anon, bc_origin_class_t cls, bc_fill_t **out);
+/* c->mu held: the same for a warm-up into the lower tiers (cache_warm.c):
+ * a chunk or first fill of class prefetch, signed, run as a transit fill
+ * whatever room memory has (its chunk written to the lower tiers only,
+ * charged to the transit budget, never kept in memory). BC_ENOSPC when
+ * there are no lower tiers or the transit budget has no room now. */
+int  bc_fill_do_start_lower(bc_cache_t *c, bc_object_t *o,
+    bc_fill_kind_t kind, uint32_t index, bc_fill_t **out);
 /*
  * c->mu held: o has no metadata and no metadata fill; asks the lower tiers
  * for it (BC_FILL_META_PROBE, which becomes o->meta_fill; o->meta_probed

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cache/cache_int.h"
+#include "cache/cache_list.h"
 #include "cache/cache_math.h"
 #include "cache/cache_metablob.h"
 #include "s3/s3_cond.h"
@@ -308,6 +309,7 @@ bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
 	}
 	bc_scale_dataset_name(bucket, key, c->o.cfg->dataset_depth,
 	    o->dataset, BC_SCALE_NAME_MAX);
+	o->immutable = bc_config_immutable(c->o.cfg, bucket, key);
 	o->hash = h;
 	o->listed = true;
 	o->refs = 2;   /* the table's and the caller's */
@@ -331,6 +333,7 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 {
 	size_t n = 0, plen = prefix != NULL ? strlen(prefix) : 0;
 
+	bc_cache_list_invalidate(c->o.lists, bucket, key, prefix);
 	pthread_mutex_lock(&c->mu);
 	if (key != NULL) {
 		uint64_t h = obj_hash(bucket, key);

@@ -1037,6 +1037,30 @@ check_redis(bc_config_t *c, char *err, size_t errlen)
 	return 0;
 }
 
+static bool printable(const char *s, size_t n);
+
+/* --immutable entries: BUCKET or BUCKET/PREFIX, the bucket a valid
+ * name, no blanks or control characters; then the disk checks. */
+static int
+check_immutable(const bc_config_t *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->immutable.n; i++) {
+		const char *e = c->immutable.v[i];
+		size_t n = strlen(e), blen = strcspn(e, "/");
+		bool ok = blen > 0 && blen <= 255 && n <= 1024 + 256 &&
+		    printable(e, n);
+
+		for (size_t j = 0; ok && j < blen; j++)
+			ok = host_char_ok(e[j]);
+		if (!ok || e[0] == '_' || e[0] == '.') {
+			bc_errf(err, errlen, "--immutable: '" SHOW "' is not "
+			    "BUCKET or BUCKET/PREFIX", e);
+			return BC_EINVAL;
+		}
+	}
+	return check_disk(c, err, errlen);
+}
+
 static int
 check_misc(const bc_config_t *c, char *err, size_t errlen)
 {
@@ -1096,7 +1120,17 @@ check_misc(const bc_config_t *c, char *err, size_t errlen)
 		    c->dataset_depth);
 		return BC_EINVAL;
 	}
-	return check_disk(c, err, errlen);
+	if (c->warm_concurrency == 0 || c->warm_concurrency > 256) {
+		bc_errf(err, errlen, "--warm-concurrency: %u is not between 1 "
+		    "and 256", c->warm_concurrency);
+		return BC_EINVAL;
+	}
+	if (c->list_cache_size < 64 * 1024) {
+		bc_errf(err, errlen, "--list-cache-size: %llu is less than 64K",
+		    (unsigned long long)c->list_cache_size);
+		return BC_EINVAL;
+	}
+	return check_immutable(c, err, errlen);
 }
 
 /* --mem-size auto: starts at mem-min, which must hold a few chunks and
@@ -1660,6 +1694,21 @@ bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
 		const char *p = entry_prefix(k->allow[i], bucket);
 
 		if (p != NULL && strncmp(key, p, strlen(p)) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+bc_config_immutable(const bc_config_t *c, const char *bucket,
+    const char *prefix)
+{
+	if (bucket == NULL || bucket[0] == '\0' || prefix == NULL)
+		return false;
+	for (size_t i = 0; i < c->immutable.n; i++) {
+		const char *p = entry_prefix(c->immutable.v[i], bucket);
+
+		if (p != NULL && strncmp(prefix, p, strlen(p)) == 0)
 			return true;
 	}
 	return false;

@@ -124,6 +124,11 @@ const bc_client_key_t *bc_config_key(const bc_config_t *c,
  * k NULL, bucket "" or key NULL may do nothing. */
 bool bc_config_key_allows(const bc_client_key_t *k, const char *bucket,
     const char *key);
+/* true when the keys of bucket starting with prefix (an object's key, or
+ * a listing's prefix) lie under an --immutable entry: "bucket", or
+ * "bucket/p" with prefix starting with p. */
+bool bc_config_immutable(const bc_config_t *c, const char *bucket,
+    const char *prefix);
 /* true when k has all of bucket (what bucket configuration needs). */
 bool bc_config_key_has_bucket(const bc_client_key_t *k, const char *bucket);
 /* true when k has any part of bucket. */

@@ -112,3 +112,11 @@ BC_OPT(meta_ttl,      "meta-ttl",      MS,    "60s",
     "how long cached object metadata is trusted before it is revalidated")
 BC_OPT(meta_stale,    "meta-stale",    MS,    "1h",
     "after meta-ttl, how long metadata is still served while it is revalidated in the background (0: wait)")
+BC_OPT(immutable,     "immutable",     LIST,  "",
+    "BUCKET or BUCKET/PREFIX whose objects never change in place (repeatable): their cached metadata is trusted until evicted or invalidated (no revalidation after meta-ttl) and their listings are cached (list cache) until invalidated")
+BC_OPT(list_ttl,      "list-ttl",      MS,    "0",
+    "how long ListObjects(V2) answers are cached (0: not cached, except under --immutable prefixes); writes through the gateway and the admin invalidation drop them")
+BC_OPT(list_cache_size, "list-cache-size", SIZE, "32M",
+    "the list cache's bound: bytes of cached listings, least recently used dropped first")
+BC_OPT(warm_concurrency, "warm-concurrency", UINT, "8",
+    "chunk fills each warm-up (POST /_bucketcache/v1/warm) keeps running at once")

@@ -17,6 +17,8 @@
  *   GET /_bucketcache/v1/scale the memory target, the estimates behind
  *                              it and the last decisions (scale.h); as
  *                              open as stats
+ *   POST|GET|DELETE /_bucketcache/v1/warm?bucket=B[&prefix=P&tier=T]
+ *                              warm-ups (http_warm.c)
  *
  * Bucket names cannot start with '_', so these paths never shadow S3.
  * /health and /ready need no credentials. Everything else needs a local client (on
@@ -102,6 +104,12 @@ admin_allowed(const bc_http_req_t *r)
 	return given != NULL && bc_streq_ct(token, given);
 }
 
+bool
+bc_admin_allowed(const bc_http_req_t *r)
+{
+	return admin_allowed(r);
+}
+
 static bool
 stats_allowed(const bc_http_req_t *r)
 {
@@ -142,6 +150,12 @@ verify_key(bc_http_req_t *r)
 	}
 	r->client_key = key;
 	return BC_S3E_NONE;
+}
+
+bc_s3err_t
+bc_admin_verify_key(bc_http_req_t *r)
+{
+	return verify_key(r);
 }
 
 /* Who may post job id's plan for bucket: the admin token or a local
@@ -563,6 +577,8 @@ admin_finish(bc_http_req_t *r)
 	    strncmp(path, JOBS_PATH "/", sizeof(JOBS_PATH)) == 0)
 		return jobs_call(r, path[sizeof(JOBS_PATH) - 1] == '\0' ? "" :
 		    path + sizeof(JOBS_PATH));
+	if (strcmp(path, "v1/warm") == 0)
+		return bc_http_warm(r);   /* http_warm.c */
 	if (strcmp(path, "health") == 0 && get) {
 		bc_buf_puts(&body, "ok\n");
 		rv = bc_http_respond_buf(r, 200, "text/plain", &body);

@@ -126,11 +126,23 @@ extern const bc_handler_t bc_handler_admin;
 extern const bc_handler_t bc_handler_object;   /* GET/HEAD via the cache */
 extern const bc_handler_t bc_handler_delete;   /* DeleteObjects of a key
 						  limited to prefixes */
+extern const bc_handler_t bc_handler_list;     /* ListObjects(V2) through
+						  the list cache */
 
 /* true when the cache can answer r exactly as S3 would (http_object.c) */
 bool bc_object_cacheable(const bc_http_req_t *r);
 /* true for the admin calls a draining server still answers: GET or HEAD
  * of health, ready, stats and metrics (http_admin.c) */
 bool bc_admin_while_draining(const bc_http_req_t *r);
+/* The operator's call: a local client, or the admin token
+ * (http_admin.c). */
+bool bc_admin_allowed(const bc_http_req_t *r);
+/* Verifies a signed admin call's signature as the jobs API does
+ * (http_admin.c): BC_S3E_NONE with r->client_key and r->auth set, or the
+ * error to answer (AccessDenied when unsigned). */
+bc_s3err_t bc_admin_verify_key(bc_http_req_t *r);
+/* /_bucketcache/v1/warm (http_warm.c), from the admin handler's
+ * finish(). */
+bc_s3err_t bc_http_warm(bc_http_req_t *r);
 
 #endif

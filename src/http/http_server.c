@@ -445,6 +445,9 @@ begin(bc_server_t *s, bc_http_req_t *r, const char *method, const char *url,
 	    !cfg->upstream_is_file &&   /* the file origin checks keys */
 	    bc_http_authz_limited(r->client_key, r->s3.bucket))
 		r->handler = &bc_handler_delete;   /* key by key */
+	else if (s->lists != NULL && (r->s3.op == BC_S3OP_ListObjects ||
+	    r->s3.op == BC_S3OP_ListObjectsV2))
+		r->handler = &bc_handler_list;     /* or the proxy's */
 	else
 		r->handler = &bc_handler_proxy;
 	return r->handler->start(r);
@@ -654,6 +657,8 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	s->jobs = p->jobs;
 	s->prefetch = p->prefetch;
 	s->scale = p->scale;
+	s->warm = p->warm;
+	s->lists = p->lists;
 	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
 		return -1;
 	if (ss.ss_family == AF_INET6)
@@ -818,5 +823,7 @@ bc_server_stop(bc_server_t *s)
 	s->jobs = NULL;      /* main's */
 	s->prefetch = NULL;
 	s->scale = NULL;
+	s->warm = NULL;
+	s->lists = NULL;
 	s->origin = NULL;
 }

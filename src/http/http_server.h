@@ -39,6 +39,8 @@ struct bc_server_s {
 					jobs API (main's) */
 	struct bc_prefetch_s *prefetch;  /* NULL: no prefetching (main's) */
 	struct bc_scale_s  *scale;   /* rates and sizes; NULL (main's) */
+	struct bc_warm_s   *warm;    /* warm-ups; NULL: none (main's) */
+	struct bc_cache_list_s *lists;  /* the list cache; NULL (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
@@ -63,6 +65,8 @@ typedef struct bc_server_parts_s {
 	struct bc_jobs_s     *jobs;      /* whose cursors GETs move; NULL */
 	struct bc_prefetch_s *prefetch;  /* fed by hints and plans; NULL */
 	struct bc_scale_s    *scale;     /* told reads, waits, plans; NULL */
+	struct bc_warm_s     *warm;      /* warm-ups; NULL */
+	struct bc_cache_list_s *lists;   /* cached listings; NULL */
 } bc_server_parts_t;
 
 /* Starts serving cfg->listen what p names. Returns 0, or -1 with err

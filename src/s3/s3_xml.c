@@ -1,5 +1,5 @@
-/* s3_xml.c — DeleteObjects and CompleteMultipartUpload bodies, XML
- * character data (see s3_xml.h). */
+/* s3_xml.c — DeleteObjects and CompleteMultipartUpload bodies, listing
+ * pages, XML character data (see s3_xml.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* memmem */
 #endif
@@ -497,5 +497,117 @@ bc_s3_xml_parse_complete(const char *xml, size_t len, bc_s3_part_t **parts,
 	e = BC_S3E_NONE;
 out:
 	free(v);
+	return e;
+}
+
+/* ---- listings ----------------------------------------------------------- */
+
+void
+bc_s3_xml_list_fini(bc_s3_list_t *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].key);
+	free(l->v);
+	free(l->next);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Reads one <Contents> (inner span in, inlen) into *e. */
+static bc_s3err_t
+parse_contents(const char *in, size_t inlen, bc_s3_list_entry_t *e)
+{
+	const char *q = in, *s;
+	size_t sl;
+
+	if (xml_elem(&q, in + inlen, "Size", &s, &sl) != 1)
+		return BC_S3E_MalformedXML;
+	bc_span_trim(&s, &sl);
+	if (sl > 20 || !bc_u64_parse(s, sl, &e->size))
+		return BC_S3E_MalformedXML;
+	q = in;
+	if (xml_elem(&q, in + inlen, "Key", &s, &sl) != 1 || sl == 0)
+		return BC_S3E_MalformedXML;
+	e->key = bc_s3_xml_text(s, sl);
+	if (e->key == NULL || e->key[0] == '\0') {
+		free(e->key);
+		e->key = NULL;
+		return BC_S3E_MalformedXML;
+	}
+	return BC_S3E_NONE;
+}
+
+/* The decoded text of the first <name> of [xml, end) into *out (NULL when
+ * there is none). */
+static bc_s3err_t
+list_token(const char *xml, const char *end, const char *name, char **out)
+{
+	const char *q = xml, *s;
+	size_t sl;
+	int found = xml_elem(&q, end, name, &s, &sl);
+
+	*out = NULL;
+	if (found == 0)
+		return BC_S3E_NONE;
+	if (found < 0 || sl > BC_S3_LIST_TOKEN_MAX * 6)
+		return BC_S3E_MalformedXML;
+	*out = bc_s3_xml_text(s, sl);
+	if (*out == NULL || strlen(*out) > BC_S3_LIST_TOKEN_MAX) {
+		free(*out);
+		*out = NULL;
+		return BC_S3E_MalformedXML;
+	}
+	return BC_S3E_NONE;
+}
+
+bc_s3err_t
+bc_s3_xml_parse_list(const char *xml, size_t len, bc_s3_list_t *out)
+{
+	const char *p = xml, *q = xml, *end = xml + len, *in;
+	size_t inlen;
+	bc_s3err_t e = BC_S3E_MalformedXML;
+	int found;
+
+	memset(out, 0, sizeof(*out));
+	if (memmem(xml, len, "<ListBucketResult", 17) == NULL)
+		goto fail;
+	if (xml_elem(&q, end, "IsTruncated", &in, &inlen) == 1) {
+		bc_span_trim(&in, &inlen);
+		out->truncated = inlen == 4 && strncasecmp(in, "true", 4) == 0;
+	}
+	e = list_token(xml, end, "NextContinuationToken", &out->next);
+	if (e == BC_S3E_NONE && out->next == NULL)
+		e = list_token(xml, end, "NextMarker", &out->next);
+	if (e != BC_S3E_NONE)
+		goto fail;
+	e = BC_S3E_MalformedXML;
+	for (;;) {
+		found = xml_elem(&p, end, "Contents", &in, &inlen);
+		if (found != 1)
+			break;
+		if (out->n == BC_S3_LIST_MAX_KEYS) {
+			e = BC_S3E_MalformedXML;
+			goto fail;
+		}
+		if (out->v == NULL) {
+			out->v = calloc(BC_S3_LIST_MAX_KEYS, sizeof(*out->v));
+			if (out->v == NULL) {
+				e = BC_S3E_InternalError;
+				goto fail;
+			}
+		}
+		e = parse_contents(in, inlen, &out->v[out->n]);
+		if (e != BC_S3E_NONE)
+			goto fail;
+		out->n++;
+	}
+	if (found < 0) {
+		e = BC_S3E_MalformedXML;
+		goto fail;
+	}
+	return BC_S3E_NONE;
+fail:
+	bc_s3_xml_list_fini(out);
 	return e;
 }

@@ -1,7 +1,9 @@
 /*
  * s3_xml.h — the XML request bodies of S3 calls that have one we read:
  * DeleteObjects (<Delete>) and CompleteMultipartUpload
- * (<CompleteMultipartUpload>), and XML character data with entities.
+ * (<CompleteMultipartUpload>), the listings an origin answers
+ * (<ListBucketResult>, read by warm-ups), and XML character data with
+ * entities.
  *
  * A scanner, not an XML parser. The root must appear, found by its
  * start-tag prefix ("<Delete", so it may carry xmlns); its end tag is not
@@ -27,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "s3/s3_error.h"
 #include "util/util_buf.h"
@@ -112,5 +115,41 @@ typedef struct bc_s3_part_s {
  */
 bc_s3err_t bc_s3_xml_parse_complete(const char *xml, size_t len,
     bc_s3_part_t **parts, size_t *nparts);
+
+/* ---- listings (an origin's answer, read by warm-ups) ---- */
+
+#define BC_S3_LIST_MAX_KEYS  1000   /* <Contents> of one page, at most */
+#define BC_S3_LIST_TOKEN_MAX 4096   /* bytes of a decoded continuation */
+
+typedef struct bc_s3_list_entry_s {
+	char     *key;    /* decoded, non-empty */
+	uint64_t  size;
+} bc_s3_list_entry_t;
+
+/* One page of a ListObjects(V2) answer. */
+typedef struct bc_s3_list_s {
+	bc_s3_list_entry_t *v;       /* n entries, in document order */
+	size_t              n;
+	bool                truncated;   /* <IsTruncated>true */
+	/* <NextContinuationToken> (V2), else <NextMarker> (V1), decoded;
+	 * NULL when there is none */
+	char               *next;
+} bc_s3_list_t;
+
+/*
+ * A <ListBucketResult> of len bytes (ListObjectsV2 or ListObjects): the
+ * <Key> and <Size> of each <Contents>, <IsTruncated> and the token of the
+ * next page. Returns BC_S3E_NONE with *out filled (bc_s3_xml_list_fini
+ * frees it); MalformedXML when there is no <ListBucketResult, a
+ * <Contents> lacks its end tag, a <Key> (empty, or bad text) or a <Size>
+ * (1-20 decimal digits that fit 64 bits, white space around allowed),
+ * there are more than BC_S3_LIST_MAX_KEYS, or the token is bad text or
+ * longer than BC_S3_LIST_TOKEN_MAX; InternalError when out of memory. On
+ * an error *out is empty.
+ */
+bc_s3err_t bc_s3_xml_parse_list(const char *xml, size_t len,
+    bc_s3_list_t *out);
+/* Frees what a parse left in l and empties it. NULL is a no-op. */
+void       bc_s3_xml_list_fini(bc_s3_list_t *l);
 
 #endif

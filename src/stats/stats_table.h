@@ -77,6 +77,20 @@ BC_STAT(cache_bytes_limit,   GAUGE,   "The memory tier's bound in force (mem-siz
 BC_STAT(scale_target_bytes,  GAUGE,   "With --mem-size auto: the memory the jobs need (sum over active datasets of D*(1-B/R) plus prefetch windows, within mem-min and mem-max); fixed: mem-size.")
 BC_STAT(scale_origin_bandwidth_bytes_per_second, GAUGE, "The origin's measured bandwidth B, the estimate --mem-size auto sizes by: bytes per second of chunk fills while any was in flight (0: not measured yet).")
 BC_STAT(scale_origin_latency_us, GAUGE, "The origin's measured latency: mean time from a chunk fill's request to its answer's headers (JSON: microseconds; Prometheus: seconds).")
+BC_STAT(warm_started,        COUNTER, "Warm-ups started (POST /_bucketcache/v1/warm).")
+BC_STAT(warm_running,        GAUGE,   "Warm-ups running now.")
+BC_STAT(warm_list_pages,     COUNTER, "ListObjectsV2 pages warm-ups asked the origin for.")
+BC_STAT(warm_objects,        COUNTER, "Objects warm-ups brought into their tier (some chunk fetched or copied down).")
+BC_STAT(warm_objects_failed, COUNTER, "Objects warm-ups could not bring (a fill failed, or the object kept changing).")
+BC_STAT(warm_bytes,          COUNTER, "Chunk bytes warm-ups' fills brought (from a lower tier or the origin).")
+BC_STAT(list_cache_hits,     COUNTER, "ListObjects(V2) requests answered from the list cache.")
+BC_STAT(list_cache_misses,   COUNTER, "Cacheable ListObjects(V2) requests the list cache lacked: sent upstream (a 200 answer is then kept).")
+BC_STAT(list_cache_bypass,   COUNTER, "ListObjects(V2) requests under the list cache's prefixes it could not take (another parameter or header, a request body).")
+BC_STAT(list_cache_stores,   COUNTER, "Listings the list cache kept.")
+BC_STAT(list_cache_invalidations, COUNTER, "Cached listings dropped by writes through the gateway or the admin invalidation.")
+BC_STAT(list_cache_evictions, COUNTER, "Cached listings dropped to stay within list-cache-size, or expired (list-ttl).")
+BC_STAT(list_cache_bytes,    GAUGE,   "Bytes the list cache holds (bodies, headers and overhead).")
+BC_STAT(list_cache_entries,  GAUGE,   "Listings the list cache holds.")
 #endif
 
 /*

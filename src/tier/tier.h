@@ -33,6 +33,7 @@
 #include "cache/cache_chunk.h"
 #include "policy/policy.h"
 #include "upstream/upstream_loop.h"
+#include "util/util_error.h"
 
 typedef struct bc_tier_s bc_tier_t;
 typedef struct bc_tier_ops_s bc_tier_ops_t;
@@ -271,6 +272,14 @@ struct bc_tier_ops_s {
 	/* Drops its references; no other op may run on t during or after
 	 * it, no get may be in flight. */
 	void     (*close)(bc_tier_t *t);
+	/*
+	 * Optional (NULL: cannot tell). Whether the tier holds k now, as its
+	 * own index says, without reading it, ranking it (no policy event)
+	 * or counting it: for warm-ups (prefetch_warm.h), which skip what a
+	 * tier has. Advisory: a shared tier may have lost it since (Redis
+	 * evicts by itself). Any thread; k is read during the call only.
+	 */
+	bool     (*has)(bc_tier_t *t, const bc_chunk_key_t *k);
 };
 
 /* ---- the base (tier.c) ---------------------------------------------- */
@@ -323,6 +332,16 @@ static inline uint64_t
 bc_tier_evictions(bc_tier_t *t)
 {
 	return t->ops->evictions(t);
+}
+
+/* t's has op: 1 when it holds k, 0 when not, BC_ENOTSUP when it cannot
+ * tell. */
+static inline int
+bc_tier_has(bc_tier_t *t, const bc_chunk_key_t *k)
+{
+	if (t->ops->has == NULL)
+		return BC_ENOTSUP;
+	return t->ops->has(t, k) ? 1 : 0;
 }
 
 /* ---- the memory tier (tier_mem.c) ------------------------------------ */

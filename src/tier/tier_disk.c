@@ -195,6 +195,21 @@ fail:
 	return rv;
 }
 
+/* The index names k's file (a chunk being written counts: it is served
+ * from memory until then). Files the start-up scan has not indexed yet
+ * are not known. */
+static bool
+disk_has(bc_tier_t *bt, const bc_chunk_key_t *k)
+{
+	bc_disk_t *t = bc_disk_of(bt);
+	bool       found;
+
+	pthread_mutex_lock(&t->lock);
+	found = bc_disk_do_chunk(t, bc_chunk_key_hash(k)) != NULL;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
 /* ---- deletes ----------------------------------------------------------- */
 
 static int
@@ -622,4 +637,5 @@ const bc_tier_ops_t bc_tier_disk = {
 	.meta_put = disk_meta_put,
 	.meta_get = bc_disk_meta_get,
 	.close = disk_close,
+	.has = disk_has,
 };

@@ -352,6 +352,18 @@ mem_lookup(bc_tier_t *bt, const bc_chunk_key_t *k,
 }
 
 static bool
+mem_has(bc_tier_t *bt, const bc_chunk_key_t *k)
+{
+	mem_t *t = mem_of(bt);
+	bool   found;
+
+	pthread_mutex_lock(&t->lock);
+	found = find_key(t, bc_chunk_key_hash(k), k) != NONE;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+static bool
 busy(const bc_chunk_t *c)
 {
 	return atomic_load(&c->refs) > 1;
@@ -766,4 +778,5 @@ const bc_tier_ops_t bc_tier_mem = {
 	.usage = mem_usage,
 	.evictions = mem_evictions,
 	.close = mem_close,
+	.has = mem_has,
 };

@@ -876,6 +876,25 @@ redis_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 	return rv;
 }
 
+/* This gateway wrote k and its values have not expired (Redis may still
+ * have dropped them: maxmemory). */
+static bool
+redis_has(bc_tier_t *bt, const bc_chunk_key_t *k)
+{
+	redis_t  *r = redis_of(bt);
+	entry_t **pp;
+	char      id[BC_REDIS_KEY_HDR_MAX];
+	size_t    id_len = 0;
+	bool      found;
+
+	pthread_mutex_lock(&r->lock);
+	pp = find_key(r, k, id, sizeof(id), &id_len);
+	found = pp != NULL && *pp != NULL && (*pp)->len != LEN_UNKNOWN &&
+	    (*pp)->expires_ns > bc_mono_ns();
+	pthread_mutex_unlock(&r->lock);
+	return found;
+}
+
 /* ---- del, del_object ---------------------------------------------------- */
 
 static int
@@ -1509,4 +1528,5 @@ const bc_tier_ops_t bc_tier_redis = {
 	.meta_put = redis_meta_put,
 	.meta_get = redis_meta_get,
 	.close = redis_close,
+	.has = redis_has,
 };

@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
+#include "prefetch/prefetch_warm.h"
 #include "stats/stats.h"
 #include "tier/tier_stats.h"
 #include "upstream/upstream_file.h"
@@ -50,6 +51,7 @@ static bc_cache_t *cache;
 static bc_jobs_t *jobs;
 static bc_prefetch_t *prefetch;
 static bc_scale_t *scale;
+static bc_warm_t *warm;
 static bool started;
 static int port;
 static struct sockaddr_in addr;
@@ -133,6 +135,7 @@ stop(void)
 		bc_server_stop(&srv);   /* stops the loop, ending fills */
 		bc_scale_free(scale);
 		bc_prefetch_free(prefetch);
+		bc_warm_free(warm);
 		bc_stats_set_tiers(NULL, NULL);
 		bc_cache_free(cache);
 		bc_jobs_free(jobs);
@@ -211,6 +214,13 @@ compose(const bc_config_t *cfg)
 		scale = bc_scale_new(&so);
 		FUZZ_CHECK(scale != NULL);
 	}
+	{
+		bc_warm_opts_t wo = { cache, origin, loop, cfg->region,
+		    cfg->chunk_size, cfg->warm_concurrency };
+
+		warm = bc_warm_new(&wo);
+		FUZZ_CHECK(warm != NULL);
+	}
 }
 
 void
@@ -260,7 +270,7 @@ fuzz_server_start(const fuzz_server_opts_t *o)
 		if (loop == NULL)
 			compose(cfg);
 		if (bc_server_start(&srv, cfg, &(bc_server_parts_t){ loop,
-		    origin, cache, jobs, prefetch, scale }, err,
+		    origin, cache, jobs, prefetch, scale, warm, NULL }, err,
 		    sizeof(err)) == 0)
 			started = true;
 	}

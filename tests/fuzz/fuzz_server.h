@@ -8,7 +8,8 @@
  * Composition: the loop, the file origin, the cache (memory tier, its
  * stats rows handed to stats/) and then, when opts->jobs, the jobs
  * registry (bc_jobs_new with main's bounds, its oracle given to the
- * cache), the prefetcher and scale/, with main's options; then the
+ * cache), the prefetcher, scale/ and the warm-ups' registry, with main's
+ * options; then the
  * server, listening on 127.0.0.1 on a free port, with
  *
  *   bucketcache --upstream file://ROOT --listen 127.0.0.1:PORT ARGS...
@@ -47,7 +48,8 @@ typedef struct fuzz_server_opts_s {
 	const fuzz_file_t *files;     /* the fixture, nfiles of them */
 	size_t             nfiles;
 	const char        *bucket;    /* whose cache fuzz_server_reset drops */
-	bool               jobs;      /* with jobs, prefetcher and scale/ */
+	bool               jobs;      /* with jobs, prefetcher, scale/ and
+					 warm-ups */
 } fuzz_server_opts_t;
 
 /* Starts the server (the first call only; later calls do nothing). The

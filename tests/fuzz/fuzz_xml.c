@@ -2,8 +2,9 @@
  * fuzz_xml.c — the XML bodies (s3/s3_xml.h): the same input parsed as a
  * DeleteObjects <Delete> (bc_s3_xml_parse_delete, and
  * bc_s3_xml_filter_delete with a key filter), a CompleteMultipartUpload
- * body, an upstream <DeleteResult> to add per-key errors to, and as XML
- * character data.
+ * body, an upstream <DeleteResult> to add per-key errors to, a listing
+ * page (<ListBucketResult>, what warm-ups read), and as XML character
+ * data.
  *
  * Checks what the header promises: counts and limits of a parse that
  * succeeds, part numbers in range and ascending, ETags shorter than
@@ -147,6 +148,25 @@ check_complete(const char *xml, size_t len)
 	free(parts);
 }
 
+/* As a listing page an origin answered (a warm-up reads them): within
+ * its bounds, every key non-empty and no longer than the input. */
+static void
+check_list(const char *xml, size_t len)
+{
+	bc_s3_list_t l;
+
+	if (bc_s3_xml_parse_list(xml, len, &l) != BC_S3E_NONE) {
+		FUZZ_CHECK(l.n == 0 && l.v == NULL && l.next == NULL);
+		return;
+	}
+	FUZZ_CHECK(l.n <= BC_S3_LIST_MAX_KEYS);
+	for (size_t i = 0; i < l.n; i++)
+		FUZZ_CHECK(l.v[i].key[0] != '\0' &&
+		    strlen(l.v[i].key) <= len);
+	FUZZ_CHECK(l.next == NULL || strlen(l.next) <= BC_S3_LIST_TOKEN_MAX);
+	bc_s3_xml_list_fini(&l);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -157,6 +177,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	check_delete(xml, size);
 	check_complete(xml, size);
+	check_list(xml, size);
 	text = bc_s3_xml_text(xml, size);
 	if (text != NULL)
 		FUZZ_CHECK(strlen(text) <= size);

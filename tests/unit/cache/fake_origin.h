@@ -3,6 +3,7 @@
  * keeps objects in memory and answers fetches the way S3 answers GET and
  * HEAD, with no HTTP server and no curl.
  *
+ * Relays are refused unless a test answers them (fake_origin_on_relay).
  * Answers: 200 (whole object) or 206 with Content-Range and
  * Content-Length for a Range; 304 when If-None-Match names the object's
  * ETag; 412 PreconditionFailed when If-Match does not; 404 NoSuchKey; 416
@@ -36,6 +37,7 @@
 
 #include "upstream/upstream.h"
 #include "upstream/upstream_loop.h"
+#include "util/util_buf.h"
 #include "util/util_kv.h"
 
 typedef struct fake_origin_s fake_origin_t;
@@ -132,5 +134,17 @@ unsigned fake_origin_count(fake_origin_t *fo, const char *method,
     const char *range);
 /* Exchanges not yet freed (released and ended). */
 unsigned fake_origin_exchanges(fake_origin_t *fo);
+
+/* Relays (a client's request passed on, any operation): fn(arg, r,
+ * &status, body) makes each one's whole answer when it starts (pull
+ * mode: headers and body readable once write_end() was called, as the
+ * file origin answers; never a wake; Content-Type application/xml); a
+ * request body is dropped. fn NULL (the default):
+ * relays are refused with NotImplemented. fn runs on the caller's
+ * thread. Relays answered so far: fake_origin_relays. */
+typedef void (*fake_relay_fn)(void *arg, const bc_relay_t *r, int *status,
+    bc_buf_t *body);
+void     fake_origin_on_relay(fake_origin_t *fo, fake_relay_fn fn, void *arg);
+unsigned fake_origin_relays(fake_origin_t *fo);
 
 #endif

@@ -2048,3 +2048,50 @@ LTest(finish, mem_auto_bounds_are_checked)
 	load_fails_with(ARGS("--mem-size", "autox"), NOENV, "--mem-size",
 	    "is not a size");
 }
+
+/* ---- --immutable, the list cache, warm-ups (issue 27) ------------------ */
+
+LTest(finish, immutable_prefixes)
+{
+	char up[600];
+	bc_config_t c;
+
+	snprintf(up, sizeof(up), "--upstream=file://%s", tmp);
+	cr_assert_eq(finish(&c, ARGS(up, "--immutable", "ds/train/",
+	    "--immutable", "whole", "--immutable", "b_x.y-z/p"), NOENV), 0,
+	    "%s", err);
+	cr_assert_eq(c.immutable.n, 3);
+	cr_assert(bc_config_immutable(&c, "ds", "train/a"));
+	cr_assert(bc_config_immutable(&c, "ds", "train/"));
+	cr_assert(!bc_config_immutable(&c, "ds", "train"),
+	    "a listing wider than the entry");
+	cr_assert(!bc_config_immutable(&c, "ds", "val/a"));
+	cr_assert(!bc_config_immutable(&c, "dsx", "train/a"));
+	cr_assert(bc_config_immutable(&c, "whole", ""));
+	cr_assert(bc_config_immutable(&c, "whole", "any/key"));
+	cr_assert(!bc_config_immutable(&c, "whol", "any/key"));
+	cr_assert(bc_config_immutable(&c, "b_x.y-z", "p1"));
+	cr_assert(!bc_config_immutable(&c, "", "x"));
+	cr_assert(!bc_config_immutable(&c, "ds", NULL));
+	bc_config_fini(&c);
+	cr_assert_eq(finish(&c, ARGS(up), NOENV), 0, "%s", err);
+	cr_assert(!bc_config_immutable(&c, "ds", "train/a"), "none by default");
+	cr_assert_eq(c.list_ttl, 0);
+	cr_assert_eq(c.list_cache_size, 32u << 20);
+	cr_assert_eq(c.warm_concurrency, 8);
+	bc_config_fini(&c);
+	finish_fails(ARGS(up, "--immutable", "/prefix"), NOENV,
+	    "--immutable: '/prefix' is not BUCKET or BUCKET/PREFIX");
+	finish_fails(ARGS(up, "--immutable", "_admin"), NOENV,
+	    "--immutable: '_admin' is not BUCKET or BUCKET/PREFIX");
+	finish_fails(ARGS(up, "--immutable", "b@d/p"), NOENV,
+	    "--immutable: 'b@d/p' is not BUCKET or BUCKET/PREFIX");
+	finish_fails(ARGS(up, "--immutable", "b/p q"), NOENV,
+	    "--immutable: 'b/p q' is not BUCKET or BUCKET/PREFIX");
+	finish_fails(ARGS(up, "--warm-concurrency", "0"), NOENV,
+	    "--warm-concurrency: 0 is not between 1 and 256");
+	finish_fails(ARGS(up, "--warm-concurrency", "257"), NOENV,
+	    "--warm-concurrency: 257 is not between 1 and 256");
+	finish_fails(ARGS(up, "--list-cache-size", "1K"), NOENV,
+	    "--list-cache-size: 1024 is less than 64K");
+}

@@ -1108,3 +1108,134 @@ LTest(s3_xml, delete_result_errors_passes_errors_through)
 		bc_buf_fini(&out);
 	}
 }
+
+/* ---- listings (warm-ups read them from the origin) -------------------- */
+
+LTest(s3_xml, list_pages)
+{
+	static const char v2[] =
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	    "<Name>b</Name><Prefix>ds/</Prefix><KeyCount>3</KeyCount>"
+	    "<MaxKeys>3</MaxKeys><IsTruncated> true </IsTruncated>"
+	    "<Contents><Key>ds/a</Key><LastModified>2024-01-01T00:00:00Z"
+	    "</LastModified><ETag>&quot;x&quot;</ETag><Size>0</Size>"
+	    "<StorageClass>STANDARD</StorageClass></Contents>"
+	    "<Contents><Size>\n18446744073709551615 </Size><Key>ds/b&amp;c"
+	    "&#x263A;</Key></Contents>"
+	    "<CommonPrefixes><Prefix>ds/sub/</Prefix></CommonPrefixes>"
+	    "<Contents><Key>ds/&lt;d&gt;</Key><Size>7</Size></Contents>"
+	    "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM="
+	    "&amp;x</NextContinuationToken></ListBucketResult>";
+	static const char v1[] =
+	    "<ListBucketResult><IsTruncated>true</IsTruncated>"
+	    "<NextMarker>ds/z</NextMarker><Contents><Key>ds/y</Key>"
+	    "<Size>1</Size></Contents></ListBucketResult>";
+	bc_s3_list_t l;
+
+	cr_assert_eq(bc_s3_xml_parse_list(v2, sizeof(v2) - 1, &l),
+	    BC_S3E_NONE);
+	cr_assert_eq(l.n, 3);
+	cr_assert_str_eq(l.v[0].key, "ds/a");
+	cr_assert_eq(l.v[0].size, 0);
+	cr_assert_str_eq(l.v[1].key, "ds/b&c\xe2\x98\xba");
+	cr_assert_eq(l.v[1].size, UINT64_MAX);
+	cr_assert_str_eq(l.v[2].key, "ds/<d>");
+	cr_assert(l.truncated);
+	cr_assert_str_eq(l.next,
+	    "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=&x");
+	bc_s3_xml_list_fini(&l);
+	bc_s3_xml_list_fini(&l);   /* empty: a no-op */
+	bc_s3_xml_list_fini(NULL);
+	cr_assert_eq(bc_s3_xml_parse_list(v1, sizeof(v1) - 1, &l),
+	    BC_S3E_NONE);
+	cr_assert_eq(l.n, 1);
+	cr_assert_str_eq(l.next, "ds/z", "V1's NextMarker");
+	bc_s3_xml_list_fini(&l);
+	/* an empty page, not truncated */
+	cr_assert_eq(bc_s3_xml_parse_list("<ListBucketResult/>", 19, &l),
+	    BC_S3E_NONE);
+	cr_assert(l.n == 0 && !l.truncated && l.next == NULL && l.v == NULL);
+}
+
+LTest(s3_xml, list_refuses_what_it_cannot_read)
+{
+	static const char *const bad[] = {
+		"",
+		"<Error><Code>AccessDenied</Code></Error>",
+		"<ListBucketResult><Contents><Key>a</Key></Contents>",
+		"<ListBucketResult><Contents><Size>1</Size></Contents>",
+		"<ListBucketResult><Contents><Key></Key><Size>1</Size>"
+		    "</Contents>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>-1</Size>"
+		    "</Contents>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>1x</Size>"
+		    "</Contents>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>"
+		    "18446744073709551616</Size></Contents>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>"
+		    "000000000000000000001</Size></Contents>",
+		"<ListBucketResult><Contents><Key>a&bogus;</Key><Size>1</Size>"
+		    "</Contents>",
+		"<ListBucketResult><Contents><Key>a&#0;</Key><Size>1</Size>"
+		    "</Contents>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>1</Size>",
+		"<ListBucketResult><NextContinuationToken>a&bad;"
+		    "</NextContinuationToken>",
+		"<ListBucketResult><NextContinuationToken>a",
+	};
+	bc_s3_list_t l;
+	bc_buf_t b = BC_BUF_INIT;
+
+	for (size_t i = 0; i < N(bad); i++) {
+		cr_assert_eq(bc_s3_xml_parse_list(bad[i], strlen(bad[i]), &l),
+		    BC_S3E_MalformedXML, "%s", bad[i]);
+		cr_assert(l.n == 0 && l.v == NULL && l.next == NULL);
+	}
+	/* a token past its bound */
+	bc_buf_puts(&b, "<ListBucketResult><NextContinuationToken>");
+	for (int i = 0; i <= BC_S3_LIST_TOKEN_MAX; i++)
+		bc_buf_putc(&b, 't');
+	bc_buf_puts(&b, "</NextContinuationToken></ListBucketResult>");
+	cr_assert_eq(bc_s3_xml_parse_list(b.data, b.len, &l),
+	    BC_S3E_MalformedXML);
+	/* BC_S3_LIST_MAX_KEYS entries, then one more */
+	bc_buf_reset(&b);
+	bc_buf_puts(&b, "<ListBucketResult>");
+	for (int i = 0; i < BC_S3_LIST_MAX_KEYS; i++)
+		bc_buf_printf(&b, "<Contents><Key>k%d</Key><Size>%d</Size>"
+		    "</Contents>", i, i);
+	cr_assert_eq(bc_s3_xml_parse_list(b.data, b.len, &l), BC_S3E_NONE);
+	cr_assert_eq(l.n, BC_S3_LIST_MAX_KEYS);
+	cr_assert_str_eq(l.v[999].key, "k999");
+	bc_s3_xml_list_fini(&l);
+	bc_buf_puts(&b, "<Contents><Key>more</Key><Size>1</Size></Contents>");
+	cr_assert_eq(bc_s3_xml_parse_list(b.data, b.len, &l),
+	    BC_S3E_MalformedXML);
+	bc_buf_fini(&b);
+}
+
+/* Every truncation of a valid page parses or is refused, never crashes
+ * or leaks. */
+LTest(s3_xml, list_truncations)
+{
+	static const char page[] =
+	    "<ListBucketResult><IsTruncated>true</IsTruncated>"
+	    "<Contents><Key>a&amp;b</Key><Size>12</Size></Contents>"
+	    "<Contents><Key>c</Key><Size>3</Size></Contents>"
+	    "<NextContinuationToken>t&lt;1</NextContinuationToken>"
+	    "</ListBucketResult>";
+	bc_s3_list_t l;
+
+	for (size_t n = 0; n < sizeof(page) - 1; n++) {
+		char *cut = malloc(n + 1);
+
+		cr_assert_not_null(cut);
+		memcpy(cut, page, n);   /* not NUL-terminated past n */
+		if (bc_s3_xml_parse_list(cut, n, &l) == BC_S3E_NONE) {
+			cr_assert_leq(l.n, 2);
+			bc_s3_xml_list_fini(&l);
+		}
+		free(cut);
+	}
+}

@@ -325,6 +325,40 @@ LTest(conformance, put_get_del)
 	close_tier(t);
 }
 
+/* The optional has() op (warm-ups): what the tier's index holds, with
+ * no policy event or counter. */
+LTest(conformance, has_says_what_the_tier_holds)
+{
+	bc_tier_t *t;
+	uint64_t hits, misses;
+
+	if (C->ops->has == NULL)
+		return;   /* the tier cannot tell: allowed */
+	t = open_tier(4 * MiB, NULL);
+	cr_assert_eq(put_new(t, "a", 0, 1000, &demand), 0);
+	cr_assert_eq(put_new(t, "a", 1, 10, &demand), 0);
+	hits = atomic_load(&t->stats.hits);
+	misses = atomic_load(&t->stats.misses);
+	cr_assert(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"", 0 }));
+	cr_assert(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"", 1 }));
+	cr_assert_not(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"f\"",
+	    0 }), "another ETag");
+	cr_assert_not(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"",
+	    2 }), "another index");
+	cr_assert_not(C->ops->has(t, &(bc_chunk_key_t){ "bk", "a", "\"e\"",
+	    0 }), "another bucket");
+	cr_assert_eq(atomic_load(&t->stats.hits), hits, "not counted");
+	cr_assert_eq(atomic_load(&t->stats.misses), misses, "not counted");
+	cr_assert_eq(C->ops->del(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"",
+	    0 }), 0);
+	cr_assert_not(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"",
+	    0 }), "deleted");
+	(void)C->ops->del_object(t, "bkt", "a", NULL);
+	cr_assert_not(C->ops->has(t, &(bc_chunk_key_t){ "bkt", "a", "\"e\"",
+	    1 }), "its object deleted");
+	close_tier(t);
+}
+
 LTest(conformance, del_object_and_prefix)
 {
 	bc_tier_t *t = open_tier(4 * MiB, NULL);
