@@ -52,7 +52,7 @@ BC_LOGS=()
 BC_CLEANUP_HOOKS=()
 # The S3 upstream of tests that take either (bc_start_upstream): s3rver
 # (default) or rgw. A test_rgw_*.sh wrapper sets it and sources the test.
-BC_UPSTREAM=${BC_UPSTREAM:-s3rver}
+export BC_UPSTREAM=${BC_UPSTREAM:-s3rver}
 
 BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
 

@@ -1,0 +1,7 @@
+#!/bin/bash
+# test_rgw_public_bucket.sh — test_public_bucket.sh with Ceph RGW as the
+# upstream (lib_rgw.sh; BC_UPSTREAM=rgw): unsigned clients read what RGW's
+# ACLs make public (a public-read bucket and objects) and get RGW's
+# refusals for the private ones.
+BC_UPSTREAM=rgw
+. "$(dirname "$0")/test_public_bucket.sh"
