@@ -27,21 +27,23 @@
 #      requests after that revalidation; an unchanged object costs one HEAD;
 #  10. admin invalidation and stats from a non-loopback client need the
 #      admin token.
+# test_rgw_cache.sh runs it against Ceph RGW (BC_UPSTREAM=rgw): ranges,
+# conditional revalidations (If-None-Match, If-Match) and invalidation by
+# writes through the gateway against a real S3.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
 bc_skip_unless_tool head
-bc_start_s3rver
-bc_start_fixture
+bc_start_upstream
 FX=$BC_FIXTURE_URL
-S3=$BC_S3RVER_URL
-SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)
+S3=$BC_UP_URL
+SIG=("${BC_UP_SIGV4[@]}")
 UNS=(-H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
 B=cachetest
 MiB=$((1024 * 1024))
 
-# put_direct FILE KEY: stores FILE as $B/KEY straight into s3rver (no
+# put_direct FILE KEY: stores FILE as $B/KEY straight into the upstream (no
 # gateway, no fixture: the gateway's cache and the fixture's counters
 # never see it).
 put_direct() {
