@@ -151,7 +151,9 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 	}
 	if (o->meta_valid) {
 		uint64_t age = bc_mono_ns() - o->meta_at_ns;
-		bool fresh = c->meta_ttl_ns == 0 || age < c->meta_ttl_ns;
+		/* a version never changes: never revalidated */
+		bool fresh = c->meta_ttl_ns == 0 || age < c->meta_ttl_ns ||
+		    o->version != NULL;
 
 		if (fresh || age - c->meta_ttl_ns < c->meta_stale_ns) {
 			if (w->anon) {
