@@ -101,8 +101,8 @@ keyring = /dev/null
 # one OSD: pools of one replica, few PGs
 osd pool default size = 1
 osd pool default min size = 1
-osd pool default pg num = 8
-osd pool default pgp num = 8
+osd pool default pg num = 1
+osd pool default pgp num = 1
 osd pool default pg autoscale mode = off
 mon allow pool size one = true
 mon allow pool delete = true
@@ -130,6 +130,26 @@ rgw gc processor max time = 2
 EOF
 }
 
+# bc__rgw_phase NAME: with BC_RGW_TRACE=1, logs the time since the start.
+bc__rgw_phase() {
+	[ -z "${BC_RGW_TRACE:-}" ] ||
+		bc_log "rgw: $1 after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+}
+
+# bc__rgw_port_open PORT PID: waits (10 s) until something accepts on
+# 127.0.0.1:PORT; false when PID dies first or the time is up.
+bc__rgw_port_open() {
+	local i
+	for i in $(seq 200); do
+		kill -0 "$2" 2>/dev/null || return 1
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
 # bc__rgw_user UID KEY SECRET: creates an S3 user with that key pair.
 bc__rgw_user() {
 	bc_rgw_admin user create --uid="$1" --display-name="$1" \
@@ -145,7 +165,7 @@ bc__rgw_user() {
 # memstore size (default 2 GiB; it is RAM only as far as it is used).
 bc_rgw_start() {
 	local t0 monport rgwport uuid try
-	bc_skip_unless_tool ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph
+	bc_skip_unless_tool ceph-mon ceph-osd radosgw radosgw-admin monmaptool osdmaptool
 	t0=$(date +%s%N)
 	BC_RGW_DIR=$BC_TMP/rgw
 	BC_RGW_MEM_BYTES=${BC_RGW_MEM_BYTES:-$((2 << 30))}
@@ -153,7 +173,11 @@ bc_rgw_start() {
 	BC_LOGS+=("$BC_RGW_DIR/log/client.rgw.log" "$BC_RGW_DIR/log/osd.0.out")
 	BC_RGW_FSID=$(cat /proc/sys/kernel/random/uuid)
 
-	# the monitor (a port race: a new port, up to 3 times)
+	# the monitor, its osdmap holding osd.0 already (no `ceph osd new`:
+	# the ceph CLI costs a second of Python per call); a port race: a new
+	# port, up to 3 times
+	osdmaptool --createsimple 1 --clobber "$BC_RGW_DIR/osdmap" \
+		>>"$BC_RGW_DIR/log/mkfs.out" 2>&1 || bc_fail "osdmaptool failed"
 	for try in 1 2 3; do
 		monport=$(bc_free_port)
 		rgwport=$(bc_free_port)
@@ -162,10 +186,12 @@ bc_rgw_start() {
 		monmaptool --create --clobber --add a "v2:127.0.0.1:$monport" \
 			--fsid "$BC_RGW_FSID" "$BC_RGW_DIR/monmap" >/dev/null
 		ceph-mon -c "$BC_RGW_DIR/ceph.conf" --mkfs -i a \
-			--monmap "$BC_RGW_DIR/monmap" >>"$BC_RGW_DIR/log/mkfs.out" 2>&1 ||
+			--monmap "$BC_RGW_DIR/monmap" --osdmap "$BC_RGW_DIR/osdmap" \
+			>>"$BC_RGW_DIR/log/mkfs.out" 2>&1 ||
 			bc_fail "ceph-mon --mkfs failed (see $BC_RGW_DIR/log/mkfs.out)"
+		bc__rgw_phase "monitor made"
 		bc__rgw_daemon mon.a ceph-mon -f -c "$BC_RGW_DIR/ceph.conf" -i a
-		if bc_rgw_ceph mon stat >/dev/null 2>&1; then
+		if bc__rgw_port_open "$monport" "${BC_RGW_PIDS[0]}"; then
 			break
 		fi
 		bc__rgw_stop
@@ -173,12 +199,12 @@ bc_rgw_start() {
 	done
 
 	# the OSD, on memstore
+	bc__rgw_phase "monitor up"
 	uuid=$(cat /proc/sys/kernel/random/uuid)
-	bc_rgw_ceph osd new "$uuid" >/dev/null 2>>"$BC_RGW_DIR/log/admin.out" ||
-		bc_fail "ceph osd new failed"
 	ceph-osd -c "$BC_RGW_DIR/ceph.conf" -i 0 --mkfs --osd-uuid "$uuid" \
 		>>"$BC_RGW_DIR/log/mkfs.out" 2>&1 ||
 		bc_fail "ceph-osd --mkfs failed (see $BC_RGW_DIR/log/mkfs.out)"
+	bc__rgw_phase "OSD made"
 	bc__rgw_daemon osd.0 ceph-osd -f -c "$BC_RGW_DIR/ceph.conf" -i 0
 
 	# radosgw: it creates its pools, then opens its port
@@ -187,6 +213,7 @@ bc_rgw_start() {
 		tail -n 30 "$BC_RGW_DIR/log/client.rgw.log" "$BC_RGW_DIR/log/client.rgw.out" >&2 || true
 		bc_fail "radosgw did not open port $rgwport within 60 s"
 	fi
+	bc__rgw_phase "radosgw up"
 	BC_RGW_PORT=$rgwport
 	BC_RGW_URL=http://127.0.0.1:$rgwport
 
@@ -195,8 +222,10 @@ bc_rgw_start() {
 	BC_RGW_SECRET=$(bc__rgw_rand 40)
 	BC_RGW_KEY2=RGWOTHER$(bc__rgw_rand 12 | tr a-z A-Z)
 	BC_RGW_SECRET2=$(bc__rgw_rand 40)
-	bc__rgw_user bc-owner "$BC_RGW_KEY" "$BC_RGW_SECRET"
-	bc__rgw_user bc-other "$BC_RGW_KEY2" "$BC_RGW_SECRET2"
+	bc__rgw_user bc-owner "$BC_RGW_KEY" "$BC_RGW_SECRET" &
+	bc__rgw_user bc-other "$BC_RGW_KEY2" "$BC_RGW_SECRET2" ||
+		{ wait || true; bc_fail "radosgw-admin user create bc-other failed"; }
+	wait $! || bc_fail "radosgw-admin user create bc-owner failed"
 	export BC_RGW_URL BC_RGW_PORT BC_RGW_KEY BC_RGW_SECRET BC_RGW_KEY2 BC_RGW_SECRET2
 	bc_log "RGW up at $BC_RGW_URL in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 }
