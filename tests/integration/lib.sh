@@ -2,7 +2,10 @@
 #
 # Starts real servers on free loopback ports — s3rver (the upstream S3),
 # fixture/verify_proxy.py (a SigV4-verifying front for s3rver) and the
-# bucketcache daemon — and kills every process it started and removes its
+# bucketcache daemon; or, for the scripts that take either upstream
+# (bc_start_upstream, BC_UPSTREAM=rgw), Ceph's RGW (lib_rgw.sh) behind the
+# fixture in --transparent mode — and kills every process it started
+# (after its cleanup hooks, BC_CLEANUP_HOOKS) and removes its
 # temporary directory on EXIT, whatever the exit status. Also: assertion
 # helpers, an S3 request helper around curl, readers of the gateway's and
 # the fixture's stats.
