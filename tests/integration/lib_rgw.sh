@@ -62,8 +62,8 @@ bc__rgw_stop() {
 			sleep 0.05
 		done
 		[ -z "${BC_RGW_STOP_TRACE:-}" ] || bc_log "rgw: pid $pid stopped after $((i * 50)) ms"
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
+		# (stderr off: bash would say "Killed" of the reaped job)
+		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null || true
 	done
 	BC_RGW_PIDS=()
 }
