@@ -85,7 +85,11 @@ bc_log() { printf '# %s\n' "$*" >&2; }
 
 bc__cleanup() {
 	local rc=$? pid i
-	trap - EXIT INT TERM ERR
+	# A late signal must not cut the cleanup short (a subshell's failed
+	# assertion TERMs the main shell; with the default action it died
+	# here, leaving its servers running).
+	trap - EXIT ERR
+	trap '' INT TERM HUP PIPE
 	set +e
 	if [ -s "$BC_TMP/.failed" ]; then
 		cat "$BC_TMP/.failed" >&2

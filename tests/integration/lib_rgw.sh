@@ -62,19 +62,34 @@ bc_rgw_ceph() { timeout 30 ceph -c "$BC_RGW_DIR/ceph.conf" "$@"; }
 # up to 5 s, then SIGKILL. A cleanup hook (lib.sh), and callable before.
 bc__rgw_stop() {
 	local pid i sig=KILL
+	# (stderr off: bash says "Killed" of a job it reaps)
 	for pid in "${BC_RGW_PIDS[@]}"; do
 		i=$sig
 		sig=TERM
-		kill -"$i" "$pid" 2>/dev/null || continue
+		kill -"$i" "$pid" || continue
 		for i in $(seq 100); do
-			kill -0 "$pid" 2>/dev/null || break
+			kill -0 "$pid" || break
 			sleep 0.05
 		done
-		[ -z "${BC_RGW_STOP_TRACE:-}" ] || bc_log "rgw: pid $pid stopped after $((i * 50)) ms"
-		# (stderr off: bash would say "Killed" of the reaped job)
-		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null || true
-	done
+		kill -KILL "$pid" || true
+		wait "$pid" || true
+	done 2>/dev/null
 	BC_RGW_PIDS=()
+}
+
+# bc__rgw_reaper: a watcher (in BC_PIDS: the cleanup ends it) that kills
+# the daemons when the test's shell is gone without its cleanup (SIGKILL,
+# or a cleanup cut short), so that no cluster outlives its test.
+bc__rgw_reaper() {
+	local pids=("${BC_RGW_PIDS[@]}") main=$BC_MAIN_PID
+	(
+		trap - EXIT ERR INT TERM HUP
+		while kill -0 "$main" 2>/dev/null; do
+			sleep 1
+		done
+		kill -KILL "${pids[@]}" 2>/dev/null
+	) >/dev/null 2>&1 </dev/null &
+	BC_PIDS+=("$!")
 }
 
 # bc__rgw_daemon NAME CMD...: starts CMD in the foreground (a child of the
@@ -218,6 +233,7 @@ bc_rgw_start() {
 
 	# radosgw: it creates its pools, then opens its port
 	bc__rgw_daemon client.rgw radosgw -f -c "$BC_RGW_DIR/ceph.conf" -n client.rgw
+	bc__rgw_reaper
 	if ! bc__wait_http "http://127.0.0.1:$rgwport/" "${BC_RGW_PIDS[0]}" 60; then
 		tail -n 30 "$BC_RGW_DIR/log/client.rgw.log" "$BC_RGW_DIR/log/client.rgw.out" >&2 || true
 		bc_fail "radosgw did not open port $rgwport within 60 s"
