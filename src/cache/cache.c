@@ -154,8 +154,10 @@ bc_cache_meta(bc_cache_t *c, bc_object_t *o, uint32_t hint, bc_waiter_t *w,
 	}
 	if (o->meta_valid) {
 		uint64_t age = bc_mono_ns() - o->meta_at_ns;
-		bool fresh = o->immutable || c->meta_ttl_ns == 0 ||
-		    age < c->meta_ttl_ns;
+		/* a version never changes, nor does an object under
+		 * --immutable: never revalidated */
+		bool fresh = o->immutable || o->version != NULL ||
+		    c->meta_ttl_ns == 0 || age < c->meta_ttl_ns;
 
 		if (fresh || age - c->meta_ttl_ns < c->meta_stale_ns) {
 			if (w->anon) {

@@ -23,6 +23,17 @@
  * chunk whose ETag differs from the object's (the object changed between
  * fetches) is never served with it: waiters get BC_WAIT_RESTART.
  *
+ * Versions: a read of one version of a key (GET/HEAD ?versionId=V) has
+ * an entry of its own, keyed (bucket, key, V): the cache key of a version
+ * is the object's key plus its version id (the current version's entry
+ * has none). It is fetched with versionId=V and, a version never
+ * changing in S3, is never revalidated. Its chunks are named by ETag like
+ * any (bucket, key, ETag, index): a version whose ETag is the current
+ * one's shares its chunks. Invalidating a key drops its current entry
+ * and every version entry of it (a write through the gateway drops a
+ * version only when it deleted it, but telling the cases apart is not
+ * worth it: a version read again is one fetch).
+ *
  * Unsigned requests (a client without credentials, the gateway without
  * --anonymous: the upstream decides what such a client may read) are
  * waiters with anon set. The fills they start go upstream unsigned. An
@@ -146,6 +157,10 @@ bc_wait_result_t bc_waiter_result(bc_cache_t *c, bc_waiter_t *w);
  * (bc_object_unref). NULL when out of memory. */
 bc_object_t *bc_cache_object(bc_cache_t *c, const char *bucket,
     const char *key);
+/* The same for version of key (versionId, "Versions" above); version
+ * NULL is the current version (bc_cache_object). */
+bc_object_t *bc_cache_object_version(bc_cache_t *c, const char *bucket,
+    const char *key, const char *version);
 void         bc_object_unref(bc_cache_t *c, bc_object_t *o);
 
 #define BC_CACHE_META_ONLY UINT32_MAX   /* bc_cache_meta hint for HEAD */
@@ -307,9 +322,10 @@ int  bc_cache_warm_meta(bc_cache_t *c, bc_object_t *o, size_t tier,
 int  bc_cache_warm_chunk(bc_cache_t *c, bc_object_t *o, const char *etag,
     uint32_t i, size_t tier, bc_waiter_t *w);
 
-/* Drops (bucket, key), or with key NULL every key of bucket starting with
- * prefix, and the cached listings that could show them (opts.lists).
- * Returns the number of objects unlisted. */
+/* Drops (bucket, key) with every version entry of it, or with key NULL
+ * every key of bucket starting with prefix (versions too), and the cached
+ * listings that could show them (opts.lists). Returns the number of
+ * objects unlisted. */
 size_t bc_cache_invalidate(bc_cache_t *c, const char *bucket,
     const char *key, const char *prefix);
 

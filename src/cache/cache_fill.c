@@ -53,6 +53,7 @@ bc_fill_fetch_init(bc_fetch_t *f, const bc_object_t *o, bool head,
 	memset(f, 0, sizeof(*f));
 	f->bucket = o->bucket;
 	f->key = o->key;
+	f->version = o->version;
 	f->head = head;
 	f->first = head ? BC_FETCH_WHOLE : first;
 	f->last = last;

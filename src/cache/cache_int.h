@@ -97,8 +97,14 @@ struct bc_object_s {
 	bc_object_t  *lru_prev, *lru_next;  /* most recent at head */
 	int           refs;
 	bool          listed;
-	uint64_t      hash;
+	uint64_t      hash;       /* of bucket and key, not version */
 	char         *bucket, *key;
+	/* NULL: the key's current version, revalidated by meta-ttl. Else a
+	 * version id (GET/HEAD ?versionId=, cache.h "Versions"): its entry
+	 * is (bucket, key, version), fetched with that versionId, fresh for
+	 * good (a version never changes), its metadata neither asked of nor
+	 * kept in the lower tiers (theirs is the current version's). */
+	char         *version;
 	char         *dataset;   /* bc_scale_dataset_name (policy contexts) */
 	bool          meta_valid;
 	/* under an --immutable prefix: its metadata, once known, is fresh

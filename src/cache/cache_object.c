@@ -27,6 +27,8 @@
 #include "util/util_num.h"
 #include "util/util_time.h"
 
+/* Of bucket and key only: a key's version entries share its chain, so
+ * invalidating the key finds them all. */
 static uint64_t
 obj_hash(const char *bucket, const char *key)
 {
@@ -81,7 +83,8 @@ bc_object_do_persist(bc_cache_t *c, bc_object_t *o, bool learned)
 {
 	bc_buf_t b = BC_BUF_INIT;
 
-	if (!o->listed || !o->meta_valid ||
+	/* the lower tiers keep one metadata per key: the current version's */
+	if (!o->listed || !o->meta_valid || o->version != NULL ||
 	    bc_tier_chain_count(c->tiers) < 2)
 		return;
 	if (!learned && o->meta_saved && (c->meta_ttl_ns == 0 ||
@@ -166,7 +169,8 @@ void
 bc_object_do_recharge(bc_cache_t *c, bc_object_t *o)
 {
 	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2 +
-	    BC_SCALE_NAME_MAX;
+	    BC_SCALE_NAME_MAX + (o->version != NULL ? strlen(o->version) + 1 :
+	    0);
 
 	for (size_t i = 0; i < o->meta.headers.n; i++)
 		n += strlen(o->meta.headers.v[i].name) +
@@ -187,6 +191,7 @@ obj_free(bc_cache_t *c, bc_object_t *o)
 	free(o->bucket);
 	free(o->dataset);
 	free(o->key);
+	free(o->version);
 	free(o);
 }
 
@@ -275,16 +280,33 @@ trim_objects(bc_cache_t *c)
 	}
 }
 
+/* Whether o is the entry of (bucket, key, version). */
+static bool
+obj_is(const bc_object_t *o, uint64_t h, const char *bucket,
+    const char *key, const char *version)
+{
+	return o->hash == h && strcmp(o->key, key) == 0 &&
+	    strcmp(o->bucket, bucket) == 0 && (version == NULL ?
+	    o->version == NULL : o->version != NULL &&
+	    strcmp(o->version, version) == 0);
+}
+
 bc_object_t *
 bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
+{
+	return bc_cache_object_version(c, bucket, key, NULL);
+}
+
+bc_object_t *
+bc_cache_object_version(bc_cache_t *c, const char *bucket, const char *key,
+    const char *version)
 {
 	uint64_t h = obj_hash(bucket, key);
 	bc_object_t *o;
 
 	pthread_mutex_lock(&c->mu);
 	for (o = c->table[h & (c->nbuckets - 1)]; o != NULL; o = o->hnext)
-		if (o->hash == h && strcmp(o->key, key) == 0 &&
-		    strcmp(o->bucket, bucket) == 0)
+		if (obj_is(o, h, bucket, key, version))
 			break;
 	if (o != NULL) {
 		lru_unlink(c, o);
@@ -298,15 +320,20 @@ bc_cache_object(bc_cache_t *c, const char *bucket, const char *key)
 		goto fail;
 	o->bucket = strdup(bucket);
 	o->key = strdup(key);
+	o->version = version != NULL ? strdup(version) : NULL;
 	o->dataset = malloc(BC_SCALE_NAME_MAX);
-	if (o->bucket == NULL || o->key == NULL || o->dataset == NULL) {
+	if (o->bucket == NULL || o->key == NULL || o->dataset == NULL ||
+	    (version != NULL && o->version == NULL)) {
 		free(o->bucket);
 		free(o->key);
+		free(o->version);
 		free(o->dataset);
 		free(o);
 		o = NULL;
 		goto fail;
 	}
+	/* a version's metadata is never asked of the lower tiers */
+	o->meta_probed = version != NULL;
 	bc_scale_dataset_name(bucket, key, c->o.cfg->dataset_depth,
 	    o->dataset, BC_SCALE_NAME_MAX);
 	o->immutable = bc_config_immutable(c->o.cfg, bucket, key);
@@ -337,15 +364,15 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 	pthread_mutex_lock(&c->mu);
 	if (key != NULL) {
 		uint64_t h = obj_hash(bucket, key);
-		bc_object_t *o = c->table[h & (c->nbuckets - 1)];
+		bc_object_t *o = c->table[h & (c->nbuckets - 1)], *next;
 
-		for (; o != NULL; o = o->hnext)
+		for (; o != NULL; o = next) {   /* the key and its versions */
+			next = o->hnext;
 			if (o->hash == h && strcmp(o->key, key) == 0 &&
-			    strcmp(o->bucket, bucket) == 0)
-				break;
-		if (o != NULL) {
-			bc_object_do_unlist(c, o);
-			n++;
+			    strcmp(o->bucket, bucket) == 0) {
+				bc_object_do_unlist(c, o);
+				n++;
+			}
 		}
 		bc_tier_chain_del_object(c->tiers, bucket, key, NULL);
 	} else {

@@ -132,6 +132,37 @@ typedef struct held_s {          /* zero-copy response's references */
 	bc_chunk_t  *v[];
 } held_t;
 
+/* The version r reads: its versionId, or NULL for the current version
+ * (bc_object_cacheable let only one in). */
+static const char *
+read_version(const bc_http_req_t *r)
+{
+	return bc_kv_get_exact(&r->s3.query, "versionId");
+}
+
+/*
+ * Whether r's versionId, if any, names a version the cache may keep as an
+ * entry of its own (cache.h "Versions"): an immutable one. That is one
+ * versionId, not empty, not "null" (the null version is what an
+ * unversioned or suspended bucket overwrites in place), from an S3
+ * origin (the file origin has no versions: it ignores a versionId and
+ * answers the current file).
+ */
+static bool
+version_cacheable(const bc_http_req_t *r)
+{
+	const char *v = NULL;
+	int n = 0;
+
+	for (size_t i = 0; i < r->s3.query.n; i++)
+		if (strcmp(r->s3.query.v[i].name, "versionId") == 0) {
+			v = r->s3.query.v[i].value;
+			n++;
+		}
+	return n == 0 || (n == 1 && v[0] != '\0' && strcmp(v, "null") != 0 &&
+	    !r->srv->cfg->upstream_is_file);
+}
+
 bool
 bc_object_cacheable(const bc_http_req_t *r)
 {
@@ -142,13 +173,12 @@ bc_object_cacheable(const bc_http_req_t *r)
 	};
 
 	if (r->srv->cache == NULL || (r->s3.op != BC_S3OP_GetObject &&
-	    r->s3.op != BC_S3OP_HeadObject))
+	    r->s3.op != BC_S3OP_HeadObject) || !version_cacheable(r))
 		return false;
 	for (size_t i = 0; i < r->s3.query.n; i++) {
 		const char *n = r->s3.query.v[i].name;
 
-		if (strcmp(n, "versionId") == 0 ||
-		    strcmp(n, "partNumber") == 0 ||
+		if (strcmp(n, "partNumber") == 0 ||
 		    strncmp(n, "response-", 9) == 0)
 			return false;
 	}
@@ -279,7 +309,8 @@ obj_start(bc_http_req_t *r)
 	q->has_range = range != NULL && bc_range_parse_spec(range, &q->spec);
 	q->hint = q->head ? BC_CACHE_META_ONLY :
 	    bc_chunk_first_guess(&q->spec, q->has_range, cs);
-	q->o = bc_cache_object(q->c, r->s3.bucket, r->s3.key);
+	q->o = bc_cache_object_version(q->c, r->s3.bucket, r->s3.key,
+	    read_version(r));
 	if (q->o == NULL)
 		return BC_S3E_InternalError;
 	return BC_S3E_NONE;
@@ -365,7 +396,8 @@ restart(bc_http_req_t *r, objreq_t *q)
 		q->have_meta = false;
 	}
 	bc_object_unref(q->c, q->o);
-	q->o = bc_cache_object(q->c, r->s3.bucket, r->s3.key);
+	q->o = bc_cache_object_version(q->c, r->s3.bucket, r->s3.key,
+	    read_version(r));
 	return q->o != NULL ? BC_S3E_NONE : BC_S3E_InternalError;
 }
 

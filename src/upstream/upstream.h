@@ -64,6 +64,10 @@ typedef void (*bc_exchange_done_fn)(bc_exchange_t *x, void *arg);
 typedef struct bc_fetch_s {
 	const char        *bucket;
 	const char        *key;
+	/* a version of key (GET/HEAD ?versionId=), or NULL: the current
+	 * one. Only S3 origins get one: the file origin has no versions
+	 * (http_object.c never caches a versioned read over it). */
+	const char        *version;
 	bool               head;        /* HEAD, else GET */
 	uint64_t           first, last; /* bytes first..last, or first ==
 					   BC_FETCH_WHOLE */

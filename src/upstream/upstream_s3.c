@@ -413,6 +413,7 @@ s3_fetch(bc_origin_t *o, const bc_fetch_t *f)
 	bc_buf_t url = BC_BUF_INIT;
 	bc_kvlist_t hdrs = BC_KVLIST_INIT;
 	const char *method = f->head ? "HEAD" : "GET";
+	bc_kvlist_t query = BC_KVLIST_INIT;
 	s3_exchange_t *e = xchg_new();
 	bc_xfer_opts_t xo;
 	char range[64];
@@ -420,6 +421,8 @@ s3_fetch(bc_origin_t *o, const bc_fetch_t *f)
 
 	if (e == NULL)
 		return NULL;
+	if (f->version != NULL)
+		rv |= bc_kv_add(&query, "versionId", f->version);
 	if (!f->head && f->first != BC_FETCH_WHOLE) {
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64,
 		    f->first, f->last);
@@ -429,8 +432,9 @@ s3_fetch(bc_origin_t *o, const bc_fetch_t *f)
 		rv |= bc_kv_add(&hdrs, f->cond, f->etag);
 	if (rv == 0)
 		rv = bc_s3_origin_request(&so->s3, method, f->bucket, f->key,
-		    false, NULL, BC_SIGV4_EMPTY_SHA256, f->anon, &url, &hdrs,
-		    NULL);
+		    false, f->version != NULL ? &query : NULL,
+		    BC_SIGV4_EMPTY_SHA256, f->anon, &url, &hdrs, NULL);
+	bc_kv_fini(&query);
 	if (rv < 0)
 		goto fail;
 	bc_xfer_opts_init(&xo, so->cfg);

@@ -40,6 +40,18 @@
 #                     with the default 60 s, bucketcache-disk revalidated
 #                     every object each epoch, 17,000 HEADs), DIR a fresh
 #                     temp dir beside nginx-disk's
+#        bucketcache-rgw
+#                     the bucketcache system (its default policy) in front of
+#                     a real S3 instead of the static nginx: a throw-away Ceph
+#                     RADOS Gateway (tests/integration/lib_rgw.sh: one
+#                     monitor, one OSD on memstore, so it holds the data set
+#                     in RAM), loaded with the data set, behind a second
+#                     delay proxy of the same delay; bucketcache signs its
+#                     requests with the RGW user's key pair. Not in the
+#                     default BENCH_SYSTEMS: loading the data set takes a
+#                     few minutes and its size in RAM; it needs radosgw,
+#                     ceph-mon and ceph-osd (installed as the others are):
+#                       BENCH_SYSTEMS="bucketcache bucketcache-rgw" tests/bench/bench_training.sh
 #        bucketcache-plans
 #                     bucketcache --policy BENCH_PLANS_POLICY (auto), and each
 #                     job wraps its sampler in contrib/python's HintedSampler
@@ -231,7 +243,7 @@ for s in $SYSTEMS; do
 		[[ $s =~ ^(direct|nginx|nginx-disk|bucketcache|bucketcache-[a-z]+)$ ]] ||
 			die_usage "BENCH_SYSTEMS: bad system name [$s]"
 		;;
-	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, nginx-disk, bucketcache, bucketcache-POLICY, bucketcache-plans, bucketcache-disk)" ;;
+	*) die_usage "BENCH_SYSTEMS: unknown system [$s] (direct, nginx, nginx-disk, bucketcache, bucketcache-POLICY, bucketcache-plans, bucketcache-disk, bucketcache-rgw)" ;;
 	esac
 done
 # shellcheck disable=SC2086 # one system a line
@@ -239,6 +251,10 @@ done
 HAVE_DISK=0
 case " $SYSTEMS " in
 *-disk\ *) HAVE_DISK=1 ;;
+esac
+HAVE_RGW=0
+case " $SYSTEMS " in
+*" bucketcache-rgw "*) HAVE_RGW=1 ;;
 esac
 case $DATA_ROOT in
 /*) ;;
@@ -261,6 +277,11 @@ missing_pkgs() {
 	command -v nginx >/dev/null 2>&1 || m+=(nginx)
 	command -v curl >/dev/null 2>&1 || m+=(curl)
 	command -v timeout >/dev/null 2>&1 || m+=(coreutils)
+	if [ "$HAVE_RGW" = 1 ]; then
+		command -v radosgw >/dev/null 2>&1 || m+=(radosgw)
+		command -v ceph-mon >/dev/null 2>&1 || m+=(ceph-mon)
+		command -v ceph-osd >/dev/null 2>&1 || m+=(ceph-osd)
+	fi
 	printf '%s\n' "${m[@]}"
 }
 
@@ -298,6 +319,7 @@ cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
 	set +e
+	[ "$HAVE_RGW" = 0 ] || bc__rgw_stop   # radosgw before its monitor
 	bench_stop_pids "${PIDS[@]}"
 	if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
 		echo "# kept $TMP${DISKTMP:+ and $DISKTMP}" >&2
@@ -511,6 +533,69 @@ awk -v t="$t" -v d="$DELAY_MS" 'BEGIN { exit !(t * 1000 >= d) }' ||
 	fail "a GET through the delay proxy took ${t}s, less than $DELAY_MS ms"
 say "delay proxy: $PROXY_URL -> $UP_URL, +$DELAY_MS ms per request (tests/bench/training/delay_proxy.py); one GET of $KEY0: 200, $size bytes, ${t}s"
 
+# ---- bucketcache-rgw's upstream: Ceph RGW loaded with the data set ----------------
+
+# start_delay_proxy UPSTREAM NAME: another delay proxy (DELAY_MS) in front
+# of UPSTREAM; sets DP_URL.
+start_delay_proxy() {
+	local log=$TMP/$2.log pid
+	"$PY" "$TDIR/delay_proxy.py" --upstream "$1" --delay-ms "$DELAY_MS" \
+	    --port-file "$TMP/$2.port" >"$log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for _ in $(seq 100); do
+		[ -s "$TMP/$2.port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$TMP/$2.port" ] || { cat "$log" >&2; fail "delay_proxy.py ($2) did not start"; }
+	DP_URL=http://127.0.0.1:$(cat "$TMP/$2.port")
+	wait_http "$DP_URL/_delayproxy/stats" "$pid" 10 || fail "delay_proxy.py ($2) does not answer"
+}
+
+if [ "$HAVE_RGW" = 1 ]; then
+	# lib_rgw.sh is the integration tests' (on lib.sh): what it uses of lib.sh
+	BC_TMP=$TMP BC_PY=$PY BC_LOGS=() BC_CLEANUP_HOOKS=()
+	bc_fail() { fail "$*"; }
+	bc_log() { note "$*"; }
+	bc_free_port() { free_port; }
+	bc__wait_http() { wait_http "$@"; }
+	bc_skip_unless_tool() {
+		local t
+		for t in "$@"; do command -v "$t" >/dev/null 2>&1 || fail "$t not found"; done
+	}
+	# shellcheck source=tests/integration/lib_rgw.sh
+	. "$SRCDIR/tests/integration/lib_rgw.sh"
+	BC_RGW_MEM_BYTES=$((2 * DS_BYTES + 1073741824))   # memstore: RAM as used
+	t_rgw=$(date +%s)
+	bc_rgw_start
+	note "loading the data set into RGW"
+	"$PY" - "$BC_RGW_URL" "$BC_RGW_KEY" "$BC_RGW_SECRET" "$BUCKET" "$DATA" <<'PYEOF' ||
+import os, sys
+from concurrent.futures import ThreadPoolExecutor
+import boto3
+from botocore.config import Config
+url, ak, sk, bucket, data = sys.argv[1:6]
+s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                  aws_access_key_id=ak, aws_secret_access_key=sk,
+                  config=Config(s3={"addressing_style": "path"},
+                                max_pool_connections=16))
+s3.create_bucket(Bucket=bucket)
+keys = [l.split("\t")[0] for l in open(os.path.join(data, "manifest.tsv"))
+        if l.strip()]
+def put(k):
+    with open(os.path.join(data, "www", bucket, k), "rb") as f:
+        s3.put_object(Bucket=bucket, Key=k, Body=f.read())
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(put, keys))
+print(len(keys))
+PYEOF
+		fail "loading the data set into RGW failed"
+	start_delay_proxy "$BC_RGW_URL" rgw-proxy
+	RGW_PROXY_URL=$DP_URL
+	say "rgw:         Ceph RGW $(radosgw --version 2>/dev/null | awk '{ print $3 }') at $BC_RGW_URL (tests/integration/lib_rgw.sh: one mon, one memstore OSD, beast), the data set loaded in $(($(date +%s) - t_rgw)) s (start included), s3://$BUCKET/KEY as on nginx; delay proxy $RGW_PROXY_URL -> it, +$DELAY_MS ms per request"
+fi
+
 # ---- the systems ----------------------------------------------------------------
 
 # the nginx systems' cache: its max_size and directory (nginx: CAP, in its
@@ -548,6 +633,10 @@ EOF
 BC_N=0
 # the --mem-size of the next start_bucketcache
 BC_MEM=$CAP
+# the upstream of the next start_bucketcache, and the key pair it signs with
+# (the static nginx ignores signatures; bucketcache-rgw sets RGW's)
+BC_UP=
+BC_AK=bench BC_SK=bench
 # start_bucketcache [FLAGS...]: runs the daemon with --mem-size BC_MEM and
 # FLAGS after the usual ones; sets BC_PID, BC_LOG, BC_URL, BC_DESC. Returns
 # 3 with BC_REFUSED (the daemon's message) when it exits at once naming the
@@ -562,8 +651,8 @@ start_bucketcache() {
 		port=$(free_port)
 		# shellcheck disable=SC2086 # BC_ARGS is word-split on purpose
 		env -u AWS_SESSION_TOKEN -u AWS_PROFILE \
-		    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
-		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "$PROXY_URL" \
+		    AWS_ACCESS_KEY_ID="$BC_AK" AWS_SECRET_ACCESS_KEY="$BC_SK" \
+		    "$BC_BIN" --listen "127.0.0.1:$port" --upstream "${BC_UP:-$PROXY_URL}" \
 		    --anonymous --mem-size "$BC_MEM" $BC_ARGS "$@" >>"$log" 2>&1 &
 		pid=$!
 		if wait_http "http://127.0.0.1:$port/_bucketcache/health" "$pid" 15; then
@@ -571,7 +660,7 @@ start_bucketcache() {
 			BC_PID=$pid
 			BC_LOG=$log
 			BC_URL=http://127.0.0.1:$port
-			BC_DESC="AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench $BC_BIN --listen 127.0.0.1:$port --upstream $PROXY_URL --anonymous --mem-size $BC_MEM${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
+			BC_DESC="AWS_ACCESS_KEY_ID=$BC_AK AWS_SECRET_ACCESS_KEY=... $BC_BIN --listen 127.0.0.1:$port --upstream ${BC_UP:-$PROXY_URL} --anonymous --mem-size $BC_MEM${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
@@ -592,6 +681,7 @@ bc_flags() {
 	bucketcache) ;;
 	bucketcache-plans) printf '%s\n' --policy "$PLANS_POLICY" ;;
 	bucketcache-disk) printf '%s\n' --disk-dir "$DISKTMP/bucketcache" --disk-size "$DISK_CAP" --meta-ttl 168h ;;
+	bucketcache-rgw) ;;
 	bucketcache-*) printf '%s\n' --policy "${1#bucketcache-}" ;;
 	esac
 }
@@ -614,7 +704,7 @@ run_loader() {
 			    --seed $((SEED + j - 1)) --compute sleep --compute-ms "$COMPUTE_MS" \
 			    --barrier "$TMP/$label.barrier" --barrier-n "$JOBS" \
 			    --barrier-timeout "$TIMEOUT" \
-			    --proxy-stats "$PROXY_URL/_delayproxy/stats" "$@" 2>&1
+			    --proxy-stats "${LOADER_PROXY:-$PROXY_URL}/_delayproxy/stats" "$@" 2>&1
 			echo $? >"$TMP/$label.j$j.rc"
 		} | tee "$TMP/$label.j$j.loader.log" >&2 &
 		pids+=($!)
@@ -679,6 +769,11 @@ for s in $SYSTEMS; do
 		mapfile -t flags < <(bc_flags "$s")
 		src=0
 		BC_MEM=$CAP
+		BC_UP= BC_AK=bench BC_SK=bench LOADER_PROXY=
+		if [ "$s" = bucketcache-rgw ]; then
+			BC_UP=$RGW_PROXY_URL BC_AK=$BC_RGW_KEY BC_SK=$BC_RGW_SECRET
+			LOADER_PROXY=$RGW_PROXY_URL
+		fi
 		if [ "$s" = bucketcache-disk ]; then
 			BC_MEM=$MEM_CAP
 			rm -rf "$DISKTMP/bucketcache"
@@ -740,6 +835,11 @@ say "proxy:       $(curl -sf "$PROXY_URL/_delayproxy/stats" | "$PY" -c 'import j
 d = json.load(sys.stdin)
 print("%d requests, %d errors, %d reconnects, %d upstream connections, at most %d client connections at once" % (
     d["requests"], d["errors"], d["reconnects"], d["upstream_connects"], d["conns_max"]))')"
+if [ "$HAVE_RGW" = 1 ]; then
+	say "rgw proxy:   $(curl -sf "$RGW_PROXY_URL/_delayproxy/stats" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print("%d requests, %d errors, %d upstream connections" % (d["requests"], d["errors"], d["upstream_connects"]))')"
+fi
 say "load avg:    $(cut -d' ' -f1-3 /proc/loadavg) (at end); measured phase $(($(date +%s) - T0)) s"
 
 # ---- the report -----------------------------------------------------------------

@@ -2,7 +2,10 @@
 #
 # Starts real servers on free loopback ports — s3rver (the upstream S3),
 # fixture/verify_proxy.py (a SigV4-verifying front for s3rver) and the
-# bucketcache daemon — and kills every process it started and removes its
+# bucketcache daemon; or, for the scripts that take either upstream
+# (bc_start_upstream, BC_UPSTREAM=rgw), Ceph's RGW (lib_rgw.sh) behind the
+# fixture in --transparent mode — and kills every process it started
+# (after its cleanup hooks, BC_CLEANUP_HOOKS) and removes its
 # temporary directory on EXIT, whatever the exit status. Also: assertion
 # helpers, an S3 request helper around curl, readers of the gateway's and
 # the fixture's stats.
@@ -47,6 +50,12 @@ BC_DONE=0
 BC_MAIN_PID=$$
 BC_PIDS=()
 BC_LOGS=()
+# Functions cleanup runs first, before it kills BC_PIDS (a fixture whose
+# processes must stop in an order: lib_rgw.sh).
+BC_CLEANUP_HOOKS=()
+# The S3 upstream of tests that take either (bc_start_upstream): s3rver
+# (default) or rgw. A test_rgw_*.sh wrapper sets it and sources the test.
+export BC_UPSTREAM=${BC_UPSTREAM:-s3rver}
 
 BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
 
@@ -76,7 +85,11 @@ bc_log() { printf '# %s\n' "$*" >&2; }
 
 bc__cleanup() {
 	local rc=$? pid i
-	trap - EXIT INT TERM ERR
+	# A late signal must not cut the cleanup short (a subshell's failed
+	# assertion TERMs the main shell; with the default action it died
+	# here, leaving its servers running).
+	trap - EXIT ERR
+	trap '' INT TERM HUP PIPE
 	set +e
 	if [ -s "$BC_TMP/.failed" ]; then
 		cat "$BC_TMP/.failed" >&2
@@ -93,6 +106,9 @@ bc__cleanup() {
 			tail -n 60 "$i" >&2
 		done
 	fi
+	for i in "${BC_CLEANUP_HOOKS[@]}"; do
+		"$i"
+	done
 	for pid in "${BC_PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null
 	done
@@ -369,6 +385,44 @@ bc_start_fixture() {
 	BC_FIXTURE_URL=http://127.0.0.1:$BC_FIXTURE_PORT
 	BC_WANT_200=1 bc__wait_http "$BC_FIXTURE_URL/__fixture/stats" "$pid" 10 ||
 		bc_fail "fixture does not answer"
+}
+
+# bc_start_upstream [verify_proxy.py args]: the S3 upstream BC_UPSTREAM
+# names, behind the fixture (tests that run against either):
+#   s3rver  s3rver behind the verifying fixture (the fixture checks every
+#           signature and stands in for what s3rver lacks: see the top of
+#           fixture/verify_proxy.py); the args go to the fixture;
+#   rgw     a throw-away Ceph RGW (lib_rgw.sh) behind the fixture in
+#           --transparent mode: RGW checks signatures, checksums and ACLs
+#           itself, the fixture only counts (the args are ignored).
+# Sets BC_FIXTURE_URL (the gateway's --upstream, and the direct endpoint
+# for comparisons), BC_UP_URL (the server itself, bypassing the fixture),
+# BC_UP_KEY/BC_UP_SECRET (the upstream's key pair; also exported as
+# AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, which the gateway signs with
+# and fixture/itlib.py's clients use) and BC_UP_SIGV4 (curl's
+# --aws-sigv4 and --user arguments for that pair).
+bc_start_upstream() {
+	case $BC_UPSTREAM in
+	s3rver)
+		bc_start_s3rver
+		bc_start_fixture "$@"
+		BC_UP_URL=$BC_S3RVER_URL
+		BC_UP_KEY=S3RVER
+		BC_UP_SECRET=S3RVER
+		;;
+	rgw)
+		. "$BC_IT_DIR/lib_rgw.sh"
+		bc_rgw_start
+		BC_S3RVER_PORT=$BC_RGW_PORT   # what bc_start_fixture forwards to
+		bc_start_fixture --transparent
+		BC_UP_URL=$BC_RGW_URL
+		BC_UP_KEY=$BC_RGW_KEY
+		BC_UP_SECRET=$BC_RGW_SECRET
+		;;
+	*) bc_fail "BC_UPSTREAM=$BC_UPSTREAM: s3rver or rgw" ;;
+	esac
+	export AWS_ACCESS_KEY_ID=$BC_UP_KEY AWS_SECRET_ACCESS_KEY=$BC_UP_SECRET
+	BC_UP_SIGV4=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$BC_UP_KEY:$BC_UP_SECRET")
 }
 
 # bc_start_gateway ARGS...: starts the daemon on a free port with ARGS

@@ -27,21 +27,27 @@
 #      requests after that revalidation; an unchanged object costs one HEAD;
 #  10. admin invalidation and stats from a non-loopback client need the
 #      admin token.
+# test_rgw_cache.sh runs it against Ceph RGW (BC_UPSTREAM=rgw): the
+# sections whose requests a real S3 answers differently from s3rver (1, 3
+# to 6, 9, 9b: fills as ranged GETs, conditional revalidations with
+# If-None-Match and If-Match, invalidation by writes through the gateway),
+# with a big object of 96 MiB instead of 256 MiB; the others (2, 7, 8, 10:
+# coalescing, time to the first byte, the memory bound, the admin token)
+# test the gateway alone and run against s3rver only.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
 bc_skip_unless_tool head
-bc_start_s3rver
-bc_start_fixture
+bc_start_upstream
 FX=$BC_FIXTURE_URL
-S3=$BC_S3RVER_URL
-SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)
+S3=$BC_UP_URL
+SIG=("${BC_UP_SIGV4[@]}")
 UNS=(-H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
 B=cachetest
 MiB=$((1024 * 1024))
 
-# put_direct FILE KEY: stores FILE as $B/KEY straight into s3rver (no
+# put_direct FILE KEY: stores FILE as $B/KEY straight into the upstream (no
 # gateway, no fixture: the gateway's cache and the fixture's counters
 # never see it).
 put_direct() {
@@ -55,14 +61,17 @@ bc_expect mkbucket 200 - "create bucket $B at the upstream" "${SIG[@]}" "${UNS[@
 
 O32=$BC_TMP/o32.bin
 O256=$BC_TMP/o256.bin
+BIG_MIB=256     # the big object (o256.bin): 12 chunks at least
+SKIPPED=0       # checks of the sections left out against RGW
+[ "$BC_UPSTREAM" = s3rver ] || BIG_MIB=96
 O16=$BC_TMP/o16.bin
 head -c $((32 * MiB)) /dev/urandom >"$O32"
-head -c $((256 * MiB)) /dev/urandom >"$O256"
+head -c $((BIG_MIB * MiB)) /dev/urandom >"$O256"
 head -c $((16 * MiB)) /dev/urandom >"$O16"
 put_direct "$O32" big/o32.bin
 put_direct "$O256" big/o256.bin
 put_direct "$O16" big/o16.bin
-bc_pass "32, 256 and 16 MiB objects stored at the upstream"
+bc_pass "32, $BIG_MIB and 16 MiB objects stored at the upstream"
 
 GWOPTS=(--upstream "$FX" --cache --chunk-size 8M --mem-size 1G --readahead 1 --meta-ttl 60s)
 bc_start_gateway "${GWOPTS[@]}" --log-level info
@@ -127,6 +136,7 @@ done()
 EOF
 
 # ---- 2. 32 concurrent cold GETs of one 32 MiB object ------------------------
+if [ "$BC_UPSTREAM" = s3rver ]; then
 bc_py "$FX" "$GW" "$B" "$O32" <<'EOF'
 import sys, threading
 from itlib import ok, done, client, gw_stats, fx_stats, fx_reset, sha
@@ -169,16 +179,19 @@ print("# upstream GETs: %d, coalesced waits: %d" % (
     gets, s1["cache_coalesced_waits"] - s0["cache_coalesced_waits"]))
 done()
 EOF
+else
+	SKIPPED=$((SKIPPED + 5))
+fi
 
-# ---- 3. a 100-byte Range of a 256 MiB object --------------------------------
+# ---- 3. a 100-byte Range of the big object --------------------------------
 bc_fixture_reset
 FIRST=100000000
-bc_expect rng100 206 - "100-byte Range of the cold 256 MiB object" "${SIG[@]}" "${UNS[@]}" \
+bc_expect rng100 206 - "100-byte Range of the cold $BIG_MIB MiB object" "${SIG[@]}" "${UNS[@]}" \
 	-H "Range: bytes=$FIRST-$((FIRST + 99))" "$GW/$B/big/o256.bin"
 bc_slice "$O256" "$FIRST" $((FIRST + 99)) >"$BC_TMP/rng100.want"
 bc_assert_same_file "$BC_TMP/rng100.want" "$BC_TMP/rng100.body" "the 100 bytes are right"
 v=$(bc_hdr rng100 Content-Range)
-bc_assert_eq "bytes $FIRST-$((FIRST + 99))/$((256 * MiB))" "$v" "Content-Range"
+bc_assert_eq "bytes $FIRST-$((FIRST + 99))/$((BIG_MIB * MiB))" "$v" "Content-Range"
 v=$(bc_hdr rng100 x-bucketcache)
 bc_assert_eq miss "$v" "x-bucketcache: miss for the cold range"
 v=$(bc_fixture_stats requests)
@@ -406,6 +419,7 @@ bc_assert_fixture_clean "every upstream request of the main gateway"
 bc_stop_gateway
 
 # ---- 7. first byte before the whole object ----------------------------------
+if [ "$BC_UPSTREAM" = s3rver ]; then
 bc_start_gateway "${GWOPTS[@]}" --log-level info
 bc_py "$FX" "$BC_GW_URL" "$B" "$O256" <<'EOF'
 import sys, time
@@ -448,8 +462,12 @@ ok(f["by_op"].get("GetObject", 0) == CHUNKS and f["requests"] == CHUNKS,
 done()
 EOF
 bc_stop_gateway
+else
+	SKIPPED=$((SKIPPED + 7))
+fi
 
 # ---- 8. a cache smaller than the data ----------------------------------------
+if [ "$BC_UPSTREAM" = s3rver ]; then
 bc_start_gateway --upstream "$FX" --cache --chunk-size 256K --mem-size 4M --readahead 1 --log-level info
 bc_py "$S3" "$FX" "$BC_GW_URL" "$B" <<'EOF'
 import os, sys
@@ -487,6 +505,9 @@ ok(f["rejected"] == 0, "every upstream request passed the SigV4 check")
 done()
 EOF
 bc_stop_gateway
+else
+	SKIPPED=$((SKIPPED + 8))
+fi
 
 # ---- 9. metadata revalidation; a failed fill ---------------------------------
 bc_start_gateway --upstream "$FX" --cache --chunk-size 8M --meta-ttl 1s --meta-stale 0 --retries 1 --log-level info
@@ -615,7 +636,7 @@ bc_stop_gateway
 # 0.0.0.0 and is reached through this host's first non-loopback IPv4 address.
 nonlo=0
 ADDR=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -v '^127\.' | head -1 || true)
-if [ -n "$ADDR" ]; then
+if [ -n "$ADDR" ] && [ "$BC_UPSTREAM" = s3rver ]; then
 	BC_GW_HOST=0.0.0.0 bc_start_gateway --upstream "$FX" --cache --admin-token 'tok-3f9a' --log-level info
 	EXT=http://$ADDR:$BC_GW_PORT
 	bc_expect adm-c1 200 - "non-loopback: cache hd/obj.txt" "${SIG[@]}" "${UNS[@]}" "$BC_GW_URL/$B/hd/obj.txt"
@@ -642,7 +663,7 @@ if [ -n "$ADDR" ]; then
 	bc_stop_gateway
 	nonlo=18
 else
-	bc_log "no non-loopback IPv4 address: admin token checks skipped"
+	bc_log "admin token checks skipped (no non-loopback IPv4 address, or against RGW)"
 fi
 
-bc_done $((151 + nonlo))
+bc_done $((151 - SKIPPED + nonlo))

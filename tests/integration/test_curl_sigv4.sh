@@ -8,18 +8,20 @@
 # curl 7.88 does not send x-amz-content-sha256 by itself: most requests add
 # "x-amz-content-sha256: UNSIGNED-PAYLOAD" (or the real hex hash), one GET
 # and one PUT go without it.
+#
+# test_rgw_curl_sigv4.sh runs it against Ceph RGW (BC_UPSTREAM=rgw), which
+# verifies the chunk signatures the gateway re-signs.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
 curl --help all 2>/dev/null | grep -q -- --aws-sigv4 ||
 	{ echo "SKIP: curl has no --aws-sigv4" >&2; exit 77; }
-bc_start_s3rver
-bc_start_fixture
+bc_start_upstream
 bc_start_gateway --upstream "$BC_FIXTURE_URL" --log-level debug
 
-S3REQ=("$BC_PY" "$BC_IT_DIR/fixture/s3req.py")
-SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)
+S3REQ=("$BC_PY" "$BC_IT_DIR/fixture/s3req.py" --key "$BC_UP_KEY" --secret "$BC_UP_SECRET")
+SIG=("${BC_UP_SIGV4[@]}")
 UNS=(-H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
 SMALL=$BC_TMP/small.bin
 MED=$BC_TMP/med.bin
@@ -84,8 +86,13 @@ flow() {
 	bc_expect "$tag-del" 204 - "$tag: DELETE" "${SIG[@]}" "${UNS[@]}" -X DELETE "$ep/$b/small.bin"
 	bc_expect "$tag-gone" 404 NoSuchKey "$tag: GET after DELETE" "${SIG[@]}" "${UNS[@]}" \
 		"$ep/$b/small.bin"
+	# (an error's length is left out: RGW's error bodies name the bucket)
 	for f in put1 put2 put3 get1 get2 get3 head range missing del gone; do
-		echo "$f $(cat "$BC_TMP/$tag-$f.status") $(bc_hdr "$tag-$f" ETag) $(bc_hdr "$tag-$f" Content-Length)" >>"$res"
+		v=$(cat "$BC_TMP/$tag-$f.status")
+		case $v in
+		2*) echo "$f $v $(bc_hdr "$tag-$f" ETag) $(bc_hdr "$tag-$f" Content-Length)" ;;
+		*) echo "$f $v $(bc_hdr "$tag-$f" ETag)" ;;
+		esac >>"$res"
 	done
 }
 
@@ -134,6 +141,20 @@ bc_expect badhash-gone 404 NoSuchKey "the lying PUT stored nothing" \
 	"${SIG[@]}" "${UNS[@]}" "$BC_GW_URL/curl-gw/badhash.bin"
 
 # ---- hand-signed: aws-chunked streaming uploads ---------------------------
+# The object must come back without aws-chunked in its Content-Encoding,
+# as S3 stores it (and the fixture forwards the decoded body). RGW 16
+# keeps "Content-Encoding: aws-chunked" even for uploads sent to it
+# straight (a Ceph bug, fixed in later releases): against RGW the gateway
+# must answer what RGW answers for the same upload sent direct.
+want_ce=
+if [ "$BC_UPSTREAM" = rgw ]; then
+	st=$("${S3REQ[@]}" -X PUT --payload streaming --chunk-size 8192 --data-file "$SMALL" \
+		--out "$BC_TMP/stream-direct.body" "$BC_FIXTURE_URL/curl-direct/stream-direct.bin")
+	[ "$st" = 200 ] || bc_fail "direct aws-chunked PUT to RGW: HTTP $st"
+	st=$(bc_req stream-direct-get "${SIG[@]}" "${UNS[@]}" "$BC_FIXTURE_URL/curl-direct/stream-direct.bin")
+	[ "$st" = 200 ] || bc_fail "direct GET of the aws-chunked upload from RGW: HTTP $st"
+	want_ce=$(bc_hdr stream-direct-get Content-Encoding)
+fi
 bc_stats_save "$BC_TMP/stats1b.json"
 for cs in 65536 8192; do
 	st=$("${S3REQ[@]}" -X PUT --payload streaming --chunk-size $cs --data-file "$MED" \
@@ -144,7 +165,7 @@ for cs in 65536 8192; do
 		"$BC_GW_URL/curl-gw/stream-$cs.bin"
 	bc_assert_same_file "$MED" "$BC_TMP/stream-get-$cs.body" "streamed object is the decoded body ($cs)"
 	v=$(bc_hdr "stream-get-$cs" Content-Encoding)
-	bc_assert_eq '' "$v" "no aws-chunked Content-Encoding stored"
+	bc_assert_eq "$want_ce" "$v" "Content-Encoding as the store keeps it (S3: no aws-chunked)"
 done
 st=$("${S3REQ[@]}" -X PUT --payload streaming --chunk-size 65536 --data-file "$SMALL" \
 	--out "$BC_TMP/stream-small.body" "$BC_GW_URL/curl-gw/stream-small.bin")

@@ -199,11 +199,12 @@ bc_expect hinted 200 - "a hinted GET through a recording origin" \
 	"$BC_GW_URL/b/obj1"
 sz=$(stat -c %s "$BC_TMP/hinted.body")
 bc_assert_eq 1000 "$sz" "the origin's bytes"
-# versionId bypasses the cache: the client's headers are relayed
+# versionId=null (the version an unversioned bucket overwrites in place)
+# bypasses the cache: the client's headers are relayed
 bc_expect relayed 200 - "a hinted GET relayed to the origin" \
 	-H "x-bucketcache-job: j9" -H "x-bucketcache-next: obj2,obj3" \
 	-H "x-bucketcache-pattern: shuffle" -H "x-bucketcache-epoch: 2" \
-	-H "x-custom-probe: 1" "$BC_GW_URL/b/obj1?versionId=v1"
+	-H "x-custom-probe: 1" "$BC_GW_URL/b/obj1?versionId=null"
 nreq=$(grep -c 'x-custom-probe' "$HLOG" || true)
 bc_assert_eq 1 "$nreq" "the relayed GET reached the origin with the client's headers"
 leaked=$(grep -ci 'x-bucketcache' "$HLOG" || true)

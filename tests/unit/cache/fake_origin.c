@@ -33,6 +33,7 @@
 typedef struct fobj_s {
 	struct fobj_s *next;
 	char          *bucket, *key;
+	char          *version;     /* NULL: the current version */
 	uint8_t       *data;
 	size_t         size;
 	char           etag[132];
@@ -136,11 +137,18 @@ copy_str(char *dst, size_t cap, const char *src)
 	snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
+/* version NULL or "": the current version. */
 static fobj_t *
-obj_find(fake_origin_t *fo, const char *bucket, const char *key)
+obj_find(fake_origin_t *fo, const char *bucket, const char *key,
+    const char *version)
 {
+	if (version != NULL && version[0] == '\0')
+		version = NULL;
 	for (fobj_t *o = fo->objs; o != NULL; o = o->next)
-		if (strcmp(o->bucket, bucket) == 0 && strcmp(o->key, key) == 0)
+		if (strcmp(o->bucket, bucket) == 0 &&
+		    strcmp(o->key, key) == 0 && (version == NULL ?
+		    o->version == NULL : o->version != NULL &&
+		    strcmp(o->version, version) == 0))
 			return o;
 	return NULL;
 }
@@ -162,6 +170,7 @@ obj_free(fobj_t *o)
 {
 	free(o->bucket);
 	free(o->key);
+	free(o->version);
 	free(o->data);
 	bc_kv_fini(&o->meta);
 	free(o);
@@ -377,7 +386,7 @@ static int
 answer(fake_origin_t *fo, fx_t *x)
 {
 	const fake_req_t *q = &x->req;
-	fobj_t *o = obj_find(fo, q->bucket, q->key);
+	fobj_t *o = obj_find(fo, q->bucket, q->key, q->version);
 	bool head = strcmp(q->method, "HEAD") == 0, obj_headers = false;
 	bool ranged = q->first != BC_FETCH_WHOLE && !head &&
 	    !fo->knob[FAKE_IGNORE_RANGE];
@@ -757,6 +766,7 @@ fo_fetch(bc_origin_t *o, const bc_fetch_t *f)
 	copy_str(q->method, sizeof(q->method), f->head ? "HEAD" : "GET");
 	copy_str(q->bucket, sizeof(q->bucket), f->bucket);
 	copy_str(q->key, sizeof(q->key), f->key);
+	copy_str(q->version, sizeof(q->version), f->version);
 	q->first = f->head ? BC_FETCH_WHOLE : f->first;
 	q->last = f->last;
 	if (q->first != BC_FETCH_WHOLE && q->last == UINT64_MAX)
@@ -1039,9 +1049,10 @@ fake_origin_stop_fn(bc_loop_t *loop, void *arg)
 	fo->base.ops->cancel_all(&fo->base);
 }
 
-void
-fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
-    const uint8_t *data, size_t size, const char *etag,
+/* Creates or replaces version (NULL: the current one) of bucket/key. */
+static void
+put_object(fake_origin_t *fo, const char *bucket, const char *key,
+    const char *version, const uint8_t *data, size_t size, const char *etag,
     const char *last_modified, const bc_kvlist_t *meta)
 {
 	fobj_t *o = calloc(1, sizeof(*o)), *old;
@@ -1050,8 +1061,10 @@ fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
 		abort();
 	o->bucket = strdup(bucket);
 	o->key = strdup(key);
+	o->version = version != NULL ? strdup(version) : NULL;
 	o->data = malloc(size + 1);
-	if (o->bucket == NULL || o->key == NULL || o->data == NULL)
+	if (o->bucket == NULL || o->key == NULL || o->data == NULL ||
+	    (version != NULL && o->version == NULL))
 		abort();
 	if (size > 0)
 		memcpy(o->data, data, size);
@@ -1063,7 +1076,7 @@ fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
 		if (bc_kv_add(&o->meta, meta->v[i].name, meta->v[i].value) < 0)
 			abort();
 	pthread_mutex_lock(&fo->mu);
-	old = obj_find(fo, bucket, key);
+	old = obj_find(fo, bucket, key, version);
 	if (old != NULL)
 		obj_unlink(fo, old);
 	o->next = fo->objs;
@@ -1073,13 +1086,30 @@ fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
 		obj_free(old);
 }
 
+void
+fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
+    const uint8_t *data, size_t size, const char *etag,
+    const char *last_modified, const bc_kvlist_t *meta)
+{
+	put_object(fo, bucket, key, NULL, data, size, etag, last_modified,
+	    meta);
+}
+
+void
+fake_origin_put_version(fake_origin_t *fo, const char *bucket,
+    const char *key, const char *version, const uint8_t *data, size_t size,
+    const char *etag)
+{
+	put_object(fo, bucket, key, version, data, size, etag, NULL, NULL);
+}
+
 bool
 fake_origin_del(fake_origin_t *fo, const char *bucket, const char *key)
 {
 	fobj_t *o;
 
 	pthread_mutex_lock(&fo->mu);
-	o = obj_find(fo, bucket, key);
+	o = obj_find(fo, bucket, key, NULL);
 	if (o != NULL)
 		obj_unlink(fo, o);
 	pthread_mutex_unlock(&fo->mu);

@@ -4,6 +4,11 @@
  * HEAD, with no HTTP server and no curl.
  *
  * Relays are refused unless a test answers them (fake_origin_on_relay).
+ *
+ * Versions: an object may have versions besides its current one
+ * (fake_origin_put_version); a fetch with bc_fetch_t.version reads that
+ * version (404 when there is none), one without reads the current one.
+ *
  * Answers: 200 (whole object) or 206 with Content-Range and
  * Content-Length for a Range; 304 when If-None-Match names the object's
  * ETag; 412 PreconditionFailed when If-Match does not; 404 NoSuchKey; 416
@@ -47,6 +52,7 @@ typedef struct fake_req_s {
 	char              method[8];       /* "GET" or "HEAD" */
 	char              bucket[64];
 	char              key[128];
+	char              version[64];     /* versionId; "": the current one */
 	char              range[64];       /* "bytes=a-b" as S3 would get it;
 					      "" without a Range */
 	uint64_t          first, last;     /* bc_fetch_t's */
@@ -83,7 +89,12 @@ void fake_origin_stop_fn(bc_loop_t *loop, void *arg);
 void fake_origin_put(fake_origin_t *fo, const char *bucket, const char *key,
     const uint8_t *data, size_t size, const char *etag,
     const char *last_modified, const bc_kvlist_t *meta);
-/* Removes bucket/key; false when there was none. */
+/* Creates or replaces version of bucket/key (not the current one): size
+ * bytes at data and etag, the fixed Last-Modified, no metadata. */
+void fake_origin_put_version(fake_origin_t *fo, const char *bucket,
+    const char *key, const char *version, const uint8_t *data, size_t size,
+    const char *etag);
+/* Removes bucket/key (its current version); false when there was none. */
 bool fake_origin_del(fake_origin_t *fo, const char *bucket,
     const char *key);
 

@@ -4078,3 +4078,216 @@ LTest(cache, prefetch_of_a_cold_object_asks_the_lower_tiers_first)
 	cr_assert_eq(atomic_load(&ctl->meta_gets), 1);
 	env_stop();
 }
+
+/* ---- versions (cache.h "Versions") ----------------------------------------- */
+
+/* A version of KEY the origin keeps besides its current one (obj_a,
+ * "etag-a"): obj_b's 2500 bytes, ETag "etag-v1". */
+#define V1       "v1-3HL4kqtJvjVXFYw"
+#define V1_SIZE  2500
+
+/* Learns o's metadata (with chunk 0) and returns a copy of it. */
+static bc_objmeta_t
+learn(bc_object_t *o, tw_t *t, const uint8_t *data, size_t size)
+{
+	bc_objmeta_t meta;
+	bc_chunk_t *first = NULL;
+	bool cached;
+
+	bc_waiter_reset(&t->w);
+	cr_assert_eq(get_meta(o, 0, t, &meta, &cached, &first), 0);
+	check_chunk(first, 0, data, size, CS);
+	bc_chunk_unref(first);
+	bc_waiter_reset(&t->w);
+	return meta;
+}
+
+/* The cache key of a version is (bucket, key, version id): one entry per
+ * version, apart from the current one's; a version's fetches carry its
+ * versionId (and its ETag in If-Match), the current one's none; a
+ * version read twice is a hit. */
+LTest(cache, a_version_is_an_entry_of_its_own)
+{
+	bc_object_t *o, *ov, *again;
+	bc_objmeta_t m, mv;
+	bc_chunk_t *ch = NULL;
+	unsigned n;
+	fake_req_t q;
+	tw_t t;
+
+	env_start();
+	fake_origin_put_version(E.fo, BUCKET, KEY, V1, obj_b, V1_SIZE,
+	    "\"etag-v1\"");
+	tw_init(&t);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	ov = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	cr_assert_neq(o, ov, "a version shares the current version's entry");
+	again = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	cr_assert_eq(again, ov, "a version's second lookup made a new entry");
+	bc_object_unref(E.c, again);
+	again = bc_cache_object_version(E.c, BUCKET, KEY, NULL);
+	cr_assert_eq(again, o, "version NULL is not the current version");
+	bc_object_unref(E.c, again);
+	again = bc_cache_object_version(E.c, BUCKET, KEY, "v2");
+	cr_assert(again != o && again != ov, "another version, same entry");
+	bc_object_unref(E.c, again);
+
+	mv = learn(ov, &t, obj_b, V1_SIZE);
+	cr_assert_str_eq(mv.etag, "\"etag-v1\"");
+	cr_assert_eq(mv.size, V1_SIZE);
+	cr_assert_str_eq(org_last().version, V1);
+	m = learn(o, &t, obj_a, sizeof(obj_a));
+	cr_assert_str_eq(m.etag, "\"etag-a\"");
+	cr_assert_str_eq(org_last().version, "",
+	    "the current version was fetched with a versionId");
+
+	cr_assert_eq(get_chunk(ov, mv.etag, 2, &t, &ch), 0);
+	check_chunk(ch, 2, obj_b, V1_SIZE, CS);
+	bc_chunk_unref(ch);
+	q = org_last();
+	cr_assert_str_eq(q.version, V1);
+	cr_assert_str_eq(q.if_match, "\"etag-v1\"");
+	cr_assert_str_eq(q.range, "bytes=2048-3071");
+	n = org_count(NULL, NULL);
+	cr_assert_eq(get_chunk(ov, mv.etag, 2, &t, &ch), 0);
+	check_chunk(ch, 2, obj_b, V1_SIZE, CS);
+	bc_chunk_unref(ch);
+	cr_assert_eq(get_chunk(o, m.etag, 0, &t, &ch), 0);
+	check_chunk(ch, 0, obj_a, sizeof(obj_a), CS);
+	bc_chunk_unref(ch);
+	cr_assert_eq(org_count(NULL, NULL), n, "a second read went upstream");
+	bc_objmeta_fini(&m);
+	bc_objmeta_fini(&mv);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	bc_object_unref(E.c, ov);
+	env_stop();
+}
+
+/* A version never changes: past meta-ttl its metadata is still served
+ * without asking the origin, while the current version's is revalidated. */
+LTest(cache, a_version_is_never_revalidated)
+{
+	env_opts_t eo = { .meta_ttl = TTL_MS };
+	bc_object_t *o, *ov;
+	bc_objmeta_t m;
+	bool cached = false;
+	unsigned n;
+	tw_t t;
+
+	env_start_opts(&eo);
+	fake_origin_put_version(E.fo, BUCKET, KEY, V1, obj_b, V1_SIZE,
+	    "\"etag-v1\"");
+	tw_init(&t);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	ov = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	m = learn(ov, &t, obj_b, V1_SIZE);
+	bc_objmeta_fini(&m);
+	m = learn(o, &t, obj_a, sizeof(obj_a));
+	bc_objmeta_fini(&m);
+	sleep_ms(TTL_MS + 50);
+	n = org_count(NULL, NULL);
+	cr_assert_eq(bc_cache_meta(E.c, ov, 0, &t.w, &m, &cached), 0,
+	    "a version's metadata was not served past meta-ttl");
+	cr_assert(cached);
+	cr_assert_str_eq(m.etag, "\"etag-v1\"");
+	bc_objmeta_fini(&m);
+	cr_assert_eq(org_count(NULL, NULL), n, "a version was revalidated");
+	cr_assert_eq(bc_cache_meta(E.c, o, 0, &t.w, &m, &cached), BC_EAGAIN,
+	    "the current version was not revalidated past meta-ttl");
+	cr_assert_eq(tw_wait(&t), BC_WAIT_RECHECK);
+	cr_assert_str_eq(org_last().method, "HEAD");
+	cr_assert_str_eq(org_last().version, "");
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	bc_object_unref(E.c, ov);
+	env_stop();
+}
+
+/* Invalidating a key (a write through the gateway, an admin's key=)
+ * drops its current entry and every version entry; a prefix drops
+ * versions too; another key stays. A version looked up again is fetched
+ * again. */
+LTest(cache, invalidating_a_key_drops_its_versions)
+{
+	bc_object_t *o, *ov, *ov2, *other, *fresh;
+	bc_objmeta_t m, mv, mo;
+	bc_chunk_t *ch = NULL;
+	unsigned n;
+	tw_t t;
+
+	env_start();
+	fake_origin_put_version(E.fo, BUCKET, KEY, V1, obj_b, V1_SIZE,
+	    "\"etag-v1\"");
+	fake_origin_put_version(E.fo, BUCKET, KEY, "v2", obj_b, 100,
+	    "\"etag-v2\"");
+	org_put(BUCKET, "other", obj_b, 500, "\"etag-o\"");
+	tw_init(&t);
+	o = bc_cache_object(E.c, BUCKET, KEY);
+	ov = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	ov2 = bc_cache_object_version(E.c, BUCKET, KEY, "v2");
+	other = bc_cache_object(E.c, BUCKET, "other");
+	m = learn(o, &t, obj_a, sizeof(obj_a));
+	mv = learn(ov, &t, obj_b, V1_SIZE);
+	bc_objmeta_fini(&mv);
+	mv = learn(ov2, &t, obj_b, 100);
+	mo = learn(other, &t, obj_b, 500);
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, KEY, NULL), 3,
+	    "the key and its two versions");
+	cr_assert_eq(bc_cache_chunk(E.c, o, m.etag, 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_eq(bc_cache_chunk(E.c, ov2, mv.etag, 0, false, NULL, &ch),
+	    BC_ECANCELED);
+	cr_assert_eq(bc_cache_chunk(E.c, other, mo.etag, 0, false, NULL, &ch),
+	    0, "another key was dropped");
+	bc_chunk_unref(ch);
+	n = org_count(NULL, NULL);
+	fresh = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	cr_assert_neq(fresh, ov);
+	bc_objmeta_fini(&mv);
+	mv = learn(fresh, &t, obj_b, V1_SIZE);
+	cr_assert_eq(org_count(NULL, NULL), n + 1);
+	cr_assert_str_eq(org_last().version, V1);
+	cr_assert_eq(bc_cache_invalidate(E.c, BUCKET, NULL, "ob"), 1,
+	    "a prefix did not drop the version entry");
+	bc_objmeta_fini(&m);
+	bc_objmeta_fini(&mv);
+	bc_objmeta_fini(&mo);
+	tw_fini(&t);
+	bc_object_unref(E.c, o);
+	bc_object_unref(E.c, ov);
+	bc_object_unref(E.c, ov2);
+	bc_object_unref(E.c, other);
+	bc_object_unref(E.c, fresh);
+	env_stop();
+}
+
+/* The lower tiers keep one metadata per key, the current version's: a
+ * version's is neither asked of them nor put there (its chunks are, by
+ * ETag, like any). */
+LTest(cache, a_version_keeps_no_metadata_in_the_lower_tiers)
+{
+	uint64_t puts = st_get(BC_STAT_cache_meta_lower_puts);
+	bc_tier_async_ctl_t *ctl;
+	bc_object_t *ov;
+	bc_objmeta_t mv;
+	tw_t t;
+
+	env_start();
+	(void)lower_add(&ctl);
+	fake_origin_put_version(E.fo, BUCKET, KEY, V1, obj_b, V1_SIZE,
+	    "\"etag-v1\"");
+	tw_init(&t);
+	ov = bc_cache_object_version(E.c, BUCKET, KEY, V1);
+	mv = learn(ov, &t, obj_b, V1_SIZE);
+	cr_assert(org_wait_quiet());
+	cr_assert_eq(atomic_load(&ctl->meta_gets), 0,
+	    "a version's metadata was asked of the lower tiers");
+	cr_assert_eq(atomic_load(&ctl->meta_puts), 0);
+	cr_assert_eq(st_get(BC_STAT_cache_meta_lower_puts), puts,
+	    "a version's metadata was queued for the lower tiers");
+	bc_objmeta_fini(&mv);
+	tw_fini(&t);
+	bc_object_unref(E.c, ov);
+	env_stop();
+}
