@@ -25,7 +25,7 @@ bc_read_window_step(bc_read_window_t *w, uint32_t i, bool waited)
 		if (w->n == 0)
 			w->n = w->start;
 		w->easy = 0;
-	} else if (++w->easy >= 2) {
+	} else if (++w->easy >= (w->n > 2 ? w->n : 2)) {
 		w->n = w->n / 2 < w->start ? w->start : w->n / 2;
 		w->easy = 0;
 	}

@@ -9,9 +9,11 @@
  *   - doubles, up to max (--readahead-max), each time the reader enters
  *     its next chunk and had to wait for it (the fetches ahead did not
  *     keep up: more of them in parallel would have);
- *   - halves, not below start, after two chunks in a row it did not wait
- *     for (the reader is the slower side: fewer chunks ahead hold less
- *     memory and lose nothing);
+ *   - halves, not below start, after a window's worth of chunks in a row
+ *     (n, at least two) it did not wait for (the reader is the slower
+ *     side: fewer chunks ahead hold less memory and lose nothing; fewer
+ *     than n would not say so, since chunks fetched at once arrive
+ *     together and a fast reader finds several done, then waits);
  *   - starts over at start when the reader jumps (a chunk that is not
  *     the next one).
  * What the window asks for is further bounded by the caller: the bytes
