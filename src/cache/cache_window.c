@@ -12,6 +12,16 @@ bc_read_window_init(bc_read_window_t *w, unsigned start, unsigned max)
 	w->n = start;
 	w->easy = 0;
 	w->next = UINT32_MAX;
+	w->stalled = UINT32_MAX;
+}
+
+/* doubles n, up to max */
+static void
+grow(bc_read_window_t *w)
+{
+	w->n = w->n > w->max / 2 ? w->max : w->n * 2;
+	if (w->n == 0)
+		w->n = w->start;
 }
 
 unsigned
@@ -21,9 +31,7 @@ bc_read_window_step(bc_read_window_t *w, uint32_t i, bool waited)
 		w->n = w->start;
 		w->easy = 0;
 	} else if (waited) {
-		w->n = w->n > w->max / 2 ? w->max : w->n * 2;
-		if (w->n == 0)
-			w->n = w->start;
+		grow(w);
 		w->easy = 0;
 	} else if (++w->easy >= (w->n > 2 ? w->n : 2)) {
 		w->n = w->n / 2 < w->start ? w->start : w->n / 2;
@@ -31,4 +39,17 @@ bc_read_window_step(bc_read_window_t *w, uint32_t i, bool waited)
 	}
 	w->next = i + 1;   /* UINT32_MAX + 1 wraps to 0: a jump next */
 	return w->n;
+}
+
+unsigned
+bc_read_window_stall(bc_read_window_t *w, uint32_t i)
+{
+	unsigned had = w->n;
+
+	if (w->stalled == i || i + 1 != w->next)
+		return 0;
+	w->stalled = i;
+	w->easy = 0;
+	grow(w);
+	return w->n > had ? w->n : 0;
 }

@@ -541,6 +541,11 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		    &q->w);
 
 		if (got == 0) {
+			unsigned more = bc_read_window_stall(&q->win, i);
+
+			if (more > 0)
+				bc_cache_read_ahead(q->c, q->o, q->meta.etag,
+				    i, q->c1, more, q->w.anon, q->job_id);
 			wait_begin(q);
 			bc_http_wait(r);
 			return 0;

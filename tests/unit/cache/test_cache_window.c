@@ -90,3 +90,19 @@ LTest(window, bounds)
 	cr_assert_eq(bc_read_window_step(&w, 0, true), 2,
 	    "after the last index, chunk 0 is a jump");
 }
+
+LTest(window, a_stall_inside_a_chunk_grows_it_once)
+{
+	bc_read_window_t w;
+
+	bc_read_window_init(&w, 2, 16);
+	cr_assert_eq(bc_read_window_stall(&w, 0), 0, "no chunk entered yet");
+	cr_assert_eq(bc_read_window_step(&w, 0, true), 2);
+	cr_assert_eq(bc_read_window_stall(&w, 0), 4, "the reader waits in 0");
+	cr_assert_eq(bc_read_window_stall(&w, 0), 0, "once per chunk");
+	cr_assert_eq(bc_read_window_step(&w, 1, true), 8);
+	cr_assert_eq(bc_read_window_stall(&w, 1), 16);
+	cr_assert_eq(bc_read_window_stall(&w, 5), 0, "not the chunk it reads");
+	cr_assert_eq(bc_read_window_step(&w, 2, true), 16);
+	cr_assert_eq(bc_read_window_stall(&w, 2), 0, "at max: nothing more");
+}
