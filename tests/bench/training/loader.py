@@ -36,6 +36,7 @@ shuffled epochs, timing each epoch and the time the loop waits for data.
     includes starting the workers), data-wait time (the sum of the time the
     training loop spent blocked in next() on the loader, waiting for its
     next batch: compute is timed apart, as compute_s, and never counted),
+    of which the wait for the first batch (first_batch_wait_s),
     items, bytes, errors, retries, GET latency p50/p90/p99;
   * --barrier DIR --barrier-n N: N loaders (jobs) run at once; each waits
     for all at the start and after each epoch, before and after taking its
@@ -389,6 +390,7 @@ def main():
         items = nbytes = errors = retries = batches = 0
         err_kinds = [0, 0, 0, 0]
         wait = compute = 0.0
+        first_wait = None
         wall0 = time.time()
         t0 = time.perf_counter()
         it = iter(loader)
@@ -400,6 +402,8 @@ def main():
                 wait += time.perf_counter() - tw
                 break
             wait += time.perf_counter() - tw
+            if first_wait is None:
+                first_wait = time.perf_counter() - tw
             batches += 1
             idx = b['idx'].tolist()
             order.update(','.join(map(str, idx)).encode() + b';')
@@ -424,6 +428,9 @@ def main():
             'epoch': epoch + 1,
             'time_s': t,
             'wait_s': wait,
+            # the wait for the epoch's first batch (epoch 1: the workers
+            # start, fork and make their boto3 clients meanwhile)
+            'first_batch_wait_s': first_wait or 0.0,
             'compute_s': compute,
             'batches': batches,
             'items': items,
