@@ -131,6 +131,7 @@ SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
 PY=$BENCH_PY
 HELPER=$BENCH_DIR/bench_sidecar.py
 ME=bench_sidecar.sh
+# shellcheck disable=SC2034 # read by lib_bench.sh
 BENCH_ME=$ME
 T_START=$(date +%s)
 
@@ -380,6 +381,7 @@ if [ "${#sets[@]}" -gt 0 ]; then
 fi
 MAN=$DATA_ROOT/manifests
 
+# shellcheck disable=SC2034 # read by lib_bench.sh's bench_static_conf
 BENCH_STATIC_ROOT=$WWW
 bench_start_nginx static "$TMP" bench_static_conf || fail "the static origin (nginx) did not start"
 UP_URL=$BENCH_NG_URL
@@ -427,7 +429,6 @@ start_gateway() {
 			GW_PID=$pid
 			GW_URL=http://127.0.0.1:$port
 			GW_LOG=$log
-			GW_DESC="--mem-size $mem${BC_ARGS:+ $BC_ARGS}${*:+ $*}"
 			"$PY" "$HELPER" sample --pid "$pid" --stats "$GW_URL/_bucketcache/stats" \
 			    --label "$label" --out "$RES/sample-$label.json" \
 			    --meta "{\"system\": \"bucketcache\", \"label\": \"$label\"}" &
@@ -648,8 +649,10 @@ if in_list training "$SECTIONS"; then
 	env BENCH_PROFILE=sidecar BENCH_QUICK="$QUICK" BENCH_RESULTS="$tres" BC_BIN="$BC_BIN" \
 	    BENCH_PROXY_ARGS="$PROXY_ARGS" BENCH_SUMMARY="$RES/training.json" \
 	    BENCH_TIMEOUT=$((TIMEOUT / 2)) ${BC_ARGS:+BENCH_BC_ARGS="$BC_ARGS"} $TRAINING_ENV \
-	    "$BENCH_DIR/bench_training.sh" >"$TMP/training.out" 2>"$TMP/training.err" || trc=$?
-	grep -E '^# ' "$TMP/training.err" | tail -n 3 >&2 || true
+	    "$BENCH_DIR/bench_training.sh" >"$TMP/training.out" \
+	    2> >(tee "$TMP/training.err" | grep --line-buffered -E '^# ' | sed -u 's/^# /#   (d) /' >&2) ||
+		trc=$?
+	wait $! 2>/dev/null || true
 	if [ "$trc" != 0 ] || [ ! -s "$RES/training.json" ]; then
 		tail -n 30 "$TMP/training.err" >&2
 		fail "(d) bench_training.sh failed (exit $trc)"

@@ -163,7 +163,7 @@ PY=/usr/bin/python3
 QUICK=${BENCH_QUICK:-0}
 PROFILE=${BENCH_PROFILE:-default}
 d_systems="direct nginx bucketcache-lru bucketcache-pin bucketcache-auto bucketcache-plans"
-d_jobs=2 d_workers=4 d_cache_bytes= d_proxy_args=
+d_jobs=2 d_workers=4 d_cache_bytes='' d_proxy_args=''
 if [ "$QUICK" = 1 ]; then
 	d_nobj=2000 d_epochs=3 d_timeout=900 d_results=$BENCH_DIR/results/training-quick.md
 else
@@ -480,7 +480,6 @@ if [ -z "$PROXY_ARGS" ]; then
 fi
 # shellcheck disable=SC2086 # PROXY_ARGS is word-split on purpose
 bench_start_delay_proxy "$UP_URL" "$TMP" $PROXY_ARGS || fail "delay_proxy.py did not start"
-PROXY_PID=$BENCH_PROXY_PID
 PROXY_URL=$BENCH_PROXY_URL
 PROXY_SHAPE=$(curl -sf "$PROXY_URL/_delayproxy/stats" | "$PY" -c 'import json, sys
 d = json.load(sys.stdin)

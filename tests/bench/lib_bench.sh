@@ -1,4 +1,5 @@
 # lib_bench.sh — helpers shared by the benchmark scripts (sourced, bash).
+# shellcheck shell=bash disable=SC2034 # sets variables its callers read
 
 # bench_stop_pids PID...: TERM every process, give each 5 s to exit, then
 # KILL it and reap it. Never fails (used from EXIT traps, and under set -e).
