@@ -23,9 +23,12 @@ Standard library only.
       the delay proxy's (upstream requests and bytes: the ground truth). A
       progress line on stderr every --progress s.
 
-  stream --url URL --size N --crc C --label L --out JSON
+  stream --url URL --size N --crc C --label L --out JSON [--ranges K]
       One GET of one object by one stream (http.client, 1 MiB reads): time
       to the response head, to the last byte, MiB/s; size and crc32 checked.
+      --ranges K: K ranged GETs of the object's K parts at once, one
+      connection each (what a client, or a gateway, that reads in parallel
+      can get from this origin on this machine); the parts' crc32s combined.
 
   sample --pid PID --out JSON [--stats URL] [--interval 0.2]
       Until SIGTERM or PID's exit: PID's VmRSS and, with --stats, the
@@ -311,12 +314,13 @@ def cmd_read(a):
 
 # ---- stream ------------------------------------------------------------------
 
-def cmd_stream(a):
-    u = urllib.parse.urlsplit(a.url)
-    px0 = get_json(a.proxy_stats)
+def get_part(u, first, last, out, i):
+    """GET bytes first..last (None: the whole object) into out[i]:
+    (status, head seconds, bytes, crc32, cache header)."""
     t0 = time.monotonic()
     c = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=300)
-    c.request('GET', u.path)
+    c.request('GET', u.path, headers={} if first is None else
+              {'Range': 'bytes=%d-%d' % (first, last)})
     r = c.getresponse()
     t_head = time.monotonic() - t0
     n, crc = 0, 0
@@ -326,13 +330,77 @@ def cmd_stream(a):
             break
         n += len(b)
         crc = zlib.crc32(b, crc)
-    dt = time.monotonic() - t0
     c.close()
+    out[i] = (r.status, t_head, n, crc, hit_of(r))
+
+
+def crc32_combine(crc1, crc2, len2):
+    """zlib's crc32_combine: the crc32 of A+B from crc32(A), crc32(B) and
+    len(B) (by appending len2 zero bytes' effect: a GF(2) matrix power)."""
+    def gf2_times(mat, vec):
+        s = 0
+        i = 0
+        while vec:
+            if vec & 1:
+                s ^= mat[i]
+            vec >>= 1
+            i += 1
+        return s
+
+    def gf2_square(mat):
+        return [gf2_times(mat, mat[n]) for n in range(32)]
+    if len2 <= 0:
+        return crc1
+    odd = [0xedb88320] + [1 << (n - 1) for n in range(1, 32)]
+    even = gf2_square(odd)
+    odd = gf2_square(even)
+    while True:
+        even = gf2_square(odd)
+        if len2 & 1:
+            crc1 = gf2_times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = gf2_square(even)
+        if len2 & 1:
+            crc1 = gf2_times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+def cmd_stream(a):
+    u = urllib.parse.urlsplit(a.url)
+    px0 = get_json(a.proxy_stats)
+    k = max(1, a.ranges)
+    out = [None] * k
+    t0 = time.monotonic()
+    if a.ranges:
+        part = (a.size + k - 1) // k
+        ths = [threading.Thread(target=get_part,
+                                args=(u, i * part, min(a.size, (i + 1) * part) - 1, out, i))
+               for i in range(k)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+    else:
+        get_part(u, None, None, out, 0)
+    dt = time.monotonic() - t0
     px1 = get_json(a.proxy_stats)
-    ok = r.status == 200 and n == a.size and crc == a.crc
+    ok = all(o is not None and o[0] in ((206,) if a.ranges else (200,)) for o in out)
+    n = sum(o[2] for o in out if o)
+    crc = out[0][3] if out[0] else 0
+    for o in out[1:]:
+        crc = crc32_combine(crc, o[3], o[2]) if o else crc
+    t_head = min(o[1] for o in out if o) if any(out) else 0.0
+    ok = ok and n == a.size and crc == a.crc
+    r = type('R', (), {'status': out[0][0] if out[0] else 0})()
     out = {'kind': 'stream', 'label': a.label, 'url': a.url, 'status': r.status,
            'bytes': n, 'ok': ok, 'head_s': t_head, 'seconds': dt,
-           'mib_per_s': n / 1048576 / dt if dt else 0, 'cache': hit_of(r),
+           'mib_per_s': n / 1048576 / dt if dt else 0, 'cache': out[0][4] if out[0] else None,
+           'ranges': a.ranges,
            'meta': json.loads(a.meta) if a.meta else {}}
     if px0 and px1:
         out['proxy'] = {'requests': px1['requests'] - px0['requests'],
@@ -585,6 +653,13 @@ def cmd_report(a):
               's, median of %d round(s)' % rounds,
               fmt(dm), fmt(bm), fmt(nm), xf(x) + per, xf(ratio(nm, bm)),
               '>= %.1fx direct' % tgt_x, verdict(ok))
+        cr = [s_ for s_ in streams if s_['meta'].get('system') == 'direct-ranges'] \
+            if sect == 'stream' else []
+        if cr:
+            c = cr[0]
+            t.add('(b) ceiling here: direct, %d ranged GETs at once' % c['ranges'], 's',
+                  fmt(c['seconds']), '', '', xf(ratio(dm, c['seconds'])), '',
+                  '(what reading in parallel can reach)', '')
     # (d) training
     for tr in training:
         sy = tr.get('systems', {})
@@ -753,6 +828,7 @@ def main():
     s.add_argument('--label', required=True)
     s.add_argument('--out', required=True)
     s.add_argument('--proxy-stats')
+    s.add_argument('--ranges', type=int, default=0)
     s.add_argument('--meta')
     m = sub.add_parser('sample')
     m.add_argument('--pid', type=int, required=True)

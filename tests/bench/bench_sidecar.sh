@@ -52,6 +52,10 @@
 #            (--mem-size BENCH_STREAM_MEM, 256M) and through a cold nginx
 #            slice cache (max_size the same); BENCH_STREAM_ROUNDS rounds in
 #            a rotated order, medians. Target: bucketcache >= 6x direct.
+#            Beside it, once, what this origin gives on this machine to a
+#            reader in parallel: direct, BENCH_STREAM_RANGES (8) ranged GETs
+#            of the object's parts at once, one connection each (the
+#            ceiling any gateway's read window can reach here).
 #   small    (c) BENCH_MID objects (600 x 256 KiB) read once, cold, by 8
 #            kept-alive readers, no hints: direct, a cold bucketcache
 #            (--mem-size BENCH_MID_MEM, 64M), a cold nginx; BENCH_MID_ROUNDS
@@ -97,6 +101,7 @@
 #   BENCH_STREAM_SIZE    (b) 256M
 #   BENCH_STREAM_MEM     (b) 256M
 #   BENCH_STREAM_ROUNDS  (b) 2 [1]
+#   BENCH_STREAM_RANGES  (b) the parallel reads of the ceiling row: 8
 #   BENCH_MID            (c) COUNT:SIZE: 600:256K
 #   BENCH_MID_MEM        (c) 64M
 #   BENCH_MID_ROUNDS     (c) 3 [1]
@@ -170,6 +175,7 @@ MATRIX_EPOCHS=${BENCH_MATRIX_EPOCHS:-$d_matrix_epochs}
 STREAM_SIZE=${BENCH_STREAM_SIZE:-256M}
 STREAM_MEM=${BENCH_STREAM_MEM:-256M}
 STREAM_ROUNDS=${BENCH_STREAM_ROUNDS:-$d_stream_rounds}
+STREAM_RANGES=${BENCH_STREAM_RANGES:-8}
 MID=${BENCH_MID:-600:256K}
 MID_MEM=${BENCH_MID_MEM:-64M}
 MID_ROUNDS=${BENCH_MID_ROUNDS:-$d_mid_rounds}
@@ -223,7 +229,7 @@ case $QUICK in 0 | 1) ;; *) die_usage "BENCH_QUICK must be 0 or 1" ;; esac
 for s in $SECTIONS; do
 	in_list "$s" "epochs stream small training" || die_usage "BENCH_SECTIONS: unknown section [$s] (epochs stream small training)"
 done
-for v in READERS EPOCHS MATRIX_EPOCHS STREAM_ROUNDS MID_ROUNDS TIMEOUT WAIT_MAX; do
+for v in READERS EPOCHS MATRIX_EPOCHS STREAM_ROUNDS STREAM_RANGES MID_ROUNDS TIMEOUT WAIT_MAX; do
 	is_uint "${!v}" && [ "${!v}" -ge 1 ] || die_usage "BENCH_$v must be a whole number >= 1"
 done
 [ "$READERS" -le 256 ] || die_usage "BENCH_READERS must be 1..256"
@@ -604,6 +610,12 @@ if in_list stream "$SECTIONS"; then
 			esac
 		done
 	done
+	note "(b) the origin's ceiling here: direct, $STREAM_RANGES ranged GETs at once"
+	"$PY" "$HELPER" stream --url "$PROXY_URL/$BUCKET/$bkey" --size "$bsize" --crc "$bcrc" \
+	    --ranges "$STREAM_RANGES" --label "stream-direct-ranges" --out "$RES/stream-direct-ranges.json" \
+	    --proxy-stats "$PROXY_STATS" \
+	    --meta "$(meta stream direct-ranges 1 "$STREAM_RANGES ranged GETs at once" '{"round": 1}')" ||
+		fail "(b) direct, ranged GETs: wrong body"
 fi
 
 # ---- (c) cold objects ------------------------------------------------------------------
