@@ -6,7 +6,7 @@
 #   tests/bench/bench_peers.sh                  # full run, ~35-45 min on 2 cores
 #   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~5 min
 #   BENCH_QUICK=1 BENCH_SECTIONS=disk tests/bench/bench_peers.sh  # disk tier, ~2 min
-#   BENCH_PROFILE=sidecar tests/bench/bench_peers.sh  # issue 25's sidecar: ~8 min
+#   BENCH_PROFILE=sidecar tests/bench/bench_peers.sh  # issue 25's sidecar: ~5 min
 #
 # BENCH_PROFILE=sidecar (issue 25): a sidecar-sized gateway (--mem-size
 # 32-256M, 8 readers) against nginx's slice cache and direct reads, from an

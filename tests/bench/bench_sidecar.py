@@ -430,6 +430,7 @@ def rss_kib(pid):
 def cmd_sample(a):
     st = {'kind': 'sample', 'pid': a.pid, 'label': a.label, 'samples': 0, 'rss_max_kib': 0,
           'rss_sum_kib': 0, 'held_max': 0, 'usage_max': 0, 'limit': None, 'over': 0,
+          'over_max_bytes': 0, 'over_first_s': None,
           'stats_samples': 0, 'interval_s': a.interval,
           'meta': json.loads(a.meta) if a.meta else {}}
     stop = {'v': False}
@@ -444,7 +445,7 @@ def cmd_sample(a):
         with open(a.out + '.tmp', 'w') as f:
             json.dump(st, f, indent=1, sort_keys=True)
         os.replace(a.out + '.tmp', a.out)
-    last_dump = time.monotonic()
+    last_dump = t_start = time.monotonic()
     while not stop['v']:
         r = rss_kib(a.pid)
         if r is None:
@@ -467,6 +468,9 @@ def cmd_sample(a):
                     st['limit'] = lim
                     if max(held, usage) > lim:
                         st['over'] += 1
+                        st['over_max_bytes'] = max(st['over_max_bytes'], max(held, usage) - lim)
+                        if st['over_first_s'] is None:
+                            st['over_first_s'] = round(time.monotonic() - t_start, 1)
             except Exception:
                 pass
         if time.monotonic() - last_dump >= 2:
@@ -696,6 +700,7 @@ def cmd_report(a):
             notes.append('(d) ' + tr['note'])
     # (e) memory
     mem_ok = True
+    over_runs = []
     worst = None
     rss_max = 0
     n_runs = 0
@@ -709,6 +714,9 @@ def cmd_report(a):
         if s.get('over') or (lim and held > lim):
             mem_ok = False
         frac = held / lim if lim else None
+        if s.get('over'):
+            over_runs.append('%s: %d of %d samples, by up to %s B' % (
+                s.get('label'), s['over'], s['stats_samples'], s.get('over_max_bytes', '?')))
         if frac is not None and (worst is None or frac > worst[0]):
             worst = (frac, s.get('label'), held, lim)
     if n_runs:
@@ -717,6 +725,8 @@ def cmd_report(a):
               '%s (%s: %.1f of %.1f MiB)' % (fmt(worst[0], '%.3f'), worst[1], worst[2] / 1048576,
                                             worst[3] / 1048576) if worst else '-',
               '', '', '', 'held <= --mem-size throughout', verdict(mem_ok))
+        for o in over_runs:
+            t.add('(e)', 'over the bound', '', o, '', '', '', '', '')
         t.add('(e)', 'gateway VmRSS max (any run), MiB', '', '%.1f' % (rss_max / 1024.0), '',
               '', '', '(reported)', '')
     text = t.text()
@@ -752,12 +762,14 @@ def cmd_report(a):
                                    s.get('proxy', {}).get('requests', '-'),
                                    '' if s['ok'] else ', WRONG BODY'))
     for s in samples + [x for tr in training for x in tr.get('samples', [])]:
-        det.append('  memory %s: VmRSS max %.1f MiB mean %.1f MiB; held max %.1f MiB, memory tier '
-                   'usage max %.1f MiB, bound %s MiB; %d of %d samples over the bound' % (
+        det.append('  memory %s: VmRSS max %.1f MiB mean %.1f MiB; held max %d B, memory tier '
+                   'usage max %d B, bound %s B; %d of %d samples over the bound%s' % (
                        s.get('label'), s['rss_max_kib'] / 1024.0, s.get('rss_mean_kib', 0) / 1024.0,
-                       s['held_max'] / 1048576, s['usage_max'] / 1048576,
-                       fmt(s['limit'] / 1048576 if s.get('limit') else None, '%.1f'), s['over'],
-                       s['stats_samples']))
+                       s['held_max'], s['usage_max'], s.get('limit') or '-', s['over'],
+                       s['stats_samples'],
+                       ' (by up to %d B; first %s s into the run)' % (
+                           s.get('over_max_bytes', 0), s.get('over_first_s'))
+                       if s['over'] else ''))
     for n in notes:
         det.append(n)
     body = text + '\n' + '\n'.join(summary) + '\n'

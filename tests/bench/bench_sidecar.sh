@@ -5,8 +5,8 @@
 # baseline (direct reads from the origin, no cache) and the peer (nginx
 # proxy_cache with slice 8m, the same memory bound), measured in one run:
 #
-#   tests/bench/bench_sidecar.sh            # the table: ~12 min on 2 cores
-#   tests/bench/bench_sidecar.sh --quick    # smoke run: ~6 min
+#   tests/bench/bench_sidecar.sh            # the table: ~8 min on 2 cores
+#   tests/bench/bench_sidecar.sh --quick    # smoke run: ~5 min
 #   BENCH_SECTIONS="epochs stream" tests/bench/bench_sidecar.sh --quick
 #
 # Not part of `make check`. It measures a daemon binary, BC_BIN (default
@@ -344,6 +344,7 @@ if [ -n "$WAIT_LOAD" ]; then
 		sleep 10
 		waited=$((waited + 10))
 	done
+	T_START=$(date +%s)
 	WAITED_NOTE="waited $waited s for the 1-minute load average to fall below $WAIT_LOAD (BENCH_WAIT_LOAD; at most $WAIT_MAX s)"
 fi
 
@@ -656,15 +657,18 @@ if in_list training "$SECTIONS"; then
 	fi
 	say "(d) training: bench_training.sh BENCH_PROFILE=sidecar (results: $(basename "$tres")): 1 job, 8 DataLoader workers, --mem-size 64M, the same origin flags; direct, nginx, bucketcache, bucketcache-plans (plans posted before epoch 1)"
 	note "(d) bench_training.sh BENCH_PROFILE=sidecar$([ "$QUICK" = 1 ] && echo ' BENCH_QUICK=1') $TRAINING_ENV"
-	trc=0
+	# its stdout to training.out; its stderr to training.err, and its
+	# progress lines to ours
+	set +e
 	# shellcheck disable=SC2086 # TRAINING_ENV is word-split on purpose
 	env BENCH_PROFILE=sidecar BENCH_QUICK="$QUICK" BENCH_RESULTS="$tres" BC_BIN="$BC_BIN" \
 	    BENCH_PROXY_ARGS="$PROXY_ARGS" BENCH_SUMMARY="$RES/training.json" \
 	    BENCH_TIMEOUT=$((TIMEOUT / 2)) ${BC_ARGS:+BENCH_BC_ARGS="$BC_ARGS"} $TRAINING_ENV \
-	    "$BENCH_DIR/bench_training.sh" >"$TMP/training.out" \
-	    2> >(tee "$TMP/training.err" | grep --line-buffered -E '^# ' | sed -u 's/^# /#   (d) /' >&2) ||
-		trc=$?
-	wait $! 2>/dev/null || true
+	    "$BENCH_DIR/bench_training.sh" 2>&1 >"$TMP/training.out" |
+		tee "$TMP/training.err" |
+		{ grep --line-buffered -E '^# ' | sed -u 's/^# /#   (d) /' >&2; true; }
+	trc=${PIPESTATUS[0]}
+	set -e
 	if [ "$trc" != 0 ] || [ ! -s "$RES/training.json" ]; then
 		tail -n 30 "$TMP/training.err" >&2
 		fail "(d) bench_training.sh failed (exit $trc)"
@@ -674,7 +678,7 @@ fi
 # ---- the table ---------------------------------------------------------------------------
 
 T_END=$(date +%s)
-say "load avg:    $(bench_load) at end; the run took $((T_END - T_START)) s"
+say "load avg:    $(bench_load) at end; the run took $((T_END - T_START)) s${WAITED_NOTE:+ (after the wait)}"
 say '```'
 {
 	echo "## How to read it"

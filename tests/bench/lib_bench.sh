@@ -180,11 +180,14 @@ bench_machine() {
 	    "$(uname -sr)" "$(bench_load)"
 }
 
-# bench_git_rev SRCDIR: the short HEAD, "+ uncommitted changes in src/" when
-# src/ differs from it.
+# bench_git_rev SRCDIR: the short HEAD, the last commit that changed src/
+# (what a build of the tree runs), "+ uncommitted changes in src/" when src/
+# differs from HEAD.
 bench_git_rev() {
-	local r
+	local r s
 	r=$(git -C "$1" rev-parse --short HEAD 2>/dev/null || echo '?')
+	s=$(git -C "$1" log -1 --format=%h -- src 2>/dev/null || true)
+	[ -z "$s" ] || [ "$s" = "$r" ] || r="$r (src/ as of $s)"
 	if [ -n "$(git -C "$1" status --porcelain --untracked-files=no -- src 2>/dev/null | head -n 1)" ]; then
 		r="$r + uncommitted changes in src/"
 	fi

@@ -583,12 +583,14 @@ def sample_lines(samples):
             continue
         lim = sm.get('limit') or 0
         held = max(sm.get('held_max', 0), sm.get('usage_max', 0))
-        out.append('%s: VmRSS max %.1f MiB (mean %.1f); held max %.1f MiB of the %.1f MiB bound '
-                   '(%s); %d of %d samples over it' % (
+        out.append('%s: VmRSS max %.1f MiB (mean %.1f); held max %d B of the %d B bound '
+                   '(%s); %d of %d samples over it%s' % (
                        label, sm.get('rss_max_kib', 0) / 1024.0, sm.get('rss_mean_kib', 0) / 1024.0,
-                       held / 1048576, lim / 1048576,
-                       'within' if lim and held <= lim and not sm.get('over') else 'OVER',
-                       sm.get('over', 0), sm.get('stats_samples', 0)))
+                       held, lim, 'within' if lim and held <= lim and not sm.get('over') else 'OVER',
+                       sm.get('over', 0), sm.get('stats_samples', 0),
+                       ' (by up to %d B, first %s s into the run)' % (
+                           sm.get('over_max_bytes', 0), sm.get('over_first_s'))
+                       if sm.get('over') else ''))
     return out
 
 
