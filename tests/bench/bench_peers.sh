@@ -6,6 +6,17 @@
 #   tests/bench/bench_peers.sh                  # full run, ~35-45 min on 2 cores
 #   BENCH_QUICK=1 tests/bench/bench_peers.sh    # smoke run, ~5 min
 #   BENCH_QUICK=1 BENCH_SECTIONS=disk tests/bench/bench_peers.sh  # disk tier, ~2 min
+#   BENCH_PROFILE=sidecar tests/bench/bench_peers.sh  # issue 25's sidecar: ~5 min
+#
+# BENCH_PROFILE=sidecar (issue 25): a sidecar-sized gateway (--mem-size
+# 32-256M, 8 readers) against nginx's slice cache and direct reads, from an
+# S3-shaped origin (training/delay_proxy.py --s3: 20 ms each way, 32 MiB/s
+# per connection), epoch 1 on its own row: this script then runs
+# bench_sidecar.sh's peer sections (BENCH_SECTIONS "epochs stream small":
+# shuffled epochs of 2,000 x 64 KiB at 64 MiB and the reservations matrix,
+# one 256 MiB stream, 600 x 256 KiB cold) with its knobs (see its header),
+# results in results/sidecar-peers.md (BENCH_QUICK=1:
+# sidecar-peers-quick.md). bench_sidecar.sh adds the training row.
 #
 # Not part of `make check`. It measures a daemon binary, BC_BIN (default
 # build/bucketcache, built with contrib/build when missing), with default
@@ -204,6 +215,19 @@ PATH=$PATH:/usr/sbin:/sbin
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/bench/lib_bench.sh
 . "$BENCH_DIR/lib_bench.sh"
+case ${BENCH_PROFILE:-default} in
+default) ;;
+sidecar)
+	[ "${BENCH_QUICK:-0}" = 1 ] && sc_res=sidecar-peers-quick.md || sc_res=sidecar-peers.md
+	BENCH_SECTIONS=${BENCH_SECTIONS:-epochs stream small} \
+	    BENCH_RESULTS=${BENCH_RESULTS:-$BENCH_DIR/results/$sc_res} \
+	    exec "$BENCH_DIR/bench_sidecar.sh" "$@"
+	;;
+*)
+	echo "bench_peers.sh: BENCH_PROFILE must be default or sidecar" >&2
+	exit 2
+	;;
+esac
 SRCDIR=$(cd "$BENCH_DIR/../.." && pwd)
 PY=/usr/bin/python3
 HELPER=$BENCH_DIR/bench_peers.py

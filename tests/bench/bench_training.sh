@@ -90,6 +90,26 @@
 # (2,000 objects, 3 epochs: the targets need epochs 2-3), written to
 # results/training-quick.* instead of results/training.*.
 #
+# BENCH_PROFILE=sidecar (issue 25): a sidecar-sized cache in front of an
+# S3-shaped origin, epoch 1 apart. Its defaults: 1 job of 8 DataLoader
+# workers (BENCH_JOBS=1 BENCH_WORKERS=8), BENCH_CACHE_BYTES=64M (the caches'
+# bound in bytes, not a share of the data set), the origin's delay proxy
+# run with BENCH_PROXY_ARGS=--s3 (20 ms each way, each connection paced at
+# 32 MiB/s, the aggregate growing with connections), BENCH_SYSTEMS="direct
+# nginx bucketcache bucketcache-plans" (bucketcache-plans: the job posts
+# each epoch's plan before the epoch's first GET, epoch 1 included; the
+# HintedSampler waits up to 1 s for the PUT), 2,000 objects and 3 epochs
+# (BENCH_QUICK=1: 1,000 and 2), written to results/training-sidecar.*
+# (training-sidecar-quick.*). Its report adds a table of epoch 1 (cold) and
+# epochs 2+ per system, with ratios to direct (the baseline) and nginx (the
+# peer), and the issue's target: bucketcache-plans' epoch-1 data wait >= 80%
+# below direct's. bench_sidecar.sh runs it for its row (d).
+#
+# For every bucketcache system, tests/bench/bench_sidecar.py samples the
+# gateway's VmRSS and held bytes (cache_bytes_held, the memory tier's
+# usage_bytes) every 0.2 s while it runs: the report prints the peaks
+# against --mem-size.
+#
 # Requires python3-torch and python3-boto3 (python3-matplotlib for the plot)
 # for /usr/bin/python3, nginx and curl: installed with apt-get when run as
 # root; otherwise the apt-get line is printed and the script exits 77.
@@ -103,6 +123,7 @@
 # Environment (defaults in brackets; [quick/full] where they differ):
 #   BC_BIN            daemon binary [<srcdir>/build/bucketcache]
 #   BENCH_QUICK       1: the smoke run [0]
+#   BENCH_PROFILE     default or sidecar (above) [default]
 #   BENCH_NOBJ        objects in the data set [2000/20000]
 #   BENCH_EPOCHS      epochs [3]
 #   BENCH_SYSTEMS     systems, in this order ["direct nginx bucketcache-lru
@@ -110,7 +131,11 @@
 #   BENCH_JOBS        concurrent training jobs per system [2]
 #   BENCH_PLANS_POLICY  the --policy of bucketcache-plans [auto]
 #   BENCH_DELAY_MS    delay per upstream request, ms [20]
+#   BENCH_PROXY_ARGS  the delay proxy's flags, word-split, instead of
+#                     --delay-ms BENCH_DELAY_MS [sidecar: --s3]
 #   BENCH_CACHE_PCT   cache size, % of the data set's bytes [50]
+#   BENCH_CACHE_BYTES cache size in bytes (K, M, G suffixes), instead of
+#                     BENCH_CACHE_PCT [sidecar: 64M]
 #   BENCH_DISK_MEM_PCT  bucketcache-disk's --mem-size, % of the data set [25]
 #   BENCH_DISK_PCT    the disk systems' disk bound, % of the data set, plus
 #                     12 KiB per object and 16 MiB [100]
@@ -134,6 +159,8 @@
 #                     with a -disk system: training-disk-quick.md /
 #                     training-disk.md]
 #   BENCH_KEEP_TMP    1: keep the temp dir (logs, JSON, configs) [0]
+#   BENCH_SUMMARY     also write the per-system summary (JSON: epoch 1 and
+#                     epochs 2+ per system, the samplers' peaks) here [none]
 
 # shellcheck disable=SC2015,SC2317 # A && B || fail; cleanup runs from trap
 set -euo pipefail
@@ -146,16 +173,35 @@ TDIR=$BENCH_DIR/training
 PY=/usr/bin/python3
 
 QUICK=${BENCH_QUICK:-0}
+PROFILE=${BENCH_PROFILE:-default}
+d_systems="direct nginx bucketcache-lru bucketcache-pin bucketcache-auto bucketcache-plans"
+d_jobs=2 d_workers=4 d_cache_bytes='' d_proxy_args=''
 if [ "$QUICK" = 1 ]; then
 	d_nobj=2000 d_epochs=3 d_timeout=900 d_results=$BENCH_DIR/results/training-quick.md
 else
 	d_nobj=20000 d_epochs=3 d_timeout=5400 d_results=$BENCH_DIR/results/training.md
 fi
+case $PROFILE in
+default) ;;
+sidecar)
+	d_systems="direct nginx bucketcache bucketcache-plans"
+	d_jobs=1 d_workers=8 d_cache_bytes=64M d_proxy_args=--s3
+	if [ "$QUICK" = 1 ]; then
+		d_nobj=1000 d_epochs=2 d_timeout=900 d_results=$BENCH_DIR/results/training-sidecar-quick.md
+	else
+		d_nobj=2000 d_epochs=3 d_timeout=1800 d_results=$BENCH_DIR/results/training-sidecar.md
+	fi
+	;;
+*)
+	echo "bench_training.sh: BENCH_PROFILE must be default or sidecar" >&2
+	exit 2
+	;;
+esac
 BC_BIN_GIVEN=${BC_BIN:-}
 BC_BIN=${BC_BIN:-$SRCDIR/build/bucketcache}
 NOBJ=${BENCH_NOBJ:-$d_nobj}
 EPOCHS=${BENCH_EPOCHS:-$d_epochs}
-SYSTEMS=${BENCH_SYSTEMS:-direct nginx bucketcache-lru bucketcache-pin bucketcache-auto bucketcache-plans}
+SYSTEMS=${BENCH_SYSTEMS:-$d_systems}
 case " $SYSTEMS " in
 *-disk\ *)
 	if [ "$QUICK" = 1 ]; then
@@ -165,14 +211,17 @@ case " $SYSTEMS " in
 	fi
 	;;
 esac
-JOBS=${BENCH_JOBS:-2}
+JOBS=${BENCH_JOBS:-$d_jobs}
 PLANS_POLICY=${BENCH_PLANS_POLICY:-auto}
 DELAY_MS=${BENCH_DELAY_MS:-20}
+PROXY_ARGS=${BENCH_PROXY_ARGS:-$d_proxy_args}
 CACHE_PCT=${BENCH_CACHE_PCT:-50}
+CACHE_BYTES=${BENCH_CACHE_BYTES:-$d_cache_bytes}
+SUMMARY=${BENCH_SUMMARY:-}
 DISK_MEM_PCT=${BENCH_DISK_MEM_PCT:-25}
 DISK_PCT=${BENCH_DISK_PCT:-100}
 DISK_DIR=${BENCH_DISK_DIR:-/var/tmp}
-WORKERS=${BENCH_WORKERS:-4}
+WORKERS=${BENCH_WORKERS:-$d_workers}
 BATCH=${BENCH_BATCH:-64}
 COMPUTE_MS=${BENCH_COMPUTE_MS:-200}
 SEED=${BENCH_SEED:-1}
@@ -188,12 +237,13 @@ SIGMA=0.6
 # environment, so that the run can be repeated as it was.
 cmdline() {
 	local v out=
-	for v in BC_BIN BENCH_QUICK BENCH_NOBJ BENCH_EPOCHS BENCH_SYSTEMS \
+	for v in BC_BIN BENCH_QUICK BENCH_PROFILE BENCH_NOBJ BENCH_EPOCHS BENCH_SYSTEMS \
 	    BENCH_JOBS BENCH_PLANS_POLICY \
-	    BENCH_DELAY_MS BENCH_CACHE_PCT BENCH_DISK_MEM_PCT BENCH_DISK_PCT \
+	    BENCH_DELAY_MS BENCH_PROXY_ARGS BENCH_CACHE_PCT BENCH_CACHE_BYTES \
+	    BENCH_DISK_MEM_PCT BENCH_DISK_PCT \
 	    BENCH_DISK_DIR BENCH_WORKERS BENCH_BATCH \
 	    BENCH_COMPUTE_MS BENCH_SEED BENCH_DATA BENCH_BC_ARGS BENCH_TIMEOUT \
-	    BENCH_RESULTS BENCH_KEEP_TMP; do
+	    BENCH_RESULTS BENCH_KEEP_TMP BENCH_SUMMARY; do
 		if [ -n "${!v+set}" ]; then
 			out+="$v=$(printf '%q' "${!v}") "
 		fi
@@ -223,6 +273,16 @@ is_uint "$NOBJ" && [ "$NOBJ" -ge 1 ] && [ "$NOBJ" -le 1000000 ] || die_usage "BE
 is_uint "$EPOCHS" && [ "$EPOCHS" -ge 1 ] && [ "$EPOCHS" -le 100 ] || die_usage "BENCH_EPOCHS must be 1..100"
 is_uint "$DELAY_MS" && [ "$DELAY_MS" -le 60000 ] || die_usage "BENCH_DELAY_MS must be 0..60000"
 is_uint "$CACHE_PCT" && [ "$CACHE_PCT" -ge 1 ] && [ "$CACHE_PCT" -le 1000 ] || die_usage "BENCH_CACHE_PCT must be 1..1000"
+if [ -n "$CACHE_BYTES" ]; then
+	[[ $CACHE_BYTES =~ ^[0-9]+[KkMmGg]?$ ]] || die_usage "BENCH_CACHE_BYTES must be a size (64M)"
+	n=${CACHE_BYTES%[KkMmGg]}
+	case ${CACHE_BYTES: -1} in
+	K | k) CACHE_BYTES=$((n * 1024)) ;;
+	M | m) CACHE_BYTES=$((n * 1048576)) ;;
+	G | g) CACHE_BYTES=$((n * 1073741824)) ;;
+	esac
+	[ "$CACHE_BYTES" -ge 1048576 ] || die_usage "BENCH_CACHE_BYTES must be at least 1M"
+fi
 is_uint "$DISK_MEM_PCT" && [ "$DISK_MEM_PCT" -ge 1 ] && [ "$DISK_MEM_PCT" -le 1000 ] || die_usage "BENCH_DISK_MEM_PCT must be 1..1000"
 is_uint "$DISK_PCT" && [ "$DISK_PCT" -ge 1 ] && [ "$DISK_PCT" -le 1000 ] || die_usage "BENCH_DISK_PCT must be 1..1000"
 case $DISK_DIR in
@@ -351,46 +411,11 @@ for f in gen_data.py delay_proxy.py loader.py report.py; do
 	[ -f "$TDIR/$f" ] || fail "$TDIR/$f missing"
 done
 
-# Prints a loopback TCP port that was free a moment ago.
-free_port() {
-	"$PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
-
-# wait_http URL PID SECONDS: until URL answers HTTP 200; fails if PID dies.
-wait_http() {
-	local url=$1 pid=$2 secs=$3 code
-	for _ in $(seq $((secs * 10))); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
-		[ "$code" = 200 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_pid() {
-	local pid=$1
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+free_port() { bench_free_port; }
+wait_http() { bench_wait_http "$@"; }
+stop_pid() { bench_stop_pid "$1"; }
 
 # ---- machine and versions ---------------------------------------------------
-
-cpu_model() {
-	local m
-	m=$(LC_ALL=C lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
-	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
-	printf '%s' "${m:-unknown}"
-}
 
 first_line() { head -n 1 | tr -d '\r'; }
 
@@ -408,10 +433,11 @@ print("torch %s, boto3 %s, botocore %s, python %s, matplotlib %s" % (
 
 say "date:        $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 say "command:     $CMDLINE"
-say "machine:     $(hostname 2>/dev/null || echo '?'), nproc $(nproc), $(cpu_model)"
+say "machine:     $(hostname 2>/dev/null || echo '?'), nproc $(nproc), $(bench_cpu_model)"
 say "kernel:      $(uname -srm)"
 say "memory:      $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-say "load avg:    $(cut -d' ' -f1-3 /proc/loadavg) (at start; other work on the machine shows here)"
+say "load avg:    $(bench_load) (at start; other work on the machine shows here)"
+say "git:         $(bench_git_rev "$SRCDIR")"
 if [ -x "$BC_BIN" ]; then
 	say "bucketcache: $("$BC_BIN" --version 2>&1 | first_line) ($BC_BIN)"
 fi
@@ -430,11 +456,18 @@ DS_LINE=$("$PY" "$TDIR/gen_data.py" --dir "$DATA" --bucket "$BUCKET" --n "$NOBJ"
 ds_field() { printf '%s\n' "$DS_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 DS_BYTES=$(ds_field bytes)
 is_uint "$DS_BYTES" && [ "$DS_BYTES" -gt 0 ] || fail "gen_data.py said [$DS_LINE]"
-CAP=$((DS_BYTES * CACHE_PCT / 100))
+if [ -n "$CACHE_BYTES" ]; then
+	CAP=$CACHE_BYTES
+	CACHE_PCT=$((CAP * 100 / DS_BYTES))
+	CAP_DESC="$CAP bytes (BENCH_CACHE_BYTES; $(awk -v c="$CAP" -v d="$DS_BYTES" 'BEGIN { printf "%.1f", 100 * c / d }')% of the data set)"
+else
+	CAP=$((DS_BYTES * CACHE_PCT / 100))
+	CAP_DESC="$CACHE_PCT% of the data set = $CAP bytes"
+fi
 MEM_CAP=$((DS_BYTES * DISK_MEM_PCT / 100))
 DISK_CAP=$((DS_BYTES * DISK_PCT / 100 + NOBJ * 12288 + 16777216))
 say "data set:    $NOBJ objects in s3://$BUCKET/train/..., $DS_BYTES bytes ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.1f MB", b / 1e6 }')), log-normal sizes (median ${MEDIAN_KIB} KiB, sigma $SIGMA, seed $SEED): min $(ds_field min), median $(ds_field median), mean $(ds_field mean), max $(ds_field max) bytes; $DATA"
-say "cache cap:   $CACHE_PCT% of the data set = $CAP bytes ($(awk -v b="$CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')) for nginx (max_size) and bucketcache (--mem-size)"
+say "cache cap:   $CAP_DESC ($(awk -v b="$CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')) for nginx (max_size) and bucketcache (--mem-size)"
 if [ "$HAVE_DISK" = 1 ]; then
 	fstype=$(stat -f -c %T "$DISKTMP")
 	case $fstype in
@@ -446,81 +479,41 @@ if [ "$HAVE_DISK" = 1 ]; then
 	say "disk caps:   bucketcache-disk --mem-size $DISK_MEM_PCT% = $MEM_CAP bytes ($(awk -v b="$MEM_CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')), --disk-size and nginx-disk max_size $DISK_PCT% + 12 KiB per object + 16 MiB = $DISK_CAP bytes ($(awk -v b="$DISK_CAP" 'BEGIN { printf "%.1f MB", b / 1e6 }')); both in $DISKTMP ($fstype, $(df -P -h "$DISKTMP" | awk 'NR == 2 { print $1 ", " $4 " free" }'))"
 fi
 say "workload:    $JOBS job(s) at once per system, $EPOCHS epochs each; DataLoader(num_workers=$WORKERS, batch_size=$BATCH, sampler=randperm seeded seed*1000+epoch, seed $SEED for job j1, +1 per further job, persistent_workers=True, prefetch_factor=2); one boto3 client per worker (UNSIGNED, path-style, x-bucketcache-job: SYSTEM-jN); a ${COMPUTE_MS} ms sleep per batch as the training step; the jobs wait for each other between epochs (not timed)"
-say "upstream:    static nginx (the S3 stand-in) behind delay_proxy.py, +$DELAY_MS ms per request"
+say "upstream:    static nginx (the S3 stand-in) behind delay_proxy.py ${PROXY_ARGS:---delay-ms $DELAY_MS}"
+say "baseline:    direct (the loader reads the delay proxy itself, no cache); peer: nginx proxy_cache"
 
 # ---- the static upstream and the delay proxy ---------------------------------
 
 # start_nginx NAME CONF_BODY_FUNC: runs nginx with the http{} body that
 # CONF_BODY_FUNC prints for a port ($1) and dir ($2); sets NG_PID, NG_URL.
 start_nginx() {
-	local name=$1 body=$2 d=$TMP/$1 pid port
-	mkdir -p "$d/tmp"
-	# run as root, nginx's workers drop to nobody: they must reach the dir
-	chmod 755 "$TMP" "$d"
-	for _ in 1 2 3; do
-		port=$(free_port)
-		{
-			echo "# bench_training.sh: $name"
-			echo "worker_processes auto;"
-			echo "error_log $d/error.log warn;"
-			echo "pid $d/nginx.pid;"
-			echo "events { worker_connections 4096; }"
-			echo "http {"
-			echo "	default_type application/octet-stream;"
-			echo "	client_body_temp_path $d/tmp/body;"
-			echo "	proxy_temp_path $d/tmp/proxy;"
-			echo "	fastcgi_temp_path $d/tmp/fastcgi;"
-			echo "	uwsgi_temp_path $d/tmp/uwsgi;"
-			echo "	scgi_temp_path $d/tmp/scgi;"
-			"$body" "$port" "$d"
-			echo "}"
-		} >"$d/nginx.conf"
-		nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;' >>"$d/stderr.log" 2>&1 &
-		pid=$!
-		if wait_http "http://127.0.0.1:$port/_ping" "$pid" 10; then
-			PIDS+=("$pid")
-			NG_PID=$pid
-			NG_URL=http://127.0.0.1:$port
-			return 0
-		fi
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	cat "$d/error.log" "$d/stderr.log" >&2 2>/dev/null || true
-	fail "nginx ($name) did not start"
+	bench_start_nginx "$1" "$TMP" "$2" || fail "nginx ($1) did not start"
+	NG_PID=$BENCH_NG_PID
+	NG_URL=$BENCH_NG_URL
 }
 
-static_conf() {
-	cat <<EOF
-	access_log off;
-	sendfile on;
-	keepalive_requests 1000000;
-	keepalive_timeout 300s;
-	server {
-		listen 127.0.0.1:$1;
-		root $DATA/www;
-		location = /_ping { return 200 "ok\n"; }
-	}
-EOF
-}
-
-start_nginx static static_conf
+BENCH_STATIC_ROOT=$DATA/www
+start_nginx static bench_static_conf
 UP_URL=$NG_URL
 say "static:      nginx $UP_URL, root $DATA/www (worker_processes auto, sendfile on, access_log off, keepalive_requests 1000000)"
 
-PROXY_LOG=$TMP/delay_proxy.log
-"$PY" "$TDIR/delay_proxy.py" --upstream "$UP_URL" --delay-ms "$DELAY_MS" \
-    --port-file "$TMP/proxy.port" >"$PROXY_LOG" 2>&1 &
-PROXY_PID=$!
-PIDS+=("$PROXY_PID")
-for _ in $(seq 100); do
-	[ -s "$TMP/proxy.port" ] && break
-	kill -0 "$PROXY_PID" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$TMP/proxy.port" ] || { cat "$PROXY_LOG" >&2; fail "delay_proxy.py did not start"; }
-PROXY_URL=http://127.0.0.1:$(cat "$TMP/proxy.port")
-wait_http "$PROXY_URL/_delayproxy/stats" "$PROXY_PID" 10 || fail "delay_proxy.py does not answer"
+if [ -z "$PROXY_ARGS" ]; then
+	PROXY_ARGS="--delay-ms $DELAY_MS"
+fi
+# shellcheck disable=SC2086 # PROXY_ARGS is word-split on purpose
+bench_start_delay_proxy "$UP_URL" "$TMP" $PROXY_ARGS || fail "delay_proxy.py did not start"
+PROXY_URL=$BENCH_PROXY_URL
+PROXY_SHAPE=$(curl -sf "$PROXY_URL/_delayproxy/stats" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print("+%g ms per request%s%s%s" % (d["delay_ms"],
+    ", +%g ms before each answer" % d["response_delay_ms"] if d["response_delay_ms"] else "",
+    ", each connection at most %.0f MiB/s (%s)" % (d["conn_rate_bytes_per_second"] / 1048576, d["conn_rate_mode"])
+    if d["conn_rate_bytes_per_second"] else "",
+    ", all connections at most %.0f MiB/s" % (d["rate_bytes_per_second"] / 1048576) if d["rate_bytes_per_second"] else ""))') ||
+	fail "cannot read $PROXY_URL/_delayproxy/stats"
+DELAY_TOTAL_MS=$(curl -sf "$PROXY_URL/_delayproxy/stats" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print("%d" % (d["delay_ms"] + d["response_delay_ms"]))')
 
 # sanity: the proxy forwards, and takes at least the delay
 KEY0=$(head -n 1 "$DATA/manifest.tsv" | cut -f1)
@@ -529,17 +522,18 @@ read -r code size t <<<"$(curl -s -o /dev/null -w '%{http_code} %{size_download}
     --max-time 10 "$PROXY_URL/$BUCKET/$KEY0")" || true
 [ "$code" = 200 ] && [ "$size" = "$SIZE0" ] ||
 	fail "GET $PROXY_URL/$BUCKET/$KEY0 through the delay proxy: $code, $size bytes (want 200, $SIZE0)"
-awk -v t="$t" -v d="$DELAY_MS" 'BEGIN { exit !(t * 1000 >= d) }' ||
-	fail "a GET through the delay proxy took ${t}s, less than $DELAY_MS ms"
-say "delay proxy: $PROXY_URL -> $UP_URL, +$DELAY_MS ms per request (tests/bench/training/delay_proxy.py); one GET of $KEY0: 200, $size bytes, ${t}s"
+awk -v t="$t" -v d="$DELAY_TOTAL_MS" 'BEGIN { exit !(t * 1000 >= d) }' ||
+	fail "a GET through the delay proxy took ${t}s, less than $DELAY_TOTAL_MS ms"
+say "delay proxy: $PROXY_URL -> $UP_URL, $PROXY_SHAPE (tests/bench/training/delay_proxy.py $PROXY_ARGS); one GET of $KEY0: 200, $size bytes, ${t}s"
 
 # ---- bucketcache-rgw's upstream: Ceph RGW loaded with the data set ----------------
 
-# start_delay_proxy UPSTREAM NAME: another delay proxy (DELAY_MS) in front
-# of UPSTREAM; sets DP_URL.
+# start_delay_proxy UPSTREAM NAME: another delay proxy (PROXY_ARGS, the
+# main one's shape) in front of UPSTREAM; sets DP_URL.
 start_delay_proxy() {
 	local log=$TMP/$2.log pid
-	"$PY" "$TDIR/delay_proxy.py" --upstream "$1" --delay-ms "$DELAY_MS" \
+	# shellcheck disable=SC2086 # PROXY_ARGS is word-split on purpose
+	"$PY" "$TDIR/delay_proxy.py" --upstream "$1" $PROXY_ARGS \
 	    --port-file "$TMP/$2.port" >"$log" 2>&1 &
 	pid=$!
 	PIDS+=("$pid")
@@ -593,7 +587,7 @@ PYEOF
 		fail "loading the data set into RGW failed"
 	start_delay_proxy "$BC_RGW_URL" rgw-proxy
 	RGW_PROXY_URL=$DP_URL
-	say "rgw:         Ceph RGW $(radosgw --version 2>/dev/null | awk '{ print $3 }') at $BC_RGW_URL (tests/integration/lib_rgw.sh: one mon, one memstore OSD, beast), the data set loaded in $(($(date +%s) - t_rgw)) s (start included), s3://$BUCKET/KEY as on nginx; delay proxy $RGW_PROXY_URL -> it, +$DELAY_MS ms per request"
+	say "rgw:         Ceph RGW $(radosgw --version 2>/dev/null | awk '{ print $3 }') at $BC_RGW_URL (tests/integration/lib_rgw.sh: one mon, one memstore OSD, beast), the data set loaded in $(($(date +%s) - t_rgw)) s (start included), s3://$BUCKET/KEY as on nginx; delay proxy $RGW_PROXY_URL -> it, $PROXY_SHAPE"
 fi
 
 # ---- the systems ----------------------------------------------------------------
@@ -797,6 +791,11 @@ for s in $SYSTEMS; do
 			[ "$dcap" = "$DISK_CAP" ] || fail "bucketcache-disk: its disk tier's capacity_bytes is $dcap, not --disk-size $DISK_CAP"
 		fi
 		say "$s: endpoint $BC_URL: $BC_DESC"
+		"$PY" "$BENCH_DIR/bench_sidecar.py" sample --pid "$BC_PID" --stats "$BC_URL/_bucketcache/stats" \
+		    --label "$s" --out "$TMP/$s.sample.json" &
+		SAMPLER_PID=$!
+		PIDS+=("$SAMPLER_PID")
+		REPORT_ARGS+=(--sample "$s=$TMP/$s.sample.json")
 		say "$s: cache_bytes_limit $lim (= --mem-size; counts chunks, per-entry overhead and metadata); default chunk size, readahead, meta-ttl, prefetch budgets (see --help) unless given above"
 		plans=()
 		if [ "$s" = bucketcache-plans ]; then
@@ -823,6 +822,7 @@ print("disk tier hits %d, misses %d, writes %d, chunks %d, usage %d of %d bytes,
 		if [ "$n" -gt 0 ]; then
 			grep -E ' (error|warn):' "$BC_LOG" | head -n 5 | sed 's/^/               /' | tee -a "$HEADER"
 		fi
+		stop_pid "$SAMPLER_PID"
 		kill -0 "$BC_PID" 2>/dev/null || fail "$s: bucketcache died during the run"
 		stop_pid "$BC_PID"
 		if [ "$s" = bucketcache-disk ]; then
@@ -840,7 +840,7 @@ if [ "$HAVE_RGW" = 1 ]; then
 d = json.load(sys.stdin)
 print("%d requests, %d errors, %d upstream connections" % (d["requests"], d["errors"], d["upstream_connects"]))')"
 fi
-say "load avg:    $(cut -d' ' -f1-3 /proc/loadavg) (at end); measured phase $(($(date +%s) - T0)) s"
+say "load avg:    $(bench_load) (at end); measured phase $(($(date +%s) - T0)) s"
 
 # ---- the report -----------------------------------------------------------------
 
@@ -855,8 +855,8 @@ say ""
 rc=0
 "$PY" "$TDIR/report.py" "${RUNS[@]}" "${REPORT_ARGS[@]}" \
     --header "$HEADER" --md "$TMP/body.md" --csv "$STEM.csv" --png "$STEM.png" \
-    --manifest "$DATA/manifest.tsv" --cap "$CAP" --jobs "$JOBS" \
-    --title "$JOBS job(s), $NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $CACHE_PCT%$([ "$HAVE_DISK" = 1 ] && echo " (disk systems: memory $DISK_MEM_PCT%, disk $DISK_PCT%+)"), +$DELAY_MS ms upstream, $WORKERS workers x batch $BATCH" ||
+    --manifest "$DATA/manifest.tsv" --cap "$CAP" --jobs "$JOBS" ${SUMMARY:+--summary "$SUMMARY"} \
+    --title "$JOBS job(s), $NOBJ objects ($(awk -v b="$DS_BYTES" 'BEGIN { printf "%.0f MB", b / 1e6 }')), cache $(awk -v c="$CAP" 'BEGIN { printf "%.0f MiB", c / 1048576 }') ($CACHE_PCT%)$([ "$HAVE_DISK" = 1 ] && echo " (disk systems: memory $DISK_MEM_PCT%, disk $DISK_PCT%+)"), upstream $PROXY_SHAPE, $WORKERS workers x batch $BATCH" ||
 	rc=$?
 {
 	echo "# bucketcache training-shaped benchmark$([ "$QUICK" = 1 ] && echo ' (BENCH_QUICK=1 smoke run)')"
@@ -864,9 +864,15 @@ rc=0
 	echo "Written by \`tests/bench/bench_training.sh\` (its header comment says what it"
 	echo "does); each run replaces this file. $JOBS training job(s) at once, each a"
 	echo "PyTorch DataLoader ($WORKERS workers, boto3, a $COMPUTE_MS ms training step per batch of"
-	echo "$BATCH), read $NOBJ objects for $EPOCHS shuffled epochs from an upstream $DELAY_MS ms away,"
+	echo "$BATCH), read $NOBJ objects for $EPOCHS shuffled epochs from an upstream ($PROXY_SHAPE),"
 	echo "directly, through nginx proxy_cache and through bucketcache (per policy, and"
 	echo "with the jobs posting plans), the caches holding $CACHE_PCT% of the data set."
+	if [ "$PROFILE" = sidecar ]; then
+		echo "Profile sidecar (issue 25): a sidecar-sized cache ($CAP bytes) in front of an"
+		echo "S3-shaped origin; the first epoch (cold; bucketcache-plans posts its plan"
+		echo "before the epoch's first GET) is reported apart from epochs 2+, with ratios to"
+		echo "direct (the baseline) and nginx (the peer), in the table after the first."
+	fi
 	echo "Every epoch visits every object once in a new random order, so a cache of"
 	echo "half the data set under LRU keeps mostly objects that the epoch has already"
 	echo "read (hit ratio about 0.15 for one job, 0.33 for two); a policy that fills"

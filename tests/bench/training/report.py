@@ -34,9 +34,19 @@ replayed through an LRU of --cap bytes (object sizes, no overhead) and
 through "fill once, never evict" (admit until full, then keep): what LRU
 should give at this cap, and what a policy that keeps a fixed part of the
 data set would.
-Targets: issue 11's (bucketcache-auto, bucketcache-plans, prefetch) and
+Epoch 1 and epochs 2+ (issue 25): per system, epoch 1 (cold; with plans
+posted before it for bucketcache-plans) on its own row and epochs 2+
+together: epoch s, data wait s, hit ratio, and the ratios to direct (the
+baseline: its time / the system's; how much less data wait) and to nginx
+(the peer).
+Targets: issue 11's (bucketcache-auto, bucketcache-plans, prefetch),
 issue 12's (bucketcache-disk: hit ratio epochs 2-3 >= 0.98, epochs 2+
-time <= nginx-disk's), PASS, MISS or n/a (a system not run).
+time <= nginx-disk's) and issue 25's (bucketcache-plans' epoch-1 data
+wait >= 80% below direct's), PASS, MISS or n/a (a system not run).
+--sample LABEL=FILE: bench_sidecar.py's sampler of a gateway (VmRSS, held
+bytes against the bound), printed per system. --summary FILE: the epoch-1
+and epochs-2+ numbers per system and the samplers' results as JSON (for
+bench_sidecar.sh).
 Checks (printed, and "CHECK FAILED" lines in the report; exit status 1):
 every epoch read every object once with no error, the epoch's index order
 is the same for every system, the system's upstream bytes agree with the
@@ -97,6 +107,7 @@ def base_row(label, job, ep):
         'epoch': ep['epoch'],
         'epoch_s': ep['time_s'],
         'data_wait_s': ep['wait_s'],
+        'first_wait_s': ep.get('first_batch_wait_s', 0.0),
         'compute_s': ep.get('compute_s', 0.0),
         'wait_pct': 100.0 * ep['wait_s'] / ep['time_s'] if ep['time_s'] else 0,
         'items': ep['items'],
@@ -472,6 +483,23 @@ def targets(rows, systems, na, njobs, epochs):
                    'ratio %s %s)' % (name, 'PASS' if tn and tb <= tn else 'MISS', tb, tn,
                                      tb / tn if tn else float('inf'), wb, wn, span,
                                      num(hit('nginx-disk'), '%.3f')))
+    name = 'epoch-1 data wait, bucketcache-plans (plans posted before epoch 1) >= 80% below direct'
+    why = absent('bucketcache-plans') or absent('direct')
+    if why and 'needs 2 epochs' in why:
+        why = None
+    if why:
+        out.append('TARGET %s: %s' % (name, why))
+    else:
+        e1p = [r for r in combined(rows, 'bucketcache-plans') if r['epoch'] == 1]
+        e1d = [r for r in combined(rows, 'direct') if r['epoch'] == 1]
+        wp = sum(r['data_wait_s'] for r in e1p)
+        wd = sum(r['data_wait_s'] for r in e1d)
+        cut = 1 - wp / wd if wd else 0.0
+        out.append('TARGET %s: %s (%.1f s vs %.1f s: %.1f%% below; of which the first batch, '
+                   'while the workers start: %.1f s vs %.1f s)' % (
+                       name, 'PASS' if wd and cut >= 0.80 else 'MISS', wp, wd, 100 * cut,
+                       sum(r.get('first_wait_s', 0.0) for r in e1p),
+                       sum(r.get('first_wait_s', 0.0) for r in e1d)))
     name = 'prefetch wasted <= 5% of prefetched'
     any_pf = False
     for s in systems:
@@ -496,6 +524,76 @@ def targets(rows, systems, na, njobs, epochs):
     return out
 
 
+def first_epoch_table(rows, systems, summary):
+    """Epoch 1 on its own row, epochs 2+ together, per system, with the
+    ratios to direct and nginx; fills summary['systems']."""
+    def agg(s, first):
+        rs = [r for r in combined(rows, s) if (r['epoch'] == 1) == first]
+        if not rs:
+            return None
+        h = sum(r['hits'] for r in rs if r['hit_ratio'] != '')
+        n = sum(r['hits'] + r['misses'] for r in rs if r['hit_ratio'] != '')
+        return {'epochs': len(rs), 'time_s': sum(r['epoch_s'] for r in rs),
+                'wait_s': sum(r['data_wait_s'] for r in rs),
+                'first_wait_s': sum(r.get('first_wait_s', 0.0) for r in rs),
+                'hit_ratio': h / n if n else None}
+    ref = {k: (agg(k, True), agg(k, False)) for k in ('direct', 'nginx') if k in systems}
+
+    def x(a, b):
+        return '%.2fx' % (a / b) if a is not None and b else '-'
+
+    def below(a, b):
+        return '%.0f%%' % (100 * (1 - b / a)) if a else '-'
+    out = ['| system | epochs | epoch s | data wait s | of which first batch s | hit ratio '
+           '| time vs direct | time vs nginx | data wait below direct | data wait below nginx |',
+           '|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    for s in systems:
+        e1, e2 = agg(s, True), agg(s, False)
+        summary['systems'][s] = {
+            'epoch1_s': e1['time_s'] if e1 else None,
+            'epoch1_wait_s': e1['wait_s'] if e1 else None,
+            'epoch1_first_batch_wait_s': e1['first_wait_s'] if e1 else None,
+            'epoch1_hit_ratio': e1['hit_ratio'] if e1 else None,
+            'warm_epochs': e2['epochs'] if e2 else 0,
+            'warm_s': e2['time_s'] if e2 else None,
+            'warm_wait_s': e2['wait_s'] if e2 else None,
+            'warm_hit_ratio': e2['hit_ratio'] if e2 else None,
+        }
+        for i, (e, name) in enumerate(((e1, '1 (cold)'), (e2, '2+'))):
+            if e is None:
+                continue
+            d = ref.get('direct', (None, None))[i]
+            n = ref.get('nginx', (None, None))[i]
+            out.append('| %s | %s | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |' % (
+                s, name if i == 0 else ('2' if e['epochs'] == 1 else '2-%d' % (e['epochs'] + 1)),
+                e['time_s'], e['wait_s'],
+                e['first_wait_s'], num(e['hit_ratio'], '%.2f'),
+                x(d['time_s'], e['time_s']) if d else '-',
+                x(n['time_s'], e['time_s']) if n else '-',
+                below(d['wait_s'], e['wait_s']) if d else '-',
+                below(n['wait_s'], e['wait_s']) if n else '-'))
+    return out
+
+
+def sample_lines(samples):
+    out = []
+    for label, sm in samples:
+        if not sm:
+            out.append('%s: memory not sampled' % label)
+            continue
+        lim = sm.get('limit') or 0
+        held = max(sm.get('held_max', 0), sm.get('usage_max', 0))
+        out.append('%s: VmRSS max %.1f MiB (mean %.1f); held max %d B of the %d B bound '
+                   '(%s); %d of %d samples over it%s' % (
+                       label, sm.get('rss_max_kib', 0) / 1024.0, sm.get('rss_mean_kib', 0) / 1024.0,
+                       held, lim, 'within' if lim and held <= lim and not sm.get('over') else 'OVER',
+                       sm.get('over', 0), sm.get('stats_samples', 0),
+                       ' (by up to %d B, first %s s into the run)' % (
+                           sm.get('over_max_bytes', 0), sm.get('over_first_s'))
+                       if sm.get('over') else ''))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description='training benchmark report')
     ap.add_argument('--run', action='append', default=[],
@@ -514,6 +612,9 @@ def main():
     ap.add_argument('--manifest')
     ap.add_argument('--cap', type=int, default=0)
     ap.add_argument('--jobs', type=int, default=1)
+    ap.add_argument('--sample', action='append', default=[],
+                    help='LABEL=FILE: bench_sidecar.py sample\'s JSON of a gateway')
+    ap.add_argument('--summary', help='write epoch 1 / epochs 2+ per system as JSON here')
     a = ap.parse_args()
 
     systems, rows, runs, na = [], [], OrderedDict(), OrderedDict()
@@ -643,6 +744,9 @@ def main():
     for s, why in na.items():
         out.append('| %s | n/a: %s |||||||' % (s, why.replace('|', '/')))
     out.append('')
+    summary = {'kind': 'training', 'systems': OrderedDict(), 'samples': []}
+    out += first_epoch_table(rows, systems, summary)
+    out.append('')
     out.append('```text')
     out.extend(targets(rows, systems, na, a.jobs, epochs))
     out.append('epoch index order identical across systems (per job): %s (%s)' % (
@@ -706,6 +810,19 @@ def main():
                     tenths.append('%.0f' % (sum(x[1] for x in part) / len(part))
                                   if part else '-')
                 out.append('  %-20s j%d epoch %d: %s' % (s_, jn, ep['epoch'], ' '.join(tenths)))
+    samples = []
+    for spec in a.sample:
+        label, _, path = spec.partition('=')
+        try:
+            with open(path) as f:
+                sm = json.load(f)
+        except (OSError, ValueError):
+            sm = None
+        samples.append((label, sm))
+        if sm:
+            sm['label'] = label
+            summary['samples'].append(sm)
+    out.extend(sample_lines(samples))
     for p in problems:
         out.append('CHECK FAILED: %s' % p)
     if not problems and runs:
@@ -731,6 +848,10 @@ def main():
                 if rr.get(k, '') != '':
                     rr[k] = '%.4f' % rr[k] if k == 'hit_ratio' else '%.3f' % rr[k]
             w.writerow(rr)
+    if a.summary:
+        summary['problems'] = problems
+        with open(a.summary, 'w') as f:
+            json.dump(summary, f, indent=1)
     # stdout: the tables and checks (the caller printed the header)
     sys.stdout.write('\n'.join(out[header_lines:]) + '\n')
     return 1 if problems else 0
