@@ -146,8 +146,11 @@ with urllib.request.urlopen(proxy + "/_delayproxy/stats", timeout=5) as f:
     ps = json.load(f)
 ok(D <= ps["resp_body_bytes"] <= D * 1.02, "the proxy sent each object once",
    "(%d body bytes, D = %d)" % (ps["resp_body_bytes"], D))
-ok(e[1]["hits"] == n and 0.98 * D / R <= e[1]["seconds"] <= 1.05 * D / R + e[1]["stall_seconds"],
-   "epoch 2: every read a hit, read at R (within 5%, plus any stalled reads' time)",
+# Epoch 2 reads at R, not at the origin's B = R/2: the upper bound sits
+# half way (a loaded machine slows the consumer's own Python by 30%; a
+# read from the origin would take 2 D/R).
+ok(e[1]["hits"] == n and 0.98 * D / R <= e[1]["seconds"] <= 1.5 * D / R + e[1]["stall_seconds"],
+   "epoch 2: every read a hit, read at R, not at the origin's R/2 (under 1.5 D/R, plus any stalled reads' time)",
    "(%d hits, %.3f s, %.3f s stalled, D/R = %.3f s)" % (
        e[1]["hits"], e[1]["seconds"], e[1]["stall_seconds"], D / R))
 s = sl.scale(gw)

@@ -226,11 +226,11 @@ heap_in_use(void)
 }
 
 static double
-now_s(void)
+thread_cpu_s(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -240,7 +240,8 @@ now_s(void)
 #define SLOW 1.0
 #endif
 
-/* The issue's bound: a million keys accepted in under a second, at less
+/* The issue's bound: a million keys accepted in under a second of this
+ * thread's CPU (not wall time: a loaded machine must not fail it), at less
  * than 100 bytes a key all in (keys of 31 bytes, like
  * "train/shard-0042/img-0123456.jpg"). */
 LTest(plan, million_keys)
@@ -257,10 +258,10 @@ LTest(plan, million_keys)
 		    (i * 7919) % 1024, (i * 104729) % n);
 	keybytes = body.len;
 	before = heap_in_use();
-	t0 = now_s();
+	t0 = thread_cpu_s();
 	cr_assert_eq(bc_plan_parse(body.data, body.len, &p, err, sizeof(err)),
 	    0, "%s", err);
-	dt = now_s() - t0;
+	dt = thread_cpu_s() - t0;
 	after = heap_in_use();
 	cr_assert_eq(bc_plan_len(p), n);
 	printf("plan: %zu keys (%zu body bytes) parsed in %.3f s; "
