@@ -197,32 +197,6 @@ n=$(cat "$BC_TMP"/*.err | grep -c 'AddressSanitizer\|runtime error' || true)
 bc_assert_eq 0 "$n" "no sanitizer report from the failed starts"
 
 # ---- 3. three gateways, reads across the first refresh ------------------
-T0=$(date +%s.%N)
-AWS_EC2_METADATA_SERVICE_ENDPOINT=$CS BC_BIN=$GWBIN \
-	bc_start_gateway --upstream "$FX" --meta-ttl 1ms --meta-stale 0 --anonymous
-GI_PID=$BC_GW_PID GI_LOG=$BC_GW_LOG GI=$BC_GW_URL
-AWS_CONTAINER_CREDENTIALS_FULL_URI=$CS/ecs/creds \
-	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$ECS_TOKEN BC_BIN=$GWBIN \
-	bc_start_gateway --upstream "$FX" --no-cache --credentials ecs \
-	--client-key CK:cs-secret
-GE_PID=$BC_GW_PID GE_LOG=$BC_GW_LOG GE=$BC_GW_URL
-AWS_WEB_IDENTITY_TOKEN_FILE=$WEB_TOKEN AWS_ROLE_ARN=$ROLE_ARN \
-	AWS_ROLE_SESSION_NAME=bc-test AWS_ENDPOINT_URL_STS=$CS/sts BC_BIN=$GWBIN \
-	bc_start_gateway --upstream "$FX" --no-cache --anonymous
-GW_PID=$BC_GW_PID GW_LOG=$BC_GW_LOG GW=$BC_GW_URL
-
-for g in "imds $GI" "ecs $GE" "web-identity $GW"; do
-	set -- $g
-	v=$(bc_stats_get credentials.source "$2")
-	bc_assert_eq "$1" "$v" "$1 gateway: stats say where its keys come from"
-done
-log=$(cat "$GI_LOG")
-bc_assert_match "upstream credentials: imds \(found by the chain\), ASIA\.\.\." "$log" \
-	"imds gateway: the chain found IMDS (log)"
-log=$(cat "$GW_LOG")
-bc_assert_match "upstream credentials: web-identity \(found by the chain\)" "$log" \
-	"web identity gateway: the chain found web identity (log)"
-
 SIGN=(--aws-sigv4 "aws:amz:us-east-1:s3" --user CK:cs-secret)
 # reader NAME SECONDS URL [CURL-ARGS...]: a GET every 0.2 s, "TIME STATUS"
 # lines into $BC_TMP/NAME.codes (run in the background; no assertions).
@@ -241,16 +215,49 @@ reader() {
 	done
 }
 
+# Each gateway's reader starts as soon as it is up: its first pair is
+# refreshed 9 s after it was fetched, and a loaded machine took longer
+# than that to start all three and check them before reading.
+T0=$(date +%s.%N)
+AWS_EC2_METADATA_SERVICE_ENDPOINT=$CS BC_BIN=$GWBIN \
+	bc_start_gateway --upstream "$FX" --meta-ttl 1ms --meta-stale 0 --anonymous
+GI_PID=$BC_GW_PID GI_LOG=$BC_GW_LOG GI=$BC_GW_URL
 reader ri1 14 "$GI" & R1=$!
+AWS_CONTAINER_CREDENTIALS_FULL_URI=$CS/ecs/creds \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$ECS_TOKEN BC_BIN=$GWBIN \
+	bc_start_gateway --upstream "$FX" --no-cache --credentials ecs \
+	--client-key CK:cs-secret
+GE_PID=$BC_GW_PID GE_LOG=$BC_GW_LOG GE=$BC_GW_URL
 reader re1 14 "$GE" "${SIGN[@]}" & R2=$!
+AWS_WEB_IDENTITY_TOKEN_FILE=$WEB_TOKEN AWS_ROLE_ARN=$ROLE_ARN \
+	AWS_ROLE_SESSION_NAME=bc-test AWS_ENDPOINT_URL_STS=$CS/sts BC_BIN=$GWBIN \
+	bc_start_gateway --upstream "$FX" --no-cache --anonymous
+GW_PID=$BC_GW_PID GW_LOG=$BC_GW_LOG GW=$BC_GW_URL
+
 reader rw1 14 "$GW" & R3=$!
+
+for g in "imds $GI" "ecs $GE" "web-identity $GW"; do
+	set -- $g
+	v=$(bc_stats_get credentials.source "$2")
+	bc_assert_eq "$1" "$v" "$1 gateway: stats say where its keys come from"
+done
+log=$(cat "$GI_LOG")
+bc_assert_match "upstream credentials: imds \(found by the chain\), ASIA\.\.\." "$log" \
+	"imds gateway: the chain found IMDS (log)"
+log=$(cat "$GW_LOG")
+bc_assert_match "upstream credentials: web-identity \(found by the chain\)" "$log" \
+	"web identity gateway: the chain found web identity (log)"
+
 wait "$R1" "$R2" "$R3"
 
 for g in "imds $GI ri1" "ecs $GE re1" "web-identity $GW rw1"; do
 	set -- $g
 	n=$(wc -l <"$BC_TMP/$3.codes")
 	bad=$(grep -vc ' 200$' "$BC_TMP/$3.codes" || true)
-	bc_assert_ge "$n" 30 "$1: $n reads in 14 s"
+	# a read every 0.2 s plus curl's own time: 50 on a quiet machine, 9
+	# in an ASan build beside the whole suite at a load of 20; 5 still
+	# span the refreshes checked below
+	bc_assert_ge "$n" 5 "$1: $n reads in 14 s"
 	bc_assert_eq 0 "$bad" "$1: every read across the refresh succeeded"
 	v=$(bc_stats_get creds_refreshes "$2")
 	bc_assert_ge "$v" 1 "$1: refreshed ($v)"
@@ -333,7 +340,8 @@ itlib.ok(first_bad is not None, "imds: reads failed once the pair expired")
 t_bad = float(rows[first_bad][0])
 itlib.ok(t_bad >= exp - 0.5, "imds: reads succeeded until the pair expired "
          "(first failure %.1f s after expiry)" % (t_bad - exp))
-itlib.ok(all(r[1] == "200" for r in rows[:first_bad]) and first_bad >= 5,
+# (how many reads fit before expiry is the machine's pace: at least one)
+itlib.ok(all(r[1] == "200" for r in rows[:first_bad]) and first_bad >= 1,
          "imds: %d reads succeeded with the old pair" % first_bad)
 itlib.ok(all(r[1] == "503" for r in rows[first_bad:]),
          "imds: then every read got 503",

@@ -199,8 +199,12 @@ wait_cluster_settled() {
 }
 
 # ---- (a) A fills the cluster -----------------------------------------------
+# (--meta-ttl 1h: a loaded machine took past the default 60 s, and each
+# revalidation is a read of the directory, which the checks count;
+# --redis-timeout 10s: with the default 2 s a loaded ASan build timed
+# commands out, and a tier down reads the directory)
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 1MiB \
-	"${SEEDS[@]}" --redis-size 256MiB
+	"${SEEDS[@]}" --redis-size 256MiB --redis-timeout 10s --meta-ttl 1h
 A_PID=$BC_GW_PID A_LOG=$BC_GW_LOG A_URL=$BC_GW_URL
 get_all "A, first pass" "$A_URL"
 w=0
@@ -215,7 +219,7 @@ bc_assert_eq 0 "$fails" "no Redis write failed"
 
 # ---- (b) B reads it all from the cluster -----------------------------------
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 1MiB \
-	"${SEEDS[@]}" --redis-size 256MiB
+	"${SEEDS[@]}" --redis-size 256MiB --redis-timeout 10s --meta-ttl 1h
 B_PID=$BC_GW_PID B_LOG=$BC_GW_LOG B_URL=$BC_GW_URL
 bc_stats_save "$BC_TMP/b0.json"
 get_all "B, from Redis" "$B_URL"

@@ -55,8 +55,12 @@ wait_redis_up() {   # $1: 0 or 1; polls B's tier state for 15 s
 }
 
 # ---- A fills Redis ---------------------------------------------------------
+# (--redis-timeout 10s for A and B: with 500 ms an ASan build beside the
+# whole suite timed commands out, and a tier down reads the directory; the
+# stopped Redis below then waits 10 s for its first timeout; --meta-ttl 1h:
+# a revalidation past the default 60 s is a read of the directory too)
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 64MiB \
-	--redis "$BC_REDIS_URL" --redis-size 256MiB
+	--redis "$BC_REDIS_URL" --redis-size 256MiB --redis-timeout 10s --meta-ttl 1h
 A_PID=$BC_GW_PID A_LOG=$BC_GW_LOG A_URL=$BC_GW_URL
 used_memory() {
 	bc_redis_cli 0 INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'
@@ -77,7 +81,7 @@ bc_assert_ge "$keys" "$CHUNKS" "Redis holds the slices"
 
 # ---- B reads it all from Redis --------------------------------------------
 bc_start_gateway --upstream "file://$DATA" --anonymous --mem-size 1MiB \
-	--redis "$BC_REDIS_URL" --redis-size 256MiB --redis-timeout 500ms
+	--redis "$BC_REDIS_URL" --redis-size 256MiB --redis-timeout 10s --meta-ttl 1h
 B_PID=$BC_GW_PID B_LOG=$BC_GW_LOG B_URL=$BC_GW_URL
 bc_stats_save "$BC_TMP/b0.json"
 get_all "B, from Redis"

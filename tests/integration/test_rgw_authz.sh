@@ -4,5 +4,5 @@
 # allowed requests (copies, multipart, DeleteObjects bodies the gateway
 # cuts and re-signs) a real S3 then checks.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_authz.sh"

@@ -3,5 +3,5 @@
 # (lib_rgw.sh; BC_UPSTREAM=rgw): the same calls, direct and through the
 # gateway, presigned URLs included, against a real S3.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_boto3.sh"

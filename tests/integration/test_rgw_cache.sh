@@ -5,5 +5,5 @@
 # by writes through the gateway (PUT, DELETE, DeleteObjects, CopyObject,
 # multipart), against a real S3.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_cache.sh"

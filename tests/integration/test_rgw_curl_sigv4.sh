@@ -4,5 +4,5 @@
 # aws-chunked uploads whose chunk signatures, re-signed by the gateway,
 # RGW verifies itself.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_curl_sigv4.sh"

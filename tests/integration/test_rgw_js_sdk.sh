@@ -3,5 +3,5 @@
 # (lib_rgw.sh; BC_UPSTREAM=rgw): the AWS SDK for JavaScript v3 set for a
 # store without flexible checksums (RGW 16), direct and through the gateway.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_js_sdk.sh"

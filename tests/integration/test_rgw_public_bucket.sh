@@ -4,5 +4,5 @@
 # ACLs make public (a public-read bucket and objects) and get RGW's
 # refusals for the private ones.
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower than s3rver under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower than s3rver under ASan
 . "$(dirname "$0")/test_public_bucket.sh"

@@ -31,7 +31,7 @@
 # (RGW 400 InvalidArgument). README, Decisions "RGW as the judge".
 set -euo pipefail
 BC_UPSTREAM=rgw
-BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-400}   # RGW: its start, and slower under ASan
+BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower under ASan
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics

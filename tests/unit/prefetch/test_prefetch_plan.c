@@ -235,7 +235,7 @@ thread_cpu_s(void)
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#define SLOW 4.0   /* sanitizers slow parsing down several times */
+#define SLOW 8.0   /* sanitizers slow parsing down several times */
 #else
 #define SLOW 1.0
 #endif
