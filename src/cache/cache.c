@@ -85,7 +85,7 @@ typedef enum mark_e { MARK_NONE, MARK_STALE, MARK_FRESH } mark_t;
 /* c->mu held: how recent o's unsigned-fetch mark is, by the metadata's
  * rule: fresh within meta-ttl, stale (served, rechecked in the
  * background) within meta-stale after that; an immutable object's is
- * fresh while it is set (README, Decisions: --immutable). */
+ * fresh while it is set (docs/decisions.md: --immutable). */
 static mark_t
 public_mark(const bc_cache_t *c, const bc_object_t *o)
 {

@@ -1,6 +1,6 @@
 /*
  * cache_window.h — the read window of one sequential reader of an object:
- * how many chunks past the one it reads should be in flight (README
+ * how many chunks past the one it reads should be in flight (docs/cache.md,
  * "Read window"; mountpoint-s3's prefetcher and the AWS CRT's ranged
  * parallel GETs are the models). Pure; one window per reader, owned by
  * it (no locking).

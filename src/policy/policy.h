@@ -4,8 +4,8 @@
  * A tier owns one policy instance and calls it with the tier's lock held
  * (so a policy needs no locking of its own). The policy orders the tier's
  * entries through a bc_policy_node_t each entry embeds; it never frees,
- * stores or fetches anything (DESIGN.md, "Policy ops"). A tier maps a node
- * back to its entry with BC_POLICY_ENTRY.
+ * stores or fetches anything (docs/design.md, "Policy ops"). A tier maps a
+ * node back to its entry with BC_POLICY_ENTRY.
  *
  * Every event but on_remove carries a context: when it happens, which job
  * and dataset it is for, and whether it is a prefetch rather than a

@@ -1,7 +1,7 @@
 /*
  * policy_auto.c — the default: planned (policy_planned.c) where plans
  * exist, and for the entries no plan knows a segmented LRU that fills
- * first (README, "Decisions", has the simulator's numbers).
+ * first (docs/decisions.md has the simulator's numbers).
  *
  * The segmented LRU: a protected segment of PROTECTED_PCT % of the
  * capacity and a probationary one for the rest. While the protected

@@ -1,5 +1,5 @@
 /*
- * policy_cost.c — DLCache's cost-aware LRFU (DESIGN.md, "Policy ops"):
+ * policy_cost.c — DLCache's cost-aware LRFU (docs/design.md, "Policy ops"):
  * an entry's score is the sum over its references of
  * (cost / age) · 0.5^(2·age), cost = what fetching it took (fetch_us, at
  * least 1), age in seconds of ctx->now_ns counted from 1 at the reference

@@ -1,5 +1,5 @@
 /*
- * policy_pin.c — admit until full, then keep (DESIGN.md, "Policy ops").
+ * policy_pin.c — admit until full, then keep (docs/design.md, "Policy ops").
  *
  * The policy counts the sizes of the nodes it holds (on_insert adds,
  * on_remove subtracts) against the capacity it was made with

@@ -1,5 +1,5 @@
 /*
- * policy_planned.c — Belady over every job's plan (DESIGN.md, "Policy
+ * policy_planned.c — Belady over every job's plan (docs/design.md, "Policy
  * ops"): evict the entry whose next use in any job's plan is furthest;
  * entries with no known next use go first, in pin order (policy_pin.c:
  * the most recently inserted first). Plans come from the oracle in

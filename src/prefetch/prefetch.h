@@ -1,6 +1,6 @@
 /*
  * prefetch.h — the prefetcher: brings into the cache, before a job asks,
- * the keys it says it reads next (DESIGN.md "Prefetch").
+ * the keys it says it reads next (docs/design.md "Prefetch").
  *
  * Inputs (any thread): bc_prefetch_want() — a job's next keys of a
  * bucket, in order (an x-bucketcache-next hint, a plan's window); each

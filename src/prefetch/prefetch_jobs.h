@@ -1,7 +1,7 @@
 /*
  * prefetch_jobs.h — the jobs registry: training jobs by id, each with the
  * plans of its current and coming epochs (prefetch_plan.h) and a cursor
- * in the current one (DESIGN.md "Plans").
+ * in the current one (docs/design.md "Plans").
  *
  * A job exists from its first plan (bc_jobs_put_plan) until it is
  * deleted or evicted: at most max_jobs, and plans of at most max_bytes

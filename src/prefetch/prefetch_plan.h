@@ -1,6 +1,6 @@
 /*
  * prefetch_plan.h — a plan: one job's key order for one epoch of one
- * bucket (DESIGN.md "Plans"), stored compactly and immutable once built.
+ * bucket (docs/design.md "Plans"), stored compactly and immutable once built.
  *
  * Body format: one key per line, as stored in S3 (not percent-encoded);
  * a CR before LF is dropped, empty lines are skipped; every key must pass

@@ -1,8 +1,9 @@
 /*
  * prefetch_warm.h — warm-ups: a bucket's prefix listed at the origin and
- * brought into one tier of the cache in the background (DESIGN.md:
- * "Warm-up is a job like a plan: listed keys, bounded concurrency,
- * progress and cancel, into a named tier, under the caller's grant").
+ * brought into one tier of the cache in the background (docs/design.md,
+ * "Turn-3 contracts": "Warm-up is a job like a plan: listed keys, bounded
+ * concurrency, progress and cancel, into a named tier, under the caller's
+ * grant").
  *
  * A warm-up lists bucket/prefix with ListObjectsV2 through the origin
  * (signed with the gateway's credentials), one page of at most

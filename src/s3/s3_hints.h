@@ -1,6 +1,6 @@
 /*
  * s3_hints.h — the training hints a client may send with any request
- * (DESIGN.md "Hints"), parsed from its headers:
+ * (docs/design.md "Hints"), parsed from its headers:
  *
  *   x-bucketcache-job: ID          1-128 bytes of [A-Za-z0-9._~:@+=-]
  *   x-bucketcache-next: k1,k2,...  keys of the request's bucket the job

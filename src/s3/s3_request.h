@@ -64,7 +64,7 @@ char *bc_s3_pct_decode(const char *s, size_t n);
 /* true when key has a "." or ".." segment. S3 stores such keys as they
  * are, but an upstream that normalises paths would serve another key
  * under that name, escaping a client's prefix allow list and the cache's
- * invalidation; the gateway refuses them (README, "Decisions"). */
+ * invalidation; the gateway refuses them (docs/decisions.md). */
 bool bc_s3_key_has_dot_segment(const char *key);
 
 /* true for query parameters that authenticate or tag a request without

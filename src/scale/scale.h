@@ -1,6 +1,6 @@
 /*
  * scale.h — scale/: sizes the memory tier from how fast jobs consume data
- * (DESIGN.md "Scale"; --mem-size auto).
+ * (docs/design.md "Scale"; --mem-size auto).
  *
  * Every --scale-interval, on the loop thread, it folds the estimators
  * (scale_est.h: R per job, B and latency of the origin, D per dataset),
@@ -86,7 +86,7 @@ uint64_t bc_scale_target(bc_scale_t *s);
  * Appends GET /_bucketcache/v1/scale's JSON: {"mode", "target_bytes",
  * "limit_bytes", "held_bytes", "min_bytes", "max_bytes", "max_source",
  * "idle_release_seconds", "window_bytes", "pending", "origin": {...},
- * "datasets": [...], "jobs": [...], "decisions": [...]} (README, "Self-
+ * "datasets": [...], "jobs": [...], "decisions": [...]} (docs/cache.md, "Self-
  * sizing memory"). Returns 0 or a negative code from the buffer.
  */
 int bc_scale_json(bc_scale_t *s, bc_buf_t *out);

@@ -1,6 +1,6 @@
 /*
- * scale_est.h — the estimators behind --mem-size auto (DESIGN.md "Scale"),
- * fed from the gateway's own traffic:
+ * scale_est.h — the estimators behind --mem-size auto (docs/design.md,
+ * "Scale"), fed from the gateway's own traffic:
  *
  *   per job      R, the consumption rate: bytes sent to it per second of
  *                the time it did not wait on fills. Each connection of

@@ -1,5 +1,5 @@
 /*
- * scale_rule.h — the sizing rule of --mem-size auto (DESIGN.md "Scale"),
+ * scale_rule.h — the sizing rule of --mem-size auto (docs/design.md "Scale"),
  * pure: estimates in, a target and per-dataset shares out.
  *
  * With the chunks a cache of C bytes keeps pinned, a job reading a

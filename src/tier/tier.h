@@ -3,7 +3,7 @@
  * the base every tier shares: its ops, name, private data, counters and
  * health.
  *
- * Contract (DESIGN.md, "Tier ops"): open, a look-up, put (takes its own
+ * Contract (docs/design.md, "Tier ops"): open, a look-up, put (takes its own
  * reference), del, close, capacity and usage; lower tiers that survive a
  * restart (disk, Redis) also keep object metadata (meta_put/meta_get). A SYNC tier (memory)
  * answers lookup() at once, under the caller's lock. The other tiers
@@ -389,7 +389,7 @@ int  bc_tier_mem_reserve(bc_tier_t *t, uint64_t bytes);
  * (bc_policy_key_hash) for the policy, asked with ctx: refused (BC_E2BIG,
  * nothing evicted) when the policy would not admit the chunk now, or when
  * room could be made only by evicting prefetched chunks no client read
- * yet (DESIGN.md "Prefetch": a prefetch never evicts a chunk needed
+ * yet (docs/design.md "Prefetch": a prefetch never evicts a chunk needed
  * sooner, nor another prefetch's unread chunk). Demand fills
  * (bc_tier_mem_reserve) may evict those.
  */

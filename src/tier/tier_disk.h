@@ -1,6 +1,6 @@
 /*
  * tier_disk.h — the disk tier: chunks and object metadata kept in files
- * under one directory (opts.dir), surviving restarts (DESIGN.md, "Disk
+ * under one directory (opts.dir), surviving restarts (docs/design.md, "Disk
  * tier"; the format is in tier_disk_file.c).
  *
  * A non-SYNC tier (tier.h): get() and meta_get() read on the loop's work

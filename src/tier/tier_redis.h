@@ -1,6 +1,6 @@
 /*
- * tier_redis.h — the Redis tier (DESIGN.md "Redis tier"): chunks stored in
- * Redis (standalone or Cluster) in slices (tier_redis_key.h), each with a
+ * tier_redis.h — the Redis tier (docs/design.md, "Redis tier"): chunks
+ * stored in Redis (standalone or Cluster) in slices (tier_redis_key.h), each with a
  * TTL, through the cluster client (tier_redis_cluster.h) on the loop.
  *
  * What it counts as its own. Redis is shared (several gateways read and

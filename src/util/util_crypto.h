@@ -27,7 +27,7 @@ void bc_hmac_sha1(const void *key, size_t klen, const void *p, size_t n,
 void bc_md5(const void *p, size_t n, uint8_t out[BC_MD5_LEN]);
 
 /*
- * Incremental hashing. Ownership (DESIGN.md "Turn-3 contracts"): the
+ * Incremental hashing. Ownership (docs/design.md "Turn-3 contracts"): the
  * caller of _new owns the context and is the only one who frees it, with
  * _free, on every path; _final writes the digest and never frees (after
  * it the context takes no more updates, only _free). _new returns NULL

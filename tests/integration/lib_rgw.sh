@@ -14,7 +14,7 @@
 # monitor instead of exiting). Two users are made with radosgw-admin:
 # the owner of the tests' buckets and another one (ACL checks).
 #
-# One cluster per test script (README, Decisions "RGW per test script"):
+# One cluster per test script (docs/decisions.md, "RGW per test script"):
 # it is up in 2.5-3 s on a quiet machine (5 s with both cores busy, 6-11 s
 # at a load of 10), and stopped in 0.3 s. What makes it that fast: the
 # monitor's Paxos proposes every 50 ms instead of every second (radosgw

@@ -49,8 +49,8 @@ bc_assert_eq 1 "$v" "the image reads $P"
 v=$(grep -c "^# Use it with:  bucketcache --config $P\$" "$BC_SRCDIR/conf/bucketcache.conf" || true)
 bc_assert_eq 1 "$v" "conf/bucketcache.conf names $P"
 v=$(grep -rhoE '/etc/bucketcache[./a-z]*\.conf' "$BC_SRCDIR/contrib" "$BC_SRCDIR/docker" \
-	"$BC_SRCDIR/conf" "$BC_SRCDIR/README" | sort -u)
-bc_assert_eq "$P" "$v" "no other config path is named (contrib, docker, conf, README)"
+	"$BC_SRCDIR/conf" "$BC_SRCDIR/README" "$BC_SRCDIR/docs" | sort -u)
+bc_assert_eq "$P" "$v" "no other config path is named (contrib, docker, conf, README, docs)"
 
 # ---- the installed file works -------------------------------------------------------------------
 [ -x "$BC_BIN" ] || bc_fail "daemon binary BC_BIN=$BC_BIN missing"

@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_drain.sh — graceful drain on SIGTERM (issue 15; README "Stopping:
-# the graceful drain"). The gateway serves a file:// bucket through the
+# test_drain.sh — graceful drain on SIGTERM (issue 15; docs/operations.md,
+# "Stopping: the graceful drain"). The gateway serves a file:// bucket through the
 # cache; a slow reader (64 KiB receive buffer, paced: the gateway cannot
 # be more than ~0.3 MiB ahead of what it read) downloads 24 MiB while the
 # gateway is sent SIGTERM:

@@ -28,7 +28,7 @@
 # the gateway ignores them and answers 200), several ranges (RGW serves
 # the first), bytes=-0 (RGW: the whole object, 206), If-Match: * (RGW
 # 412) and If-None-Match: * (RGW 200), a weak W/ ETag, an unparsable date
-# (RGW 400 InvalidArgument). README, Decisions "RGW as the judge".
+# (RGW 400 InvalidArgument). docs/decisions.md, "RGW as the judge".
 set -euo pipefail
 BC_UPSTREAM=rgw
 BC_TEST_TIMEOUT=${BC_TEST_TIMEOUT:-800}   # RGW: its start, and slower under ASan

@@ -2436,7 +2436,7 @@ LTest(cache, stop_with_fill_in_flight)
  * read on with bc_cache_chunk_wait(). These tests use a bigger chunk so a
  * body can be held at the origin after exactly SHOLD bytes: one progress
  * step (the cache wakes readers every 64 KiB of progress and at the end;
- * README, cache.c PROGRESS_WAKE), so a reader reaches the hold through
+ * docs/cache.md, cache.c PROGRESS_WAKE), so a reader reaches the hold through
  * wakes alone and nothing arrives past it until the test releases the
  * body.
  */
