@@ -35,6 +35,9 @@ struct bc_conn_s {
 	_Atomic uint64_t since_ns;        /* state (or body period) began */
 	_Atomic uint64_t period_bytes;    /* body bytes this period */
 	_Atomic bool     held;            /* the gateway makes it wait */
+	unsigned         unread_sweeps;   /* t->mu: sweeps in a row that saw
+					     unread bytes in IDLE or HEAD */
+	uint64_t         unread_since;    /* t->mu: since_ns they saw */
 };
 
 
@@ -71,12 +74,43 @@ peer_closed(int fd)
 	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+/* true when bytes the client sent wait in the socket, unread */
+static bool
+unread(int fd)
+{
+	char b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/* t->mu held. true when c has stayed in IDLE or HEAD, with bytes unread,
+ * through a whole sweep period (this sweep and the one before). */
+static bool
+stalled(bc_conn_t *c, int s, uint64_t since, uint64_t age)
+{
+	if ((s != CONN_IDLE && s != CONN_HEAD) || age <= SWEEP_NS ||
+	    !unread(c->fd)) {
+		c->unread_sweeps = 0;
+		return false;
+	}
+	if (c->unread_sweeps == 0 || c->unread_since != since) {
+		c->unread_sweeps = 1;
+		c->unread_since = since;
+		return false;
+	}
+	c->unread_sweeps++;
+	return true;
+}
+
 unsigned
 bc_conns_sweep(bc_conns_t *t, uint64_t now)
 {
 	const bc_conns_limits_t *l = &t->limits;
 	unsigned closed = 0, open = 0;
 	bc_conn_t *oldest = NULL;
+	bool stall = false;
+	void (*wake)(void *) = NULL;
+	void *wake_arg = NULL;
 
 	pthread_mutex_lock(&t->mu);
 	for (bc_conn_t *c = t->head; c != NULL; c = c->next) {
@@ -106,6 +140,8 @@ bc_conns_sweep(bc_conns_t *t, uint64_t now)
 		    peer_closed(c->fd)) {
 			close_conn(t, c, &t->closed_gone);
 			closed++;
+		} else if (stalled(c, s, since, age)) {
+			stall = true;
 		}
 	}
 	/* Headroom: idle connections first, then slow heads; the oldest
@@ -133,8 +169,24 @@ bc_conns_sweep(bc_conns_t *t, uint64_t now)
 			}
 		}
 	}
+	if (stall) {
+		wake = t->wake;
+		wake_arg = t->wake_arg;
+		atomic_fetch_add_explicit(&t->woken, 1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&t->mu);
+	if (wake != NULL)
+		wake(wake_arg);
 	return closed;
+}
+
+void
+bc_conns_set_wake(bc_conns_t *t, void (*wake)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&t->mu);
+	t->wake = wake;
+	t->wake_arg = arg;
+	pthread_mutex_unlock(&t->mu);
 }
 
 static void *
@@ -169,6 +221,8 @@ bc_conns_start(bc_conns_t *t, const bc_conns_limits_t *limits)
 	int rv;
 
 	t->limits = *limits;
+	t->wake = NULL;
+	t->wake_arg = NULL;
 	t->head = NULL;
 	t->n = 0;
 	t->stopping = false;

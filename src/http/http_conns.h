@@ -15,6 +15,19 @@
  *             coming for over a second, are closed at once, oldest
  *             first, so new clients (health probes among them) find a
  *             slot; a connection just accepted is never shed.
+ *   stalled   a connection with no request under way, or whose head is
+ *             coming, that holds unread bytes at two sweeps in a row
+ *             (its state unchanged) was missed by the HTTP server's event
+ *             loop: the sweeper calls the wake callback (bc_conns_set_wake)
+ *             once for that sweep, which must make every HTTP worker look
+ *             at its connections again. libmicrohttpd (0.9.75, and its
+ *             master to date) under epoll: a worker whose epoll_wait
+ *             returned MAX_EVENTS (128) events waits again, with the
+ *             timeout it computed before them (up to --client-timeout),
+ *             before it handles any of them; 128 requests arriving
+ *             together on one worker were answered only when another
+ *             event came. So a missed request waits at most about two
+ *             sweep periods (0.5 s), never the client timeout.
  * A connection with a request being answered has no deadline here: the
  * HTTP server's own inactivity timeout (--client-timeout) drops clients
  * that stop reading, and the gateway never times out a client it made
@@ -62,12 +75,19 @@ typedef struct bc_conns_s {
 	/* counters, for stats and tests */
 	_Atomic uint64_t  closed_idle, closed_head, closed_body, shed;
 	_Atomic uint64_t  closed_gone;   /* uploads whose client left */
+	_Atomic uint64_t  woken;         /* sweeps that found a stall */
+	void            (*wake)(void *arg);   /* mu; NULL: none */
+	void             *wake_arg;           /* mu */
 } bc_conns_t;
 
 /* Starts the sweeper thread. Returns 0 or a negative BC_E* code. */
 int  bc_conns_start(bc_conns_t *t, const bc_conns_limits_t *limits);
 /* Joins the sweeper (connections left are the server's to close). */
 void bc_conns_stop(bc_conns_t *t);
+/* Sets what the sweeper calls, from its thread and without the table
+ * lock, when it finds a stalled connection (see "stalled" above); NULL
+ * turns it off. */
+void bc_conns_set_wake(bc_conns_t *t, void (*wake)(void *arg), void *arg);
 
 /* A new connection on socket fd: listed, idle. NULL when out of memory
  * (the connection then has no deadlines). */

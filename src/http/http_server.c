@@ -549,6 +549,54 @@ unescape_nothing(void *cls, struct MHD_Connection *c, char *s)
 
 /* ---- start/stop -------------------------------------------------------- */
 
+/*
+ * The sweeper's wake (http_conns.h, "stalled"): a connection to our own
+ * listening socket, closed at once. The listening socket is in every MHD
+ * worker's epoll set (level-triggered), so each worker's wait returns and
+ * it handles the connections it had already marked ready; one worker
+ * accepts the connection and sees it end. Nothing is sent, so no request
+ * is logged or counted. Sweeper thread.
+ */
+static void
+wake_workers(void *arg)
+{
+	bc_server_t *s = arg;
+	int fd;
+
+	fd = socket(s->wake_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	/* on loopback the handshake completes within connect(2) */
+	(void)connect(fd, (struct sockaddr *)&s->wake_addr, s->wake_len);
+	close(fd);
+}
+
+/* The address wake_workers connects to: the daemon's listening address,
+ * the wildcard replaced by loopback. Returns 0 or -1. */
+static int
+wake_init(bc_server_t *s)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd,
+	    MHD_DAEMON_INFO_LISTEN_FD);
+	struct sockaddr_in *in = (struct sockaddr_in *)&s->wake_addr;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&s->wake_addr;
+
+	if (di == NULL)
+		return -1;
+	s->wake_len = sizeof(s->wake_addr);
+	if (getsockname(di->listen_fd, (struct sockaddr *)&s->wake_addr,
+	    &s->wake_len) < 0)
+		return -1;
+	if (s->wake_addr.ss_family == AF_INET &&
+	    in->sin_addr.s_addr == htonl(INADDR_ANY))
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (s->wake_addr.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+		in6->sin6_addr = in6addr_loopback;
+	return 0;
+}
+
 /* The connections the process can really hold: raises the soft descriptor
  * limit to the hard one and keeps FDS_SPARE descriptors for the rest. */
 static unsigned
@@ -717,6 +765,10 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 		    cfg->listen, strerror(errno));
 		goto fail;
 	}
+	if (wake_init(s) == 0)
+		bc_conns_set_wake(&s->conns, wake_workers, s);
+	else
+		BC_WARN("no listening address to wake the HTTP workers with");
 	return 0;
 fail:
 	if (conns)
@@ -746,6 +798,7 @@ stop_accepting(bc_server_t *s)
 
 	if (s->mhd == NULL || s->listen_fd >= 0)
 		return;
+	bc_conns_set_wake(&s->conns, NULL, NULL);   /* nothing to reach */
 	fd = MHD_quiesce_daemon(s->mhd);
 	if (fd == MHD_INVALID_SOCKET) {
 		BC_WARN("cannot stop accepting connections (quiesce)");

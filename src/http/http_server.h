@@ -42,6 +42,9 @@ struct bc_server_s {
 	struct bc_warm_s   *warm;    /* warm-ups; NULL: none (main's) */
 	struct bc_cache_list_s *lists;  /* the list cache; NULL (main's) */
 	bc_conns_t          conns;           /* connection deadlines */
+	struct sockaddr_storage wake_addr;   /* the listening address, as a
+						client reaches it (conns' wake) */
+	socklen_t           wake_len;
 	/* presigned-URL verdicts; client keys are fixed for the server's
 	 * life, so it is never cleared (s3_verdicts.h) */
 	struct bc_s3_verdicts_s *verdicts;

@@ -493,3 +493,60 @@ LTest(http_conns, sweeper_thread)
 	bc_conns_stop(&t);
 	table_fini(&t, c, 1);
 }
+
+/* ---- stalls: bytes the server's event loop missed ----------------------- */
+
+static void
+count_wake(void *arg)
+{
+	(*(unsigned *)arg)++;
+}
+
+LTest(http_conns, stall_wakes_the_server)
+{
+	bc_conns_t t;
+	tconn_t c[4];
+	uint64_t t1;
+	unsigned wakes = 0;
+
+	table_init(&t, 60 * S, 60 * S, 60 * S, 100, 0);
+	bc_conns_set_wake(&t, count_wake, &wakes);
+	for (int i = 0; i < 4; i++)
+		conn_open(&t, &c[i]);
+	bc_conn_request_line(&t, c[1].c);        /* head coming */
+	bc_conn_request_head(&t, c[2].c, false);  /* being answered */
+	bc_conn_request_line(&t, c[3].c);
+	t1 = mono();
+	/* c[0] idle and c[1] in its head hold a request nobody read; c[2]'s
+	 * bytes are the next request, for after its answer; c[3] none */
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(send(c[i].peer, "GET / HTTP/1.1\r\n", 16, 0), 16);
+	/* the first sweep that sees them waits for a second one */
+	cr_expect_eq(bc_conns_sweep(&t, t1 + 300 * MS), 0);
+	cr_expect_eq(wakes, 0);
+	cr_expect_eq(bc_conns_sweep(&t, t1 + 550 * MS), 0);
+	cr_expect_eq(wakes, 1);            /* once a sweep, not per connection */
+	cr_expect_eq(t.woken, 1);
+	/* read: no stall */
+	for (int i = 0; i < 2; i++) {
+		char b[16];
+
+		cr_assert_eq(recv(c[i].fd, b, sizeof(b), 0), 16);
+	}
+	cr_expect_eq(bc_conns_sweep(&t, t1 + 800 * MS), 0);
+	cr_expect_eq(wakes, 1);
+	/* bytes seen again after a state change start the count again */
+	cr_assert_eq(send(c[3].peer, "Host: x\r\n", 9, 0), 9);
+	cr_expect_eq(bc_conns_sweep(&t, t1 + 1050 * MS), 0);
+	bc_conn_request_done(&t, c[3].c);          /* since moves */
+	cr_expect_eq(bc_conns_sweep(&t, mono() + 300 * MS), 0);
+	cr_expect_eq(wakes, 1);
+	/* no callback: counted only; nothing ever closed */
+	bc_conns_set_wake(&t, NULL, NULL);
+	cr_expect_eq(bc_conns_sweep(&t, mono() + 600 * MS), 0);
+	cr_expect_eq(wakes, 1);
+	cr_expect_eq(t.woken, 2);
+	for (int i = 0; i < 4; i++)
+		cr_expect(!closed(&c[i]));
+	table_fini(&t, c, 4);
+}
