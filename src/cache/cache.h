@@ -65,7 +65,7 @@
 #include "tier/tier.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 

@@ -32,7 +32,7 @@
 
 #include "cache/cache_chunk.h"
 #include "policy/policy.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 
 typedef struct bc_tier_s bc_tier_t;

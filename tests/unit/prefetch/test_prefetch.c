@@ -23,7 +23,7 @@
 #include "config/config.h"
 #include "prefetch/prefetch.h"
 #include "stats/stats.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 #define NKEYS 12
 #define OBJ   1000
