@@ -58,7 +58,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
 #include "stats/stats.h"

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "policy/policy.h"
 #include "loop/loop.h"
 #include "util/util_error.h"

@@ -1,5 +1,5 @@
 /*
- * cache_chunk.h — the cache unit: one chunk of one object version,
+ * chunk.h — the cache unit: one chunk of one object version,
  * identified by (bucket, key, ETag, index), holding its bytes.
  *
  * Refcounting: bc_chunk_new() returns one reference. Every holder (a tier,
@@ -23,8 +23,8 @@
  * chunks go into tiers; readers of a filling chunk read at most `filled`
  * bytes and wait (cache.h, bc_cache_chunk_wait) for more.
  */
-#ifndef BC_CACHE_CHUNK_H
-#define BC_CACHE_CHUNK_H
+#ifndef BC_CHUNK_H
+#define BC_CHUNK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
