@@ -58,14 +58,14 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "config/config.h"
 #include "s3/s3_sigv4.h"
 #include "stats/stats.h"
 #include "tier/tier.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 
@@ -347,7 +347,7 @@ int      bc_cache_set_mem_size(bc_cache_t *c, uint64_t bytes);
 uint64_t bc_cache_mem_floor(bc_cache_t *c);
 /* dataset's share of memory (bc_tier_mem_set_target; 0: none), and the
  * bytes of its chunks memory holds. Datasets are named as
- * bc_scale_dataset_name names them at the configured depth. */
+ * bc_policy_dataset_name names them at the configured depth. */
 void     bc_cache_set_share(bc_cache_t *c, const char *dataset,
     uint64_t bytes);
 uint64_t bc_cache_share_used(bc_cache_t *c, const char *dataset);

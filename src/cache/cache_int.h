@@ -105,7 +105,7 @@ struct bc_object_s {
 	 * good (a version never changes), its metadata neither asked of nor
 	 * kept in the lower tiers (theirs is the current version's). */
 	char         *version;
-	char         *dataset;   /* bc_scale_dataset_name (policy contexts) */
+	char         *dataset;   /* bc_policy_dataset_name (policy contexts) */
 	bool          meta_valid;
 	/* under an --immutable prefix: its metadata, once known, is fresh
 	 * until the object is dropped (no revalidation) */

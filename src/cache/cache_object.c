@@ -16,8 +16,8 @@
 #include "cache/cache_list.h"
 #include "cache/cache_math.h"
 #include "cache/cache_metablob.h"
+#include "policy/policy.h"
 #include "s3/s3_cond.h"
-#include "scale/scale_est.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
@@ -169,7 +169,7 @@ void
 bc_object_do_recharge(bc_cache_t *c, bc_object_t *o)
 {
 	size_t n = OBJ_OVERHEAD + strlen(o->bucket) + strlen(o->key) + 2 +
-	    BC_SCALE_NAME_MAX + (o->version != NULL ? strlen(o->version) + 1 :
+	    BC_POLICY_DATASET_MAX + (o->version != NULL ? strlen(o->version) + 1 :
 	    0);
 
 	for (size_t i = 0; i < o->meta.headers.n; i++)
@@ -321,7 +321,7 @@ bc_cache_object_version(bc_cache_t *c, const char *bucket, const char *key,
 	o->bucket = strdup(bucket);
 	o->key = strdup(key);
 	o->version = version != NULL ? strdup(version) : NULL;
-	o->dataset = malloc(BC_SCALE_NAME_MAX);
+	o->dataset = malloc(BC_POLICY_DATASET_MAX);
 	if (o->bucket == NULL || o->key == NULL || o->dataset == NULL ||
 	    (version != NULL && o->version == NULL)) {
 		free(o->bucket);
@@ -334,8 +334,8 @@ bc_cache_object_version(bc_cache_t *c, const char *bucket, const char *key,
 	}
 	/* a version's metadata is never asked of the lower tiers */
 	o->meta_probed = version != NULL;
-	bc_scale_dataset_name(bucket, key, c->o.cfg->dataset_depth,
-	    o->dataset, BC_SCALE_NAME_MAX);
+	bc_policy_dataset_name(bucket, key, c->o.cfg->dataset_depth,
+	    o->dataset, BC_POLICY_DATASET_MAX);
 	o->immutable = bc_config_immutable(c->o.cfg, bucket, key);
 	o->hash = h;
 	o->listed = true;

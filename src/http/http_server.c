@@ -45,6 +45,10 @@
 #include "util/util_log.h"
 #include "util/util_time.h"
 
+/* stats/ counts ops by index, op 0 the catch-all (stats.h) */
+_Static_assert(BC_S3OP_Unknown == 0 && BC_S3OP__COUNT <= BC_STATS_NOPS,
+    "S3 ops fit the stats' op table");
+
 #define MHD_CONN_MEMORY (32 * 1024)   /* MHD zeroes it per request */
 #define FDS_SPARE       256           /* descriptors kept for the upstream,
 					 files and logs */
@@ -164,8 +168,9 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (r->handler != NULL && r->handler->done != NULL)
 		r->handler->done(r, ok);
 	if (r->started) {
-		bc_stats_request(r->s3.op, r->status > 0 ? (unsigned)r->status :
-		    499, r->bytes_in, ok ? r->bytes_out : 0);
+		bc_stats_request(r->s3.op, bc_s3op_name(r->s3.op),
+		    r->status > 0 ? (unsigned)r->status : 499, r->bytes_in,
+		    ok ? r->bytes_out : 0);
 		/* Only authorized requests name a bucket in the stats: a
 		 * rejected one may carry any name (an unsigned one counts
 		 * when the upstream let it through). */

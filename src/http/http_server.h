@@ -26,7 +26,7 @@
 #include "http/http_conns.h"
 #include "http/http_req.h"
 #include "s3/s3_sigv4.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "upstream/upstream.h"
 
 struct bc_server_s {

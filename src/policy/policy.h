@@ -75,6 +75,17 @@ typedef struct bc_policy_ctx_s {
 	bool        prefetch;   /* a prefetch, not a client's read */
 } bc_policy_ctx_t;
 
+/* Bytes of a dataset's name, NUL included. */
+#define BC_POLICY_DATASET_MAX 128
+/*
+ * The dataset a key belongs to (bc_policy_ctx_t.dataset): writes
+ * "bucket/" and the first depth '/'-terminated parts of key into out (cut
+ * to outlen - 1 bytes; outlen > 0). "b/dsA/" for key "dsA/img/k1.bin" at
+ * depth 1; "b/" for a key with no '/'.
+ */
+void bc_policy_dataset_name(const char *bucket, const char *key,
+    unsigned depth, char *out, size_t outlen);
+
 /*
  * What the jobs' plans say about the future (src/prefetch/ provides one).
  * next_use(arg, key, now) returns when the chunk named key

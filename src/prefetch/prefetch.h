@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 #define BC_PREFETCH_TICK_MS       20
 #define BC_PREFETCH_MAX_JOBS      256

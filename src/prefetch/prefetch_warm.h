@@ -55,7 +55,7 @@
 #include "cache/cache.h"
 #include "config/config.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 
 #define BC_WARM_MAX_RUNNING 4

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "s3/s3_error.h"
+#include "util/util_crc.h"    /* bc_crc32, bc_crc32c, bc_crc64nvme */
 #include "util/util_kv.h"
 
 typedef enum bc_checksum_alg_e {
@@ -77,14 +78,5 @@ bool bc_checksum_value_ok(bc_checksum_alg_t alg, const char *value,
  * its value is not that checksum's form (S3's answers). */
 bc_s3err_t bc_checksum_from_headers(const bc_kvlist_t *h,
     bc_checksum_alg_t *alg, const char **value);
-
-/* The raw CRCs, zlib style: pass 0 to start, the previous result to go
- * on (the pre- and post-inversion are inside). Exposed for the tests and
- * the benchmark. */
-uint32_t bc_crc32(uint32_t crc, const void *p, size_t n);
-uint32_t bc_crc32c(uint32_t crc, const void *p, size_t n);
-uint64_t bc_crc64nvme(uint64_t crc, const void *p, size_t n);
-/* The table-driven CRC32C, even where the CPU has SSE4.2 (for tests). */
-uint32_t bc_crc32c_sw(uint32_t crc, const void *p, size_t n);
 
 #endif

@@ -31,7 +31,7 @@
 
 #include "cache/cache.h"
 #include "config/config.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 
 typedef struct bc_scale_s bc_scale_t;

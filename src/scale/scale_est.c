@@ -87,6 +87,10 @@ name_hash(const char *s)
 	return bc_hash(BC_HASH_INIT, s, strlen(s));
 }
 
+/* a dataset's name (bc_policy_dataset_name) fits a name here */
+_Static_assert(BC_POLICY_DATASET_MAX <= BC_SCALE_NAME_MAX,
+    "dataset names fit BC_SCALE_NAME_MAX");
+
 static void
 copy_name(char *dst, const char *src)
 {
@@ -96,29 +100,6 @@ copy_name(char *dst, const char *src)
 		n = BC_SCALE_NAME_MAX - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
-}
-
-void
-bc_scale_dataset_name(const char *bucket, const char *key, unsigned depth,
-    char *out, size_t outlen)
-{
-	size_t n = 0, kl = 0;
-	unsigned parts = 0;
-
-	while (key[kl] != '\0' && parts < depth) {
-		if (key[kl] == '/')
-			parts++;
-		kl++;
-	}
-	while (kl > 0 && key[kl - 1] != '/')
-		kl--;   /* only whole parts: a key's last part is no folder */
-	for (const char *p = bucket; *p != '\0' && n + 1 < outlen; p++)
-		out[n++] = *p;
-	if (n + 1 < outlen)
-		out[n++] = '/';
-	for (size_t i = 0; i < kl && n + 1 < outlen; i++)
-		out[n++] = key[i];
-	out[n] = '\0';
 }
 
 bc_scale_est_t *
@@ -412,7 +393,7 @@ bc_scale_est_read(bc_scale_est_t *e, const char *job, uint64_t lane,
 	job_t *j;
 	ds_t *d;
 
-	bc_scale_dataset_name(bucket, key, e->depth, name, sizeof(name));
+	bc_policy_dataset_name(bucket, key, e->depth, name, sizeof(name));
 	pthread_mutex_lock(&e->mu);
 	j = job_find(e, job != NULL ? job : "anonymous", true, now);
 	if (j == NULL)
@@ -472,7 +453,7 @@ bc_scale_est_plan(bc_scale_est_t *e, const char *job, const char *bucket,
 	job_t *j;
 	ds_t *d;
 
-	bc_scale_dataset_name(bucket, first_key, e->depth, name,
+	bc_policy_dataset_name(bucket, first_key, e->depth, name,
 	    sizeof(name));
 	pthread_mutex_lock(&e->mu);
 	d = ds_find(e, name, true, now);

@@ -24,7 +24,7 @@
  *
  * A dataset is the bucket plus the first depth '/'-separated parts of the
  * key ("b/dsA/" for key "dsA/img/k1.bin" at depth 1; "b/" for a key with
- * no '/'; bc_scale_dataset_name). An epoch end is a read of a chunk read
+ * no '/'; bc_policy_dataset_name). An epoch end is a read of a chunk read
  * already in the current epoch, last touched at least K reads of the
  * dataset ago (K = an eighth of its chunks, 16 at least, half of them at
  * most: reads of one chunk in ranges, or several workers meeting on it,
@@ -100,13 +100,6 @@ typedef struct bc_scale_origin_s {
 /* NULL: out of memory. o->chunk_size must be > 0. */
 bc_scale_est_t *bc_scale_est_new(const bc_scale_est_opts_t *o);
 void bc_scale_est_free(bc_scale_est_t *e);   /* NULL: no-op */
-
-/*
- * Writes "bucket/" and the first depth '/'-terminated parts of key into
- * out (cut to outlen - 1 bytes; outlen > 0).
- */
-void bc_scale_dataset_name(const char *bucket, const char *key,
-    unsigned depth, char *out, size_t outlen);
 
 /* job (NULL: "anonymous") has one read more waiting on a fill (begin) or
  * one fewer (!begin); each begin is matched by one end. */

@@ -59,7 +59,9 @@ static const char *const lat_le[BC_STATS_NLAT] = {
 };
 
 _Atomic uint64_t bc_stats_counters[BC_STAT__COUNT];
-static _Atomic uint64_t by_op[BC_S3OP__COUNT][BC_STATS_NCLASS];
+static _Atomic uint64_t by_op[BC_STATS_NOPS][BC_STATS_NCLASS];
+/* each op's name, from its first count (static strings) */
+static const char *_Atomic op_names[BC_STATS_NOPS];
 static _Atomic uint64_t lat[BC_STATS_NLAT];
 static _Atomic uint64_t lat_sum_usec;
 static _Atomic int64_t  start_ns;     /* CLOCK_MONOTONIC; 0: not started */
@@ -97,9 +99,14 @@ static pthread_mutex_t  bucket_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool
 slot_name_ok(const char *b)
 {
-	return b != NULL && b[0] != '\0' &&
-	    strlen(b) < sizeof(((bucket_slot_t *)0)->name) &&
-	    bc_s3_bucket_name_ok(b);
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_";
+	size_t n = b != NULL ? strlen(b) : 0;
+
+	/* S3's bucket alphabet (s3_request.c, bc_s3_bucket_name_ok) */
+	return n > 0 && n < sizeof(((bucket_slot_t *)0)->name) &&
+	    b[0] != '_' && strspn(b, chars) == n && strcmp(b, ".") != 0 &&
+	    strcmp(b, "..") != 0;
 }
 
 static bucket_slot_t *
@@ -424,11 +431,15 @@ bc_stats_start(void)
 }
 
 void
-bc_stats_request(bc_s3op_t op, unsigned status, uint64_t bytes_in,
-    uint64_t bytes_out)
+bc_stats_request(unsigned op, const char *op_name, unsigned status,
+    uint64_t bytes_in, uint64_t bytes_out)
 {
-	if ((unsigned)op >= BC_S3OP__COUNT)
-		op = BC_S3OP_Unknown;
+	if (op >= BC_STATS_NOPS)
+		op = 0;
+	else if (op_name != NULL && atomic_load_explicit(&op_names[op],
+	    memory_order_relaxed) == NULL)
+		atomic_store_explicit(&op_names[op], op_name,
+		    memory_order_relaxed);
 	BC_STATS_INC(requests);
 	BC_STATS_ADD(bytes_in, bytes_in);
 	BC_STATS_ADD(bytes_out, bytes_out);
@@ -453,9 +464,9 @@ bc_stats_get(bc_stat_t id)
 }
 
 uint64_t
-bc_stats_get_op(bc_s3op_t op, unsigned status)
+bc_stats_get_op(unsigned op, unsigned status)
 {
-	if ((unsigned)op >= BC_S3OP__COUNT)
+	if (op >= BC_STATS_NOPS)
 		return 0;
 	return ld(&by_op[op][status_class(status)]);
 }
@@ -468,7 +479,7 @@ bc_stats_snapshot(bc_stats_snap_t *s)
 	memset(s, 0, sizeof(*s));
 	for (unsigned i = 0; i < BC_STAT__COUNT; i++)
 		s->v[i] = ld(&bc_stats_counters[i]);
-	for (unsigned i = 0; i < BC_S3OP__COUNT; i++)
+	for (unsigned i = 0; i < BC_STATS_NOPS; i++)
 		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
 			s->by_op[i][j] = ld(&by_op[i][j]);
 	for (unsigned i = 0; i < BC_STATS_NLAT; i++) {
@@ -486,7 +497,7 @@ bc_stats_reset(void)
 	for (unsigned i = 0; i < BC_STAT__COUNT; i++)
 		atomic_store_explicit(&bc_stats_counters[i], 0,
 		    memory_order_relaxed);
-	for (unsigned i = 0; i < BC_S3OP__COUNT; i++)
+	for (unsigned i = 0; i < BC_STATS_NOPS; i++)
 		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
 			atomic_store_explicit(&by_op[i][j], 0,
 			    memory_order_relaxed);
@@ -642,6 +653,15 @@ bc_stats_prom_label(bc_buf_t *b, const char *s)
 	return o.rv;
 }
 
+static const char *
+op_name(unsigned op)
+{
+	const char *n = atomic_load_explicit(&op_names[op],
+	    memory_order_relaxed);
+
+	return n != NULL ? n : "Unknown";
+}
+
 static bool
 op_used(const bc_stats_snap_t *s, unsigned op)
 {
@@ -672,12 +692,12 @@ json_by_op(struct out *o, const bc_stats_snap_t *s)
 	bool first = true;
 
 	put(o, "  \"requests_by_op\": {");
-	for (unsigned i = 0; i < BC_S3OP__COUNT; i++) {
+	for (unsigned i = 0; i < BC_STATS_NOPS; i++) {
 		if (!op_used(s, i))
 			continue;
 		put(o, "%s\n    ", first ? "" : ",");
 		first = false;
-		put_json_str(o, bc_s3op_name((bc_s3op_t)i));
+		put_json_str(o, op_name(i));
 		put(o, ": {");
 		for (unsigned j = 0; j < BC_STATS_NCLASS; j++)
 			put(o, "%s\"%s\": %llu", j > 0 ? ", " : "",
@@ -974,12 +994,12 @@ prom_by_op(struct out *o, const bc_stats_snap_t *s)
 
 	prom_header(o, name, "counter",
 	    "Client requests by S3 operation and status class.");
-	for (unsigned i = 0; i < BC_S3OP__COUNT; i++) {
+	for (unsigned i = 0; i < BC_STATS_NOPS; i++) {
 		if (!op_used(s, i))
 			continue;
 		for (unsigned j = 0; j < BC_STATS_NCLASS; j++) {
 			put(o, "%s{op=", name);
-			put_label(o, bc_s3op_name((bc_s3op_t)i));
+			put_label(o, op_name(i));
 			put(o, ",status=\"%s\"} %llu\n", class_names[j],
 			    (unsigned long long)s->by_op[i][j]);
 		}

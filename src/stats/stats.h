@@ -4,7 +4,8 @@
  *
  * Three families:
  *   - plain counters and gauges, one line each in stats_table.h;
- *   - client requests by S3 operation (s3_ops.tbl) x status class;
+ *   - client requests by operation x status class (the caller's ops:
+ *     http/ counts S3's, s3_ops.tbl; stats knows no S3);
  *   - an upstream latency histogram (fixed buckets, seconds);
  *   - per bucket, per job and per tier families (stats_table.h).
  * (Per-bucket and per-job stats come later as further families: a small
@@ -20,10 +21,10 @@
 #define BC_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "s3/s3_request.h"
 #include "util/util_buf.h"
 
 typedef enum bc_stat_e {
@@ -179,10 +180,14 @@ int bc_stats_set_section(const char *name, bc_stats_section_fn json,
 /* Upper bounds of the finite latency buckets, in microseconds. */
 extern const uint64_t bc_stats_lat_bounds_usec[BC_STATS_NLAT - 1];
 
+/* Request operations counted apart (op 0 .. BC_STATS_NOPS - 1); op 0 is
+ * the catch-all ("Unknown", as s3_ops.tbl's first line). */
+#define BC_STATS_NOPS 32
+
 /* A copy of every value, for tests and the renderers. */
 typedef struct bc_stats_snap_s {
 	uint64_t v[BC_STAT__COUNT];          /* gauges: read as int64_t */
-	uint64_t by_op[BC_S3OP__COUNT][BC_STATS_NCLASS];
+	uint64_t by_op[BC_STATS_NOPS][BC_STATS_NCLASS];
 	uint64_t lat[BC_STATS_NLAT];         /* per bucket, not cumulative */
 	uint64_t lat_count;                  /* sum of lat[] */
 	uint64_t lat_sum_usec;
@@ -194,9 +199,11 @@ void bc_stats_start(void);
 
 /* One answered client request: bumps requests, bytes_in, bytes_out and
  * the (op, status class) pair; a status below 300 counts as 2xx, one of
- * 500 or above as 5xx. An op out of range counts as Unknown. */
-void bc_stats_request(bc_s3op_t op, unsigned status, uint64_t bytes_in,
-    uint64_t bytes_out);
+ * 500 or above as 5xx. op_name (static, e.g. bc_s3op_name(op)) is what
+ * the renderers call op; the first name counted for an op stays. An op
+ * of BC_STATS_NOPS or more counts as op 0, named "Unknown". */
+void bc_stats_request(unsigned op, const char *op_name, unsigned status,
+    uint64_t bytes_in, uint64_t bytes_out);
 
 /* One upstream request's latency (first request byte to last response
  * byte), in microseconds. */
@@ -205,7 +212,7 @@ void bc_stats_upstream_latency(uint64_t usec);
 /* The current value of one counter (a gauge as its two's complement). */
 uint64_t bc_stats_get(bc_stat_t id);
 /* Requests counted for op in status's class (e.g. 404 -> 4xx). */
-uint64_t bc_stats_get_op(bc_s3op_t op, unsigned status);
+uint64_t bc_stats_get_op(unsigned op, unsigned status);
 void bc_stats_snapshot(bc_stats_snap_t *s);
 
 /* Estimates quantile q (0..1) of the latency in seconds from the

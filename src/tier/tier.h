@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "policy/policy.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 
 typedef struct bc_tier_s bc_tier_t;

@@ -46,7 +46,7 @@
 #include <stdint.h>
 
 #include "tier/tier.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 typedef struct bc_tier_chain_s bc_tier_chain_t;
 typedef struct bc_tier_probe_s bc_tier_probe_t;

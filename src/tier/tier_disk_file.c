@@ -27,7 +27,7 @@
  * A file is sound when its magic, version and header crc hold, its size
  * is H + L, its strings hash to its name, and its body has its crc.
  *
- * Checksum: CRC32C, bc_crc32c() of s3/s3_checksum.c (already ours: the
+ * Checksum: CRC32C, bc_crc32c() of util/util_crc.c (already ours: the
  * SSE4.2 crc32 instruction where the CPU has it, 6.5 GB/s on this box,
  * a slicing-by-8 table otherwise), so no new dependency; xxhash would be
  * a library to add for no gain at disk speeds, and CRC32C catches every
@@ -54,8 +54,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "s3/s3_checksum.h"
 #include "tier/tier_disk_int.h"
+#include "util/util_crc.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 

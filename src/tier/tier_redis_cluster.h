@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #include "tier/tier_redis_conn.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 #define BC_TIER_REDIS_CLUSTER_SLOTS 16384
 

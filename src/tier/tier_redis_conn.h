@@ -43,7 +43,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 typedef struct bc_tier_redis_conn_s bc_tier_redis_conn_t;
 

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "s3/s3_checksum.h"
 #include "tier/tier_redis_key.h"
+#include "util/util_crc.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
 

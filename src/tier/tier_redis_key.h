@@ -101,7 +101,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "util/util_buf.h"
 
 #define BC_REDIS_KEY_VERSION    1

@@ -45,7 +45,7 @@
 #include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
 #include "upstream/upstream_file_int.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"

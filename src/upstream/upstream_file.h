@@ -84,7 +84,7 @@
 #include "s3/s3_error.h"
 #include "s3/s3_xml.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 #define BC_FILE_MAX_OBJECT  (5ULL << 30)   /* single PUT, copy, part */
 #define BC_FILE_MAX_LIST    1000

@@ -26,7 +26,7 @@
 #include "creds/creds.h"
 #include "s3/s3_sigv4.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "upstream/upstream_target.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"

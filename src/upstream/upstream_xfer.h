@@ -53,7 +53,7 @@
 #include <sys/types.h>
 
 #include "config/config.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_kv.h"
 
 #define BC_XFER_BUF        (256 * 1024)

@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_buf.h"
 #include "util/util_kv.h"
 

@@ -9,7 +9,7 @@
  * learned and revalidated metadata queued for them; a restart over the
  * disk tier).
  *
- * Each test runs a real loop (upstream_loop.h), the fake origin on it
+ * Each test runs a real loop (loop/loop.h), the fake origin on it
  * (answers as S3 does, its callbacks on the loop thread, bodies in
  * pieces) and a cache in front of it, and drives the cache the way
  * http_object.c does: bc_cache_object, bc_cache_meta with a waiter,
@@ -56,7 +56,7 @@
 #include "tier/tier_chain.h"
 #include "tier/tier_disk.h"
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 
 #define GUARD_MS     15000      /* a wait this long means a hang */

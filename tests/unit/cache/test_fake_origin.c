@@ -22,7 +22,7 @@
 #include "fake_origin.h"
 
 #include "upstream/upstream.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 
 #define GUARD_MS 15000

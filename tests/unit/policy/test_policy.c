@@ -460,3 +460,21 @@ LTest(share, below_its_share_a_dataset_takes_from_those_over)
 	drain(ops, p, out);
 	ops->free(p);
 }
+
+LTest(dataset, datasets_are_the_bucket_and_the_first_parts)
+{
+	char out[BC_POLICY_DATASET_MAX];
+
+	bc_policy_dataset_name("b", "dsA/img/k1.bin", 1, out, sizeof(out));
+	cr_assert_str_eq(out, "b/dsA/");
+	bc_policy_dataset_name("b", "dsA/img/k1.bin", 2, out, sizeof(out));
+	cr_assert_str_eq(out, "b/dsA/img/");
+	bc_policy_dataset_name("b", "dsA/img/k1.bin", 5, out, sizeof(out));
+	cr_assert_str_eq(out, "b/dsA/img/");
+	bc_policy_dataset_name("b", "k1.bin", 1, out, sizeof(out));
+	cr_assert_str_eq(out, "b/");
+	bc_policy_dataset_name("b", "dsA/img/k1.bin", 0, out, sizeof(out));
+	cr_assert_str_eq(out, "b/");
+	bc_policy_dataset_name("bucket", "abcdef/x", 1, out, 8);
+	cr_assert_str_eq(out, "bucket/");
+}

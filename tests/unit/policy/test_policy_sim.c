@@ -1,7 +1,7 @@
 /*
  * test_policy_sim.c — policy/: the trace-driven simulator. Synthetic
  * traces are replayed through the real memory tier (bc_tier_mem) holding
- * real chunks (cache_chunk.h), ordered by each policy; no HTTP, no cache.
+ * real chunks (chunk/chunk.h), ordered by each policy; no HTTP, no cache.
  * Every read is a lookup; a miss makes a chunk and puts it (a refused put
  * is a read served uncached). The table of hit ratios goes to stderr.
  *
@@ -24,7 +24,7 @@
 
 #include "../bc_test.h"
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "policy/policy.h"
 #include "tier/tier.h"
 

@@ -21,9 +21,9 @@
 
 #include "cache/cache.h"
 #include "config/config.h"
+#include "loop/loop.h"
 #include "prefetch/prefetch.h"
 #include "stats/stats.h"
-#include "upstream/upstream_loop.h"
 #include "util/util_time.h"
 
 #define NKEYS 12

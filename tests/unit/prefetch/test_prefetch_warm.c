@@ -28,7 +28,7 @@
 #include "s3/s3_xml.h"
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 
 #define CS     4096

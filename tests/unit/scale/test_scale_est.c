@@ -60,24 +60,6 @@ within(double got, double want, double tol, const char *what)
 	    "%s: %.0f, want %.0f +- %.0f%%", what, got, want, tol * 100);
 }
 
-LTest(name, datasets_are_the_bucket_and_the_first_parts)
-{
-	char out[BC_SCALE_NAME_MAX];
-
-	bc_scale_dataset_name("b", "dsA/img/k1.bin", 1, out, sizeof(out));
-	cr_assert_str_eq(out, "b/dsA/");
-	bc_scale_dataset_name("b", "dsA/img/k1.bin", 2, out, sizeof(out));
-	cr_assert_str_eq(out, "b/dsA/img/");
-	bc_scale_dataset_name("b", "dsA/img/k1.bin", 5, out, sizeof(out));
-	cr_assert_str_eq(out, "b/dsA/img/");
-	bc_scale_dataset_name("b", "k1.bin", 1, out, sizeof(out));
-	cr_assert_str_eq(out, "b/");
-	bc_scale_dataset_name("b", "dsA/img/k1.bin", 0, out, sizeof(out));
-	cr_assert_str_eq(out, "b/");
-	bc_scale_dataset_name("bucket", "abcdef/x", 1, out, 8);
-	cr_assert_str_eq(out, "bucket/");
-}
-
 /*
  * One consumer: per object of 256 KiB it computes size/R, and every
  * other read waits 30 ms on a fill first. R = 12 MiB/s must come back,

@@ -19,6 +19,7 @@
 
 #include "../bc_test.h"
 
+#include "s3/s3_request.h"
 #include "stats/stats.h"
 #include "util/util_error.h"
 
@@ -51,6 +52,13 @@ python_check(const char *doc, const char *script)
 	return python_run(doc, script, false);
 }
 
+/* One request as http/ counts it: the op and its S3 name. */
+static void
+count_request(bc_s3op_t op, unsigned status, uint64_t in, uint64_t out)
+{
+	bc_stats_request(op, bc_s3op_name(op), status, in, out);
+}
+
 LTest(stats, counters_and_gauges)
 {
 	bc_stats_reset();
@@ -73,14 +81,14 @@ LTest(stats, counters_and_gauges)
 LTest(stats, request_counts_by_op_and_class)
 {
 	bc_stats_reset();
-	bc_stats_request(BC_S3OP_GetObject, 200, 0, 100);
-	bc_stats_request(BC_S3OP_GetObject, 206, 0, 50);
-	bc_stats_request(BC_S3OP_GetObject, 304, 0, 0);
-	bc_stats_request(BC_S3OP_GetObject, 404, 0, 300);
-	bc_stats_request(BC_S3OP_PutObject, 503, 4096, 200);
-	bc_stats_request(BC_S3OP_PutObject, 100, 1, 0);       /* < 300: 2xx */
-	bc_stats_request(BC_S3OP_PutObject, 999, 0, 0);       /* >= 500: 5xx */
-	bc_stats_request((bc_s3op_t)1000, 200, 0, 0);         /* -> Unknown */
+	count_request(BC_S3OP_GetObject, 200, 0, 100);
+	count_request(BC_S3OP_GetObject, 206, 0, 50);
+	count_request(BC_S3OP_GetObject, 304, 0, 0);
+	count_request(BC_S3OP_GetObject, 404, 0, 300);
+	count_request(BC_S3OP_PutObject, 503, 4096, 200);
+	count_request(BC_S3OP_PutObject, 100, 1, 0);       /* < 300: 2xx */
+	count_request(BC_S3OP_PutObject, 999, 0, 0);       /* >= 500: 5xx */
+	count_request((bc_s3op_t)1000, 200, 0, 0);         /* -> Unknown */
 	cr_assert_eq(bc_stats_get(BC_STAT_requests), 8);
 	cr_assert_eq(bc_stats_get(BC_STAT_bytes_in), 4097);
 	cr_assert_eq(bc_stats_get(BC_STAT_bytes_out), 650);
@@ -151,9 +159,9 @@ LTest(stats, json_parses_and_holds_the_values)
 
 	bc_stats_reset();
 	bc_stats_start();
-	bc_stats_request(BC_S3OP_GetObject, 200, 0, 1000);
-	bc_stats_request(BC_S3OP_GetObject, 404, 0, 200);
-	bc_stats_request(BC_S3OP_ListObjectsV2, 200, 0, 77);
+	count_request(BC_S3OP_GetObject, 200, 0, 1000);
+	count_request(BC_S3OP_GetObject, 404, 0, 200);
+	count_request(BC_S3OP_ListObjectsV2, 200, 0, 77);
 	BC_STATS_INC(upstream_requests);
 	BC_STATS_DEC(connections);             /* a gauge may show -1 */
 	bc_stats_upstream_latency(3000);
@@ -328,8 +336,8 @@ LTest(stats, prometheus_lines_are_well_formed)
 
 	bc_stats_reset();
 	bc_stats_start();
-	bc_stats_request(BC_S3OP_GetObject, 200, 10, 1000);
-	bc_stats_request(BC_S3OP_HeadObject, 403, 0, 0);
+	count_request(BC_S3OP_GetObject, 200, 10, 1000);
+	count_request(BC_S3OP_HeadObject, 403, 0, 0);
 	BC_STATS_ADD(upstream_bytes_in, 5000);
 	bc_stats_upstream_latency(42000);
 	cr_assert_eq(bc_stats_prometheus(&b), 0);
@@ -410,7 +418,7 @@ hammer(void *arg)
 		BC_STATS_INC(upstream_requests);
 		BC_STATS_ADD(upstream_bytes_out, 3);
 		BC_STATS_INC(connections);
-		bc_stats_request(BC_S3OP_GetObject, 200, 1, 2);
+		count_request(BC_S3OP_GetObject, 200, 1, 2);
 		bc_stats_upstream_latency((uint64_t)(i % 7) * 1000);
 		BC_STATS_DEC(connections);
 	}

@@ -24,7 +24,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 typedef struct redis_node_s {
 	pid_t pid;         /* 0 while not running */

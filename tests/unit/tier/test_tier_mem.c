@@ -1,6 +1,6 @@
 /*
  * test_tier_mem.c — tier/tier_mem.c, and the chunk it stores
- * (cache/cache_chunk.c): key hash and id, charge, refcounting and its
+ * (chunk/chunk.c): key hash and id, charge, refcounting and its
  * abort below zero; the memory tier's hits and misses, its byte bound
  * with many small and few large chunks and external bytes, put() that
  * cannot fit changing nothing, chunks dropped (evicted, deleted,
@@ -22,7 +22,7 @@
 
 #include "../bc_test.h"
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "tier/tier.h"
 #include "util/util_error.h"
 

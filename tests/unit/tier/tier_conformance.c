@@ -15,7 +15,7 @@
 
 #include "../bc_test.h"
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "tier_conformance.h"
 #include "util/util_error.h"
 #include "util/util_list.h"

@@ -19,7 +19,7 @@
  * callback and checking that it fired once, on the loop thread, never
  * before get() returned, and never after get() returned an error.
  *
- * Each test runs a loop (upstream_loop.h) while a tier is open and hands
+ * Each test runs a loop (loop/loop.h) while a tier is open and hands
  * it to open(); SYNC tiers ignore it.
  */
 #ifndef BC_TIER_CONFORMANCE_H
@@ -29,7 +29,7 @@
 
 #include "policy/policy.h"
 #include "tier/tier.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 
 typedef struct bc_conformance_s {
 	const bc_tier_ops_t *ops;

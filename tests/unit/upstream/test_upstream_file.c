@@ -44,7 +44,7 @@
 #include "stats/stats.h"
 #include "upstream/upstream.h"
 #include "upstream/upstream_file.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_buf.h"
 #include "util/util_crypto.h"

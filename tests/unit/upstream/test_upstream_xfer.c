@@ -44,7 +44,7 @@
 #include "../bc_test.h"
 
 #include "stats/stats.h"
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "upstream/upstream_xfer.h"
 #include "util/util_error.h"
 #include "util/util_kv.h"

@@ -1,5 +1,5 @@
 /*
- * cache_chunk.c — the refcounted cache unit (see cache_chunk.h).
+ * chunk.c — the refcounted cache unit (see chunk.h).
  *
  * One malloc block holds the struct followed by its id
  * "bucket\0key\0etag\0" (c->id points into it); data is the caller's
@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cache/cache_chunk.h"
+#include "chunk/chunk.h"
 #include "stats/stats.h"
 #include "util/util_hash.h"
 

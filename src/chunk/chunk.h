@@ -1,5 +1,5 @@
 /*
- * cache_chunk.h — the cache unit: one chunk of one object version,
+ * chunk.h — the cache unit: one chunk of one object version,
  * identified by (bucket, key, ETag, index), holding its bytes.
  *
  * Refcounting: bc_chunk_new() returns one reference. Every holder (a tier,
@@ -22,9 +22,20 @@
  * first bytes are final; `state` ends COMPLETE or FAILED. Only complete
  * chunks go into tiers; readers of a filling chunk read at most `filled`
  * bytes and wait (cache.h, bc_cache_chunk_wait) for more.
+ *
+ * Layers (tests/check_layers.sh): chunk/ sits below tier/ and cache/ and
+ * includes only util/, stats/ and policy/. Its own state is the key (id,
+ * hash, index), refs, the bytes (data, len, map_len, fd, fd_off) and the
+ * fill state (filled, state). Four fields are still kept here for other
+ * owners, each written by that owner only: pol (the memory tier's policy
+ * node: the reason chunk.h includes policy.h), on_free and tier_data (the
+ * holder that charges the chunk: the memory tier, or the cache for a
+ * chunk in transit), fill_waiters (the cache's); fetch_us, prefetched and
+ * prefetch_job carry what the fill learned to the tiers and the prefetch
+ * counters.
  */
-#ifndef BC_CACHE_CHUNK_H
-#define BC_CACHE_CHUNK_H
+#ifndef BC_CHUNK_H
+#define BC_CHUNK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /*
- * upstream_loop.h — the event loop: one thread running libuv, which drives
+ * loop.h — the event loop: one thread running libuv, which drives
  * a libcurl multi handle (curl's multi-socket API on uv_poll and uv_timer,
  * as in curl's docs/examples/multi-uv.c), periodic timers and a work pool
  * (libuv's thread pool).
@@ -33,8 +33,8 @@
  * handles belong to whoever added them (upstream_xfer.c), which removes
  * them before freeing.
  */
-#ifndef BC_UPSTREAM_LOOP_H
-#define BC_UPSTREAM_LOOP_H
+#ifndef BC_LOOP_H
+#define BC_LOOP_H
 
 #include <stdint.h>
 

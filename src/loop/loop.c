@@ -1,5 +1,5 @@
 /*
- * upstream_loop.c — libuv loop thread driving a curl multi handle, timers
+ * loop.c — libuv loop thread driving a curl multi handle, timers
  * and a work pool.
  *
  * Cross-thread calls are queued (a bc_list_t of call_t under mu) and
@@ -16,14 +16,14 @@
  * callback (or until the start call finds it already cancelled), and a
  * queued close call one. cancelled and running (under mu, with cv) let a
  * free from another thread wait out a run in progress. See
- * upstream_loop.h for the threading contract.
+ * loop.h for the threading contract.
  */
 #include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 #include "util/util_list.h"
 #include "util/util_log.h"

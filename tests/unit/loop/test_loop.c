@@ -1,6 +1,6 @@
 /*
- * test_upstream_loop.c — the loop's timers and work pool
- * (upstream_loop.h): a timer's period and thread, and that no run follows
+ * test_loop.c — the loop's timers and work pool
+ * (loop/loop.h): a timer's period and thread, and that no run follows
  * bc_loop_timer_free, whether it is called from another thread during a
  * run (it waits the run out) or while the timer is due and the loop
  * thread busy, from inside the timer's own callback, from another
@@ -32,7 +32,7 @@
 
 #include "../bc_test.h"
 
-#include "upstream/upstream_loop.h"
+#include "loop/loop.h"
 #include "util/util_error.h"
 #include "util/util_time.h"
 
