@@ -120,6 +120,13 @@ bc__cleanup() {
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
+	# Anything left that names this test's temp dir (a gateway started
+	# where its pid was not recorded; test_disk_tier's outlived a timed-out
+	# run) goes too.
+	if pkill -TERM -f -- "$BC_TMP/" 2>/dev/null; then
+		sleep 1
+		pkill -KILL -f -- "$BC_TMP/" 2>/dev/null
+	fi
 	if [ "${BC_KEEP_TMP:-0}" = 1 ]; then
 		echo "# kept $BC_TMP" >&2
 	else
