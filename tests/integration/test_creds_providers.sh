@@ -300,9 +300,11 @@ ctl "fail?kind=sts&count=1&mode=code"
 printf 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.c2lnLTI\n' >"$WEB_TOKEN.new"
 mv "$WEB_TOKEN.new" "$WEB_TOKEN"
 ctl "fail?kind=imds&count=-1&mode=status"
-reader ri2 11 "$GI" & R1=$!
-reader re2 11 "$GE" "${SIGN[@]}" & R2=$!
-reader rw2 11 "$GW" & R3=$!
+# 16 s: the IMDS pair in force at T1 may have been fetched just before it,
+# and lives LIFE (12 s) from then; its reads must outlast it
+reader ri2 16 "$GI" & R1=$!
+reader re2 16 "$GE" "${SIGN[@]}" & R2=$!
+reader rw2 16 "$GW" & R3=$!
 wait "$R1" "$R2" "$R3"
 
 for g in "ecs $GE re2" "web-identity $GW rw2"; do

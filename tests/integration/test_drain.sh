@@ -185,7 +185,10 @@ bc_assert_eq "$BIG_SHA" "$v" "drain: with the right bytes"
 end_ms=$("$BC_PY" -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["end"] * 1000))' "$BC_TMP/drain.json")
 bc_log "drain: download ended $((end_ms - T0)) ms after SIGTERM, the gateway $EXIT_MS ms after"
 bc_assert_ge "$((end_ms - T0))" 1000 "drain: the download went on for over 1 s after the signal"
-bc_assert_ge "$EXIT_MS" "$((end_ms - T0 - 500))" "drain: the gateway exited after the download (at most 0.5 s before its end: the buffers)"
+# The gateway's last bytes wait in loopback's socket buffers (several MiB)
+# while the reader takes 4 MiB/s: its exit may come that long before the
+# reader's end (0.8 s measured), not more.
+bc_assert_ge "$EXIT_MS" "$((end_ms - T0 - 1500))" "drain: the gateway exited after the download (at most 1.5 s before its end, 6 MiB at the reader's 4 MiB/s: the buffers)"
 # the last response in flight ends the drain: the download, or the upload
 # when a loaded machine slowed it past the download's end
 last_ms=$(cat "$BC_TMP/up.end")
