@@ -409,7 +409,8 @@ main(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
 	/* Chunk data of 64 KiB and up is a mapping of its own
-	 * (bc_chunk_data_alloc), returned to the system when freed: from the
+	 * (bc_chunk_data_alloc), returned to the system when freed (past
+	 * the 16 MiB the next chunks reuse, chunk_pages.h): from the
 	 * heap, evictions left holes and RSS ran ~12% above the bytes cached
 	 * (tests/bench soak). Other buffers up to a Redis slice's command or
 	 * reply (1 MiB and a header) are short-lived: they come from the heap

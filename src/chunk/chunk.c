@@ -4,7 +4,8 @@
  * One malloc block holds the struct followed by its id
  * "bucket\0key\0etag\0" (c->id points into it); data is the caller's
  * malloc block, owned from bc_chunk_new() on, or (bc_chunk_new_filling)
- * a malloc block or an anonymous mapping of the chunk's own; fd, when a
+ * a malloc block or an anonymous mapping of the chunk's own (recycled:
+ * chunk_pages.h); fd, when a
  * tier set one, is closed with it. The key hash is FNV-1a over the id
  * bytes and the index (4 bytes, little-endian), finished with MurmurHash3's
  * 64-bit mixer so the low bits a power-of-two table uses are well spread.
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "chunk/chunk.h"
+#include "chunk/chunk_pages.h"
 #include "stats/stats.h"
 #include "util/util_hash.h"
 
@@ -149,7 +151,7 @@ bc_chunk_unref(bc_chunk_t *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->map_len > 0)
-		munmap(c->data, c->map_len);
+		bc_chunk_pages_put(c->data, c->map_len);
 	else
 		free(c->data);
 	free(c);
@@ -199,15 +201,10 @@ bc_chunk_matches(const bc_chunk_t *c, const bc_chunk_key_t *k)
 static uint8_t *
 data_alloc(size_t len, size_t *map_len, bool populate)
 {
-	uint8_t *data;
-
 	*map_len = map_len_for(len);
 	if (*map_len == 0)
 		return malloc(len > 0 ? len : 1);
-	data = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1,
-	    0);
-	return data != MAP_FAILED ? data : NULL;
+	return bc_chunk_pages_get(*map_len, populate);
 }
 
 uint8_t *
@@ -222,7 +219,7 @@ bc_chunk_data_free(uint8_t *data, size_t map_len)
 	if (data == NULL)
 		return;
 	if (map_len > 0)
-		munmap(data, map_len);
+		bc_chunk_pages_put(data, map_len);
 	else
 		free(data);
 }
@@ -237,7 +234,7 @@ bc_chunk_new_data(const bc_chunk_key_t *k, uint8_t *data, size_t len,
 		return bc_chunk_new(k, data, len);
 	c = bc_chunk_new(k, NULL, len);
 	if (c == NULL) {
-		munmap(data, map_len);
+		bc_chunk_pages_put(data, map_len);
 		return NULL;
 	}
 	c->data = data;

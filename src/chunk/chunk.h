@@ -99,7 +99,8 @@ bc_chunk_t *bc_chunk_new(const bc_chunk_key_t *k, uint8_t *data, size_t len);
 /* A chunk for k of len bytes with its own data, that starts FILLING with
  * nothing filled: its owner writes data and publishes progress with
  * bc_chunk_fill(). Data of BC_CHUNK_MAP_MIN bytes or more is a mapping of
- * its own, returned to the kernel when the chunk is freed; up to
+ * its own, recycled or returned to the kernel when the chunk is freed
+ * (chunk_pages.h; from 2 MiB in transparent huge pages); up to
  * BC_CHUNK_POPULATE_MAX it is faulted in at once (one syscall instead of
  * a fault per page while the bytes arrive), bigger ones fault in as they
  * fill (populating megabytes up front would delay the first byte by

@@ -416,9 +416,10 @@ def main():
             except StopIteration:
                 wait += time.perf_counter() - tw
                 break
-            wait += time.perf_counter() - tw
+            bw = time.perf_counter() - tw
+            wait += bw
             if first_wait is None:
-                first_wait = time.perf_counter() - tw
+                first_wait = bw
             batches += 1
             idx = b['idx'].tolist()
             order.update(','.join(map(str, idx)).encode() + b';')
@@ -434,7 +435,8 @@ def main():
             lats.extend(bl)
             profile.append((round(time.perf_counter() - t0, 3),
                             round(1000.0 * sum(bl) / max(1, len(bl)), 2),
-                            round(1000.0 * max(bl + [0.0]), 2)))
+                            round(1000.0 * max(bl + [0.0]), 2),
+                            round(1000.0 * bw, 1)))
             tc = time.perf_counter()
             compute_step(a, mats)
             compute += time.perf_counter() - tc
@@ -460,7 +462,8 @@ def main():
             'lat_p50_ms': 1000.0 * percentile(lats, 50),
             'lat_p90_ms': 1000.0 * percentile(lats, 90),
             'lat_p99_ms': 1000.0 * percentile(lats, 99),
-            # per batch: (seconds into the epoch, mean and max GET ms)
+            # per batch: (seconds into the epoch, mean and max GET ms, the
+            # loop's wait for it, ms)
             'batch_profile': profile,
         }
         if sampler:
