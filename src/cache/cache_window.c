@@ -13,6 +13,7 @@ bc_read_window_init(bc_read_window_t *w, unsigned start, unsigned max)
 	w->easy = 0;
 	w->next = UINT32_MAX;
 	w->stalled = UINT32_MAX;
+	w->stalled_at = 0;
 }
 
 /* doubles n, up to max */
@@ -42,13 +43,15 @@ bc_read_window_step(bc_read_window_t *w, uint32_t i, bool waited)
 }
 
 unsigned
-bc_read_window_stall(bc_read_window_t *w, uint32_t i)
+bc_read_window_stall(bc_read_window_t *w, uint32_t i, uint64_t at)
 {
 	unsigned had = w->n;
 
-	if (w->stalled == i || i + 1 != w->next)
+	if (i + 1 != w->next || (w->stalled == i &&
+	    at < w->stalled_at + BC_READ_WINDOW_STALL_STEP))
 		return 0;
 	w->stalled = i;
+	w->stalled_at = at;
 	w->easy = 0;
 	grow(w);
 	return w->n > had ? w->n : 0;

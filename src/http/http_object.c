@@ -541,7 +541,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		    &q->w);
 
 		if (got == 0) {
-			unsigned more = bc_read_window_stall(&q->win, i);
+			unsigned more = bc_read_window_stall(&q->win, i,
+			    in_chunk);
 
 			if (more > 0)
 				bc_cache_read_ahead(q->c, q->o, q->meta.etag,

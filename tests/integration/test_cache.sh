@@ -455,8 +455,11 @@ ok(n_first < CHUNKS, "at the first byte the upstream has not seen all %d chunk G
    str(n_first))
 ok(t_first < (t_total - 1.5) / 4, "time to first byte is much smaller than the transfer time",
    "%.3f vs %.3f" % (t_first, t_total - 1.5))
-ok(n_stall <= 8, "a stalled reader does not make the gateway fetch the object (<= 8 chunks)",
-   str(n_stall))
+# The socket buffers take a few MiB before the reader's stall shows, and a
+# reader that waited through 3 MiB of chunk 0 has its whole window (docs/
+# cache.md, "Read window"): at most the chunk and --readahead-max (16) ahead.
+ok(n_stall <= 17, "a stalled reader does not make the gateway fetch the object "
+   "(<= 17 of 32 chunks: the one read and the window's most)", str(n_stall))
 ok(f["by_op"].get("GetObject", 0) == CHUNKS and f["requests"] == CHUNKS,
    "the whole object took one upstream GET per chunk", str(f["by_op"]))
 done()

@@ -91,18 +91,43 @@ LTest(window, bounds)
 	    "after the last index, chunk 0 is a jump");
 }
 
-LTest(window, a_stall_inside_a_chunk_grows_it_once)
+LTest(window, a_stall_inside_a_chunk_grows_it_once_per_step)
 {
 	bc_read_window_t w;
+	const uint64_t step = BC_READ_WINDOW_STALL_STEP;
 
 	bc_read_window_init(&w, 2, 16);
-	cr_assert_eq(bc_read_window_stall(&w, 0), 0, "no chunk entered yet");
+	cr_assert_eq(bc_read_window_stall(&w, 0, 0), 0, "no chunk entered yet");
 	cr_assert_eq(bc_read_window_step(&w, 0, true), 2);
-	cr_assert_eq(bc_read_window_stall(&w, 0), 4, "the reader waits in 0");
-	cr_assert_eq(bc_read_window_stall(&w, 0), 0, "once per chunk");
-	cr_assert_eq(bc_read_window_step(&w, 1, true), 8);
-	cr_assert_eq(bc_read_window_stall(&w, 1), 16);
-	cr_assert_eq(bc_read_window_stall(&w, 5), 0, "not the chunk it reads");
+	cr_assert_eq(bc_read_window_stall(&w, 0, 0), 4, "the reader waits in 0");
+	cr_assert_eq(bc_read_window_stall(&w, 0, 4096), 0,
+	    "waits at bytes close by: once");
+	cr_assert_eq(bc_read_window_stall(&w, 0, step - 1), 0);
+	cr_assert_eq(bc_read_window_stall(&w, 0, step), 8,
+	    "a step further into the chunk, still waiting: again");
+	cr_assert_eq(bc_read_window_stall(&w, 0, step + 65536), 0);
+	cr_assert_eq(bc_read_window_step(&w, 1, true), 16);
+	cr_assert_eq(bc_read_window_stall(&w, 5, 0), 0, "not the chunk it reads");
+	cr_assert_eq(bc_read_window_stall(&w, 1, 0), 0, "at max: nothing more");
 	cr_assert_eq(bc_read_window_step(&w, 2, true), 16);
-	cr_assert_eq(bc_read_window_stall(&w, 2), 0, "at max: nothing more");
+	cr_assert_eq(bc_read_window_stall(&w, 2, 3 * step), 0);
+}
+
+LTest(window, a_starved_first_chunk_has_the_whole_window_after_3_steps)
+{
+	bc_read_window_t w;
+	unsigned got[8] = { 0 }, k = 0;
+
+	bc_read_window_init(&w, 2, 16);
+	cr_assert_eq(bc_read_window_step(&w, 0, true), 2);
+	/* the reader waits every 64 KiB through an 8 MiB first chunk */
+	for (uint64_t at = 0; at < 8 * BC_READ_WINDOW_STALL_STEP; at += 65536) {
+		unsigned more = bc_read_window_stall(&w, 0, at);
+
+		if (more > 0 && k < 8)
+			got[k++] = more;
+	}
+	cr_assert_eq(k, 3, "grew %u times", k);
+	cr_assert(got[0] == 4 && got[1] == 8 && got[2] == 16);
+	cr_assert_eq(w.n, 16);
 }
