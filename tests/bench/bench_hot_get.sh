@@ -198,47 +198,17 @@ curl -s -o /dev/null -w '%header{x}' "file:///dev/null" 2>/dev/null | grep -q he
 	fail "curl too old: -w %header{...} is not supported (need 7.84+)"
 
 # Prints a loopback TCP port that was free a moment ago.
-free_port() {
-	"$PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
+free_port() { tl_free_port; }
 
 # wait_http URL PID SECONDS: until URL answers HTTP 200; fails if PID dies.
-wait_http() {
-	local url=$1 pid=$2 secs=$3 i code
-	for i in $(seq $((secs * 10))); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
-		[ "$code" = 200 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_http() { tl_wait_http "$1" "$2" "$3" 200; }
 
 # wait_port PORT PID SECONDS: until PORT answers any HTTP status.
-wait_port() {
-	local port=$1 pid=$2 secs=$3 i code
-	for i in $(seq $((secs * 10))); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
-		    "http://127.0.0.1:$port/" 2>/dev/null) || true
-		[ -n "$code" ] && [ "$code" != 000 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_port() { tl_wait_http "http://127.0.0.1:$1/" "$2" "$3" any; }
 
 # ---- machine and versions ---------------------------------------------------
 
-cpu_model() {
-	local m
-	m=$(LC_ALL=C lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
-	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
-	printf '%s' "${m:-unknown}"
-}
+cpu_model() { bench_cpu_model; }
 
 first_line() { head -n 1 | tr -d '\r'; }
 

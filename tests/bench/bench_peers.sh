@@ -601,12 +601,7 @@ forget_pid() {
 
 # ---- machine and versions ---------------------------------------------------------
 
-cpu_model() {
-	local m
-	m=$(lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
-	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
-	printf '%s' "${m:-unknown}"
-}
+cpu_model() { bench_cpu_model; }
 first_line() { head -n 1 | tr -d '\r'; }
 pkgver() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo '?'; }
 

@@ -253,25 +253,10 @@ fail() {
 bench_default_bin "$SRCDIR" "$BC_BIN_GIVEN" || fail "building build/bucketcache failed"
 [ -x "$BC_BIN" ] || fail "BC_BIN=$BC_BIN is not an executable"
 
-free_port() {
-	"$PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
+free_port() { tl_free_port; }
 
 # wait_http URL PID SECONDS: until URL answers HTTP 200; fails if PID dies.
-wait_http() {
-	local url=$1 pid=$2 secs=$3 code
-	for _ in $(seq $((secs * 10))); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
-		[ "$code" = 200 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_http() { tl_wait_http "$1" "$2" "$3" 200; }
 
 # wait_port_file FILE PID: until the process wrote its port to FILE.
 wait_port_file() {
@@ -287,12 +272,7 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 # ---- machine ------------------------------------------------------------------
 
-cpu_model() {
-	local m
-	m=$(LC_ALL=C lscpu 2>/dev/null | awk -F: '/^Model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }')
-	[ -n "$m" ] || m=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); print $2; exit }' /proc/cpuinfo 2>/dev/null)
-	printf '%s' "${m:-unknown}"
-}
+cpu_model() { bench_cpu_model; }
 git_head() {
 	local h d=
 	h=$(git -C "$SRCDIR" rev-parse --short=12 HEAD 2>/dev/null) || { echo "not a git checkout"; return; }

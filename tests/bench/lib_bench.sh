@@ -1,23 +1,14 @@
 # lib_bench.sh — helpers shared by the benchmark scripts (sourced, bash).
 # shellcheck shell=bash disable=SC2034 # sets variables its callers read
 
+# What the integration tests' harness shares with the benchmarks: free
+# ports, waiting for HTTP, stopping processes (tl_*).
+# shellcheck source=tests/lib/common.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/common.sh"
+
 # bench_stop_pids PID...: TERM every process, give each 5 s to exit, then
 # KILL it and reap it. Never fails (used from EXIT traps, and under set -e).
-bench_stop_pids() {
-	local pid _
-	for pid in "$@"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "$@"; do
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	return 0
-}
+bench_stop_pids() { tl_stop_pids "$@"; }
 
 # bench_default_bin SRCDIR GIVEN: when GIVEN is empty (the caller's BC_BIN
 # was not set) and SRCDIR/build/bucketcache does not exist yet (a fresh
@@ -40,26 +31,11 @@ BENCH_PY=${BENCH_PY:-/usr/bin/python3}
 BENCH_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # bench_free_port: prints a loopback TCP port that was free a moment ago.
-bench_free_port() {
-	"$BENCH_PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
+bench_free_port() { tl_free_port; }
 
 # bench_wait_http URL PID SECONDS: until URL answers HTTP 200; non-zero when
 # PID dies or SECONDS pass.
-bench_wait_http() {
-	local url=$1 pid=$2 secs=$3 code
-	for _ in $(seq $((secs * 10))); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
-		[ "$code" = 200 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+bench_wait_http() { tl_wait_http "$1" "$2" "$3" 200; }
 
 # bench_stop_pid PID: TERM, up to 5 s, KILL, reaped; PID leaves PIDS (so
 # that the exit trap never signals a recycled PID).

@@ -39,6 +39,8 @@ set -eEuo pipefail
 shopt -s inherit_errexit
 
 BC_IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$BC_IT_DIR/../lib/common.sh"
 BC_SRCDIR=${BC_SRCDIR:-$(cd "$BC_IT_DIR/../.." && pwd)}
 BC_BUILDDIR=${BC_BUILDDIR:-$BC_SRCDIR/build}
 BC_BIN=${BC_BIN:-$BC_BUILDDIR/bucketcache}
@@ -109,17 +111,7 @@ bc__cleanup() {
 	for i in "${BC_CLEANUP_HOOKS[@]}"; do
 		"$i"
 	done
-	for pid in "${BC_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${BC_PIDS[@]}"; do
-		for i in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	tl_stop_pids "${BC_PIDS[@]}"
 	# Anything left that names this test's temp dir (a gateway started
 	# where its pid was not recorded; test_disk_tier's outlived a timed-out
 	# run) goes too.
@@ -308,32 +300,13 @@ bc_require_basics() {
 
 # ---- ports and processes -------------------------------------------------
 
-# Prints a loopback TCP port that was free a moment ago.
-bc_free_port() {
-	"$BC_PY" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
+# Prints a loopback TCP port that was free a moment ago (tests/lib).
+bc_free_port() { tl_free_port; }
 
 # bc__wait_http URL PID SECONDS: waits until URL answers any HTTP status
-# (or exactly 200 when BC_WANT_200=1). Fails if PID dies.
+# (or exactly 200 when BC_WANT_200=1). Fails if PID dies (tests/lib).
 bc__wait_http() {
-	local url=$1 pid=$2 secs=$3 i code
-	for i in $(seq $((secs * 10))); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			return 1
-		fi
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
-		if [ "${BC_WANT_200:-0}" = 1 ]; then
-			[ "$code" = 200 ] && return 0
-		elif [ -n "$code" ] && [ "$code" != 000 ]; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
+	tl_wait_http "$1" "$2" "$3" "$([ "${BC_WANT_200:-0}" = 1 ] && echo 200 || echo any)"
 }
 
 # bc_start_s3rver [--configure-bucket NAME]...: starts s3rver on a free port

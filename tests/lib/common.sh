@@ -1,0 +1,54 @@
+# tests/lib/common.sh — what the integration tests' harness
+# shellcheck shell=bash
+# (tests/integration/lib.sh) and the benchmarks' (tests/bench/lib_bench.sh)
+# share: free loopback ports, waiting for a server's HTTP answer, stopping
+# processes. Sourced (bash); defines functions only (tl_ prefix), sets no
+# shell options, and returns status codes: the callers decide what a
+# failure means (a test fails, a benchmark dies).
+
+# tl_free_port: prints a loopback TCP port that was free a moment ago (the
+# kernel's pick; the caller retries when another process takes it first).
+tl_free_port() {
+	/usr/bin/python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# tl_wait_http URL PID SECONDS [any|200]: until URL answers, with any HTTP
+# status (any, the default) or with 200; non-zero when PID dies first or
+# SECONDS pass. Polls every 0.1 s, each try at most 2 s.
+tl_wait_http() {
+	local url=$1 pid=$2 secs=$3 want=${4:-any} code
+	for _ in $(seq $((secs * 10))); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
+		if [ "$want" = 200 ]; then
+			[ "$code" = 200 ] && return 0
+		elif [ -n "$code" ] && [ "$code" != 000 ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# tl_stop_pids PID...: TERM each, up to 5 s each to exit, then KILL, and
+# reap it (when it is this shell's child). Never fails (EXIT traps and
+# set -e callers use it).
+tl_stop_pids() {
+	local pid _
+	for pid in "$@"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "$@"; do
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	return 0
+}
