@@ -22,6 +22,7 @@
 
 #include "chunk/chunk.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_hash.h"
 
 /* Hashes s including its NUL, as it appears in an id. */
@@ -97,8 +98,7 @@ fail:
 void
 bc_chunk_ref(bc_chunk_t *c)
 {
-	if (atomic_fetch_add(&c->refs, 1) <= 0)
-		abort();
+	BC_CHECK(atomic_fetch_add(&c->refs, 1) > 0);
 }
 
 void
@@ -134,8 +134,7 @@ bc_chunk_unref(bc_chunk_t *c)
 	if (c == NULL)
 		return;
 	old = atomic_fetch_sub(&c->refs, 1);
-	if (old <= 0)
-		abort();
+	BC_CHECK(old > 0);
 	if (old > 1)
 		return;
 	if (atomic_load(&c->prefetched)) {

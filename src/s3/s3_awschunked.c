@@ -17,7 +17,6 @@
  * never lets the output end. Errors are sticky. Not thread-safe; one
  * instance per request.
  */
-#include <assert.h>
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <strings.h>
 
 #include "s3/s3_awschunked.h"
+#include "util/util_assert.h"
 #include "util/util_crypto.h"
 #include "util/util_num.h"
 
@@ -121,7 +121,7 @@ bc_awschunked_mode_parse(const char *content_sha256,
 const char *
 bc_awschunked_mode_name(bc_awschunked_mode_t mode)
 {
-	assert((size_t)mode < sizeof(mode_names) / sizeof(*mode_names));
+	BC_CHECK((size_t)mode < sizeof(mode_names) / sizeof(*mode_names));
 	return mode_names[mode];
 }
 
@@ -243,7 +243,7 @@ bc_awschunked_parse_decoded_len(const char *value, uint64_t *len)
 void
 bc_awschunked_set_decoded_len(bc_awschunked_t *d, uint64_t len)
 {
-	assert(d->decoded == 0 && d->st == ST_LINE);   /* before any chunk */
+	BC_CHECK(d->decoded == 0 && d->st == ST_LINE);   /* before any chunk */
 	d->has_declared = true;
 	d->declared = len;
 }
@@ -300,20 +300,18 @@ static bc_s3err_t
 parse_line(bc_awschunked_t *d)
 {
 	const char *l = d->line;
-	size_t n = d->line_len, i = 0;
+	size_t n = d->line_len, i;
 	uint64_t size = 0;
+	ssize_t k;
 
 	if (n < 2 || l[n - 2] != '\r' || l[n - 1] != '\n')
 		return BC_S3E_InvalidArgument;
 	n -= 2;
-	while (i < n && bc_hexval(l[i]) >= 0) {
-		size = size * 16 + (uint64_t)bc_hexval(l[i]);
-		i++;
-		if (i > MAX_HEX)
-			return BC_S3E_InvalidArgument;
-	}
-	if (i == 0)
+	k = bc_parse_u64_prefix(l, n < MAX_HEX + 1 ? n : MAX_HEX + 1, 16,
+	    UINT64_MAX, &size);
+	if (k <= 0 || k > MAX_HEX)
 		return BC_S3E_InvalidArgument;
+	i = (size_t)k;
 	d->hex_len = i;
 	if (d->signed_chunks) {
 		if (n - i != SIG_EXT_LEN + 64 ||
@@ -484,9 +482,9 @@ trailer_signature(const bc_awschunked_t *d, const bc_sigv4_ctx_t *ctx,
 		    (char)tolower((unsigned char)d->cline[i]) : d->cline[i];
 	canon[n] = '\n';
 	bc_sha256_hex(canon, d->cline_len > 0 ? n + 1 : 0, hash);
-	if (bc_buf_printf(&sts, TRAILER_ALGO "\n%s\n%s\n%s\n%s",
-	    ctx->amz_date, ctx->scope, prev, hash) < 0)
-		abort();   /* out of memory for 200 bytes */
+	/* out of memory for 200 bytes */
+	BC_AZ(bc_buf_printf(&sts, TRAILER_ALGO "\n%s\n%s\n%s\n%s",
+	    ctx->amz_date, ctx->scope, prev, hash) < 0);
 	bc_hmac_sha256(ctx->key, sizeof(ctx->key), sts.data, sts.len, mac);
 	bc_hex(mac, sizeof(mac), sig);
 	bc_buf_fini(&sts);

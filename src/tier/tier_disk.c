@@ -18,7 +18,6 @@
  * write_failures, corrupt and errors. close waits for the jobs in flight
  * (t->writing, t->reading); bc_tier_disk_flush for t->writing.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,6 +30,7 @@
 #include <unistd.h>
 
 #include "tier/tier_disk_int.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 
@@ -308,7 +308,7 @@ disk_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 			    memcmp(o->name, bucket, blen) == 0 &&
 			    strncmp(o->name + blen + 1, prefix, plen) == 0) {
 				n += do_drop_obj(t, o, &u);
-				assert(t->objs.slots[i].p != o);
+				BC_CHECK(t->objs.slots[i].p != o);
 			} else {
 				i++;
 			}

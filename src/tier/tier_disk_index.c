@@ -12,11 +12,11 @@
  * file name; the header check on read turns that into a miss). Objects
  * compare their names.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tier/tier_disk_int.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_time.h"
 
@@ -97,7 +97,7 @@ bc_disk_tab_del(bc_disk_tab_t *tb, uint64_t h, const void *p)
 
 	while (i != BC_DISK_NONE && tb->slots[i].p != p)
 		i = bc_disk_tab_find(tb, h, i);
-	assert(i != BC_DISK_NONE);
+	BC_CHECK(i != BC_DISK_NONE);
 	for (j = (i + 1) & tb->mask; tb->slots[j].p != NULL;
 	    j = (j + 1) & tb->mask) {
 		home = tb->slots[j].hash & tb->mask;
@@ -204,7 +204,7 @@ bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 			return BC_ENOMEM;
 	}
 	if (e->kind == BC_DISK_CHUNK) {
-		assert(bc_disk_do_chunk(t, e->hash) == NULL);
+		BC_CHECK(bc_disk_do_chunk(t, e->hash) == NULL);
 		if (bc_disk_tab_add(&t->chunks, e->hash, e) < 0) {
 			if (o != NULL)
 				obj_put(t, o);
@@ -214,8 +214,8 @@ bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 			bc_list_insert_head(&o->chunks, &e->olink);
 		t->nchunks++;
 	} else {
-		assert(o != NULL);
-		assert(o->meta == NULL);
+		BC_CHECK(o != NULL);
+		BC_CHECK(o->meta == NULL);
 		o->meta = e;
 		t->nmetas++;
 	}
@@ -234,7 +234,7 @@ bc_disk_do_attach(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 {
 	bc_disk_obj_t *o;
 
-	assert(e->kind == BC_DISK_CHUNK && e->obj == NULL);
+	BC_CHECK(e->kind == BC_DISK_CHUNK && e->obj == NULL);
 	o = obj_get(t, bucket, key);
 	if (o == NULL)
 		return BC_ENOMEM;

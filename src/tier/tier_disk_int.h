@@ -20,7 +20,6 @@
 #ifndef BC_TIER_DISK_INT_H
 #define BC_TIER_DISK_INT_H
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,6 +27,7 @@
 #include <stdint.h>
 
 #include "tier/tier_disk.h"
+#include "util/util_assert.h"
 #include "util/util_list.h"
 
 /* ---- the file format (tier_disk_file.c) ------------------------------ */
@@ -251,7 +251,7 @@ struct bc_disk_s {
 static inline bc_disk_t *
 bc_disk_of(bc_tier_t *t)
 {
-	assert(t->ops == &bc_tier_disk);
+	BC_CHECK(t->ops == &bc_tier_disk);
 	return t->priv;
 }
 

@@ -46,6 +46,7 @@
 #include "upstream/upstream_file.h"
 #include "upstream/upstream_file_int.h"
 #include "loop/loop.h"
+#include "util/util_assert.h"
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -837,8 +838,7 @@ fx_unref(fx_t *x)
 	int left = atomic_fetch_sub_explicit(&x->refs, 1,
 	    memory_order_acq_rel) - 1;
 
-	if (left < 0)
-		abort();
+	BC_CHECK(left >= 0);
 	if (left == 0)
 		fx_free(x);
 }
