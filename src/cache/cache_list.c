@@ -14,6 +14,7 @@
 
 #include "cache/cache_list.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 #include "util/util_htab.h"
@@ -113,6 +114,7 @@ entry_free(entry_t *e)
 static void
 do_unref(entry_t *e)
 {
+	BC_CHECK(e->refs > 0);
 	if (--e->refs == 0)
 		entry_free(e);
 }
@@ -147,6 +149,7 @@ lru_push(bc_cache_list_t *l, entry_t *e)
 static void
 do_drop(bc_cache_list_t *l, entry_t *e)
 {
+	BC_CHECK(e->listed && l->n > 0 && l->bytes >= e->cost);
 	bc_htab_remove(&l->table, &e->hnode);
 	lru_unlink(l, e);
 	e->listed = false;

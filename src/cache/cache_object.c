@@ -224,6 +224,7 @@ bc_object_do_unlist(bc_cache_t *c, bc_object_t *o)
 {
 	if (!o->listed)
 		return;
+	BC_CHECK(c->nobjects > 0 && o->refs > 0);   /* the table's ref */
 	bc_htab_remove(&c->table, &o->hnode);
 	lru_unlink(c, o);
 	o->listed = false;

@@ -268,6 +268,8 @@ job_free(bc_job_t *job)
 static void
 do_unlink(bc_jobs_t *jobs, bc_job_t *job)
 {
+	BC_CHECK(job->live && jobs->count > 0 && jobs->all[job->idx] == job);
+	BC_CHECK(jobs->bytes >= job->bytes);
 	bc_htab_remove(&jobs->table, &job->hnode);
 	jobs->all[job->idx] = jobs->all[--jobs->count];
 	jobs->all[job->idx]->idx = job->idx;

@@ -162,6 +162,7 @@ link_entry(redis_t *r, entry_t *e)
 static void
 unlink_entry(redis_t *r, entry_t *e)
 {
+	BC_CHECK(r->n > 0 && r->usage >= e->pol.size);
 	bc_htab_remove(&r->table, &e->hnode);
 	e->link = NULL;
 	if (e->older != NULL)
