@@ -389,8 +389,9 @@ main(int argc, char **argv)
 
 		snprintf(path, sizeof(path), BC_PROBE_PREFIX "%s", cfg.probe);
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		rv = bc_http_probe(cfg.listen, path, BC_PROBE_TIMEOUT_MS, err,
-		    sizeof(err)) == 0 ? 0 : 1;
+		rv = bc_config_listen_parse(cfg.listen, &cfg.listen_addr, err,
+		    sizeof(err)) == 0 && bc_http_probe(&cfg.listen_addr, path,
+		    BC_PROBE_TIMEOUT_MS, err, sizeof(err)) == 0 ? 0 : 1;
 		fprintf(rv == 0 ? stdout : stderr, "bucketcache: %s\n", err);
 		curl_global_cleanup();
 		bc_config_fini(&cfg);

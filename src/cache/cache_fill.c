@@ -539,11 +539,13 @@ static uint64_t
 content_range_total(const char *v, uint64_t first)
 {
 	const char *slash = v != NULL ? strrchr(v, '/') : NULL;
-	char *end;
+	uint64_t f = 0;
+	ssize_t k;
 
-	if (slash == NULL || strncmp(v, "bytes ", 6) != 0 ||
-	    v[6] < '0' || v[6] > '9' || strtoull(v + 6, &end, 10) != first ||
-	    *end != '-')
+	if (slash == NULL || strncmp(v, "bytes ", 6) != 0)
+		return UINT64_MAX;
+	k = bc_u64_prefix(v + 6, (size_t)(slash - v - 6), &f);
+	if (k <= 0 || f != first || v[6 + k] != '-')
 		return UINT64_MAX;
 	return parse_u64(slash + 1);
 }

@@ -34,6 +34,8 @@
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
+#include "util/util_htab.h"
+#include "util/util_list.h"
 #include "util/util_time.h"
 
 #define TABLE_MIN     4096
@@ -93,11 +95,12 @@ typedef struct bc_fill_s {
 				       byte, or an error) */
 
 struct bc_object_s {
-	bc_object_t  *hnext;                /* hash chain */
+	bc_hnode_t    hnode;                /* in c->table, under the hash
+					       of bucket and key (not
+					       version) */
 	bc_object_t  *lru_prev, *lru_next;  /* most recent at head */
 	int           refs;
 	bool          listed;
-	uint64_t      hash;       /* of bucket and key, not version */
 	char         *bucket, *key;
 	/* NULL: the key's current version, revalidated by meta-ttl. Else a
 	 * version id (GET/HEAD ?versionId=, cache.h "Versions"): its entry
@@ -132,8 +135,8 @@ struct bc_object_s {
 
 struct bc_cache_s {
 	pthread_mutex_t        mu;
-	bc_object_t          **table;
-	size_t                 nbuckets, nobjects;
+	bc_htab_t              table;         /* bc_object_t.hnode */
+	size_t                 nobjects;
 	bc_object_t           *lru_head, *lru_tail;
 	bc_tier_chain_t       *tiers;
 	bc_tier_t             *mem;           /* the top of tiers */

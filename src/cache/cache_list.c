@@ -14,8 +14,11 @@
 
 #include "cache/cache_list.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
+#include "util/util_htab.h"
+#include "util/util_list.h"
 #include "util/util_time.h"
 
 #define NBUCKETS  4096          /* hash chains (a power of two) */
@@ -23,9 +26,8 @@
 
 typedef struct entry_s {
 	bc_list_entry_t  pub;       /* first: the caller's view */
-	struct entry_s  *hnext;
+	bc_hnode_t       hnode;     /* in l->table, by key */
 	struct entry_s  *prev, *next;   /* LRU */
-	uint64_t         hash;
 	char            *key;       /* canonical, klen bytes */
 	size_t           klen;
 	char            *bucket, *prefix;
@@ -37,7 +39,7 @@ typedef struct entry_s {
 
 struct bc_cache_list_s {
 	pthread_mutex_t  mu;
-	entry_t         *table[NBUCKETS];
+	bc_htab_t        table;     /* entry_t.hnode, NBUCKETS chains */
 	entry_t         *head, *tail;
 	size_t           bytes, max_bytes, max_entry, n;
 	uint64_t         ttl_ns;
@@ -83,6 +85,10 @@ bc_cache_list_new(const bc_config_t *cfg)
 
 	if (l == NULL)
 		return NULL;
+	if (bc_htab_init(&l->table, NBUCKETS, true) < 0) {
+		free(l);
+		return NULL;
+	}
 	pthread_mutex_init(&l->mu, NULL);
 	l->cfg = cfg;
 	l->max_bytes = cfg->list_cache_size;
@@ -108,6 +114,7 @@ entry_free(entry_t *e)
 static void
 do_unref(entry_t *e)
 {
+	BC_CHECK(e->refs > 0);
 	if (--e->refs == 0)
 		entry_free(e);
 }
@@ -142,13 +149,8 @@ lru_push(bc_cache_list_t *l, entry_t *e)
 static void
 do_drop(bc_cache_list_t *l, entry_t *e)
 {
-	entry_t **pp = &l->table[e->hash & (NBUCKETS - 1)];
-
-	for (; *pp != NULL; pp = &(*pp)->hnext)
-		if (*pp == e) {
-			*pp = e->hnext;
-			break;
-		}
+	BC_CHECK(e->listed && l->n > 0 && l->bytes >= e->cost);
+	bc_htab_remove(&l->table, &e->hnode);
 	lru_unlink(l, e);
 	e->listed = false;
 	l->bytes -= e->cost;
@@ -168,6 +170,7 @@ bc_cache_list_free(bc_cache_list_t *l)
 		do_drop(l, l->head);
 	pthread_mutex_unlock(&l->mu);
 	pthread_mutex_destroy(&l->mu);
+	bc_htab_fini(&l->table);
 	free(l);
 }
 
@@ -252,12 +255,14 @@ key_hash(const bc_list_key_t *k)
 static entry_t *
 do_find(bc_cache_list_t *l, const bc_list_key_t *k, uint64_t h)
 {
-	entry_t *e = l->table[h & (NBUCKETS - 1)];
+	for (bc_hnode_t *n = bc_htab_first(&l->table, h); n != NULL;
+	    n = bc_htab_next(n)) {
+		entry_t *e = BC_CONTAINER_OF(n, entry_t, hnode);
 
-	for (; e != NULL; e = e->hnext)
-		if (e->hash == h && e->klen == k->key.len &&
+		if (e->klen == k->key.len &&
 		    memcmp(e->key, k->key.data, e->klen) == 0)
 			return e;
+	}
 	return NULL;
 }
 
@@ -365,7 +370,7 @@ bc_cache_list_put(bc_cache_list_t *l, const bc_list_key_t *k,
 		entry_free(e);
 		return BC_E2BIG;
 	}
-	e->hash = key_hash(k);
+	e->hnode.hash = key_hash(k);
 	e->expires_ns = k->ttl_ns == UINT64_MAX ? UINT64_MAX :
 	    bc_mono_ns() + k->ttl_ns;
 	e->refs = 1;
@@ -374,15 +379,14 @@ bc_cache_list_put(bc_cache_list_t *l, const bc_list_key_t *k,
 		rv = BC_EAGAIN;   /* it may miss a write since */
 		goto out;
 	}
-	old = do_find(l, k, e->hash);
+	old = do_find(l, k, e->hnode.hash);
 	if (old != NULL)
 		do_drop(l, old);
 	while (l->bytes + e->cost > l->max_bytes && l->tail != NULL) {
 		BC_STATS_INC(list_cache_evictions);
 		do_drop(l, l->tail);
 	}
-	e->hnext = l->table[e->hash & (NBUCKETS - 1)];
-	l->table[e->hash & (NBUCKETS - 1)] = e;
+	bc_htab_insert(&l->table, &e->hnode, e->hnode.hash);
 	lru_push(l, e);
 	e->listed = true;
 	l->bytes += e->cost;

@@ -21,6 +21,7 @@
 #include "stats/stats.h"
 #include "tier/tier_chain.h"
 #include "upstream/upstream.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 #include "util/util_log.h"
@@ -199,11 +200,9 @@ obj_free(bc_cache_t *c, bc_object_t *o)
 void
 bc_object_do_unref(bc_cache_t *c, bc_object_t *o)
 {
-	if (--o->refs < 0)
-		abort();
-	if (o->refs == 0) {
-		if (o->listed)
-			abort();   /* the table holds a reference */
+	BC_CHECK(o->refs > 0);
+	if (--o->refs == 0) {
+		BC_CHECK(!o->listed);   /* the table holds a reference */
 		obj_free(c, o);
 	}
 }
@@ -223,46 +222,16 @@ bc_object_unref(bc_cache_t *c, bc_object_t *o)
 void
 bc_object_do_unlist(bc_cache_t *c, bc_object_t *o)
 {
-	size_t b = o->hash & (c->nbuckets - 1);
-
 	if (!o->listed)
 		return;
-	for (bc_object_t **pp = &c->table[b]; *pp != NULL;
-	    pp = &(*pp)->hnext) {
-		if (*pp == o) {
-			*pp = o->hnext;
-			break;
-		}
-	}
-	o->hnext = NULL;
+	BC_CHECK(c->nobjects > 0 && o->refs > 0);   /* the table's ref */
+	bc_htab_remove(&c->table, &o->hnode);
 	lru_unlink(c, o);
 	o->listed = false;
 	c->nobjects--;
 	BC_STATS_SET(cache_objects, c->nobjects);
 	bc_waiters_end(&o->meta_waiters, BC_WAIT_RESTART, NULL, 0, 0, NULL, 0);
 	bc_object_do_unref(c, o);
-}
-
-static void
-table_grow(bc_cache_t *c)
-{
-	size_t n = c->nbuckets * 2;
-	bc_object_t **t = calloc(n, sizeof(*t));
-
-	if (t == NULL)
-		return;   /* longer chains; still correct */
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		bc_object_t *o = c->table[i], *next;
-
-		for (; o != NULL; o = next) {
-			next = o->hnext;
-			o->hnext = t[o->hash & (n - 1)];
-			t[o->hash & (n - 1)] = o;
-		}
-	}
-	free(c->table);
-	c->table = t;
-	c->nbuckets = n;
 }
 
 /* c->mu held: drops idle objects while metadata exceeds its share. */
@@ -285,7 +254,7 @@ static bool
 obj_is(const bc_object_t *o, uint64_t h, const char *bucket,
     const char *key, const char *version)
 {
-	return o->hash == h && strcmp(o->key, key) == 0 &&
+	return o->hnode.hash == h && strcmp(o->key, key) == 0 &&
 	    strcmp(o->bucket, bucket) == 0 && (version == NULL ?
 	    o->version == NULL : o->version != NULL &&
 	    strcmp(o->version, version) == 0);
@@ -302,13 +271,16 @@ bc_cache_object_version(bc_cache_t *c, const char *bucket, const char *key,
     const char *version)
 {
 	uint64_t h = obj_hash(bucket, key);
-	bc_object_t *o;
+	bc_object_t *o = NULL;
+	bc_hnode_t *n;
 
 	pthread_mutex_lock(&c->mu);
-	for (o = c->table[h & (c->nbuckets - 1)]; o != NULL; o = o->hnext)
+	for (n = bc_htab_first(&c->table, h); n != NULL; n = bc_htab_next(n)) {
+		o = BC_CONTAINER_OF(n, bc_object_t, hnode);
 		if (obj_is(o, h, bucket, key, version))
 			break;
-	if (o != NULL) {
+	}
+	if (n != NULL) {
 		lru_unlink(c, o);
 		lru_push(c, o);
 		o->refs++;
@@ -337,13 +309,9 @@ bc_cache_object_version(bc_cache_t *c, const char *bucket, const char *key,
 	bc_policy_dataset_name(bucket, key, c->o.cfg->dataset_depth,
 	    o->dataset, BC_POLICY_DATASET_MAX);
 	o->immutable = bc_config_immutable(c->o.cfg, bucket, key);
-	o->hash = h;
 	o->listed = true;
 	o->refs = 2;   /* the table's and the caller's */
-	if (c->nobjects >= c->nbuckets * 2)
-		table_grow(c);
-	o->hnext = c->table[h & (c->nbuckets - 1)];
-	c->table[h & (c->nbuckets - 1)] = o;
+	bc_htab_insert(&c->table, &o->hnode, h);
 	lru_push(c, o);
 	c->nobjects++;
 	bc_object_do_recharge(c, o);
@@ -364,11 +332,14 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 	pthread_mutex_lock(&c->mu);
 	if (key != NULL) {
 		uint64_t h = obj_hash(bucket, key);
-		bc_object_t *o = c->table[h & (c->nbuckets - 1)], *next;
+		bc_hnode_t *hn, *next;
 
-		for (; o != NULL; o = next) {   /* the key and its versions */
-			next = o->hnext;
-			if (o->hash == h && strcmp(o->key, key) == 0 &&
+		/* the key and its versions */
+		BC_HTAB_FOREACH_HASH(&c->table, h, hn, next) {
+			bc_object_t *o = BC_CONTAINER_OF(hn, bc_object_t,
+			    hnode);
+
+			if (strcmp(o->key, key) == 0 &&
 			    strcmp(o->bucket, bucket) == 0) {
 				bc_object_do_unlist(c, o);
 				n++;
@@ -376,17 +347,18 @@ bc_cache_invalidate(bc_cache_t *c, const char *bucket, const char *key,
 		}
 		bc_tier_chain_del_object(c->tiers, bucket, key, NULL);
 	} else {
-		for (size_t b = 0; b < c->nbuckets; b++) {
-			bc_object_t *o = c->table[b], *next;
+		bc_hnode_t *hn, *next;
+		size_t b;
 
-			for (; o != NULL; o = next) {
-				next = o->hnext;
-				if (strcmp(o->bucket, bucket) == 0 &&
-				    strncmp(o->key, prefix != NULL ? prefix :
-				    "", plen) == 0) {
-					bc_object_do_unlist(c, o);
-					n++;
-				}
+		BC_HTAB_FOREACH(&c->table, b, hn, next) {
+			bc_object_t *o = BC_CONTAINER_OF(hn, bc_object_t,
+			    hnode);
+
+			if (strcmp(o->bucket, bucket) == 0 &&
+			    strncmp(o->key, prefix != NULL ? prefix : "",
+			    plen) == 0) {
+				bc_object_do_unlist(c, o);
+				n++;
 			}
 		}
 		bc_tier_chain_del_object(c->tiers, bucket, NULL,
@@ -419,12 +391,13 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	atomic_init(&c->mem_size, o->cfg->mem_size);
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
 	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
-	c->nbuckets = TABLE_MIN;
-	c->table = calloc(c->nbuckets, sizeof(*c->table));
-	if (c->table == NULL || c->cs == 0) {
-		rv = c->cs == 0 ? BC_EINVAL : BC_ENOMEM;
+	if (c->cs == 0) {
+		rv = BC_EINVAL;
 		goto fail;
 	}
+	rv = bc_htab_init(&c->table, TABLE_MIN, false);
+	if (rv < 0)
+		goto fail;
 	memset(&to, 0, sizeof(to));
 	to.capacity = o->cfg->mem_size;
 	to.policy = bc_policy_find(o->cfg->policy);   /* checked by config */
@@ -441,7 +414,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	return 0;
 fail:
 	bc_tier_chain_free(c->tiers);
-	free(c->table);
+	bc_htab_fini(&c->table);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	return rv;
@@ -450,20 +423,18 @@ fail:
 void
 bc_cache_free(bc_cache_t *c)
 {
+	bc_hnode_t *hn, *next;
+	size_t b;
+
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&c->mu);
-	for (size_t b = 0; b < c->nbuckets; b++) {
-		bc_object_t *o = c->table[b], *next;
-
-		for (; o != NULL; o = next) {
-			next = o->hnext;
-			bc_object_do_unlist(c, o);
-		}
-	}
+	BC_HTAB_FOREACH(&c->table, b, hn, next)
+		bc_object_do_unlist(c,
+		    BC_CONTAINER_OF(hn, bc_object_t, hnode));
 	pthread_mutex_unlock(&c->mu);
 	bc_tier_chain_free(c->tiers);
-	free(c->table);
+	bc_htab_fini(&c->table);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

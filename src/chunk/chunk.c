@@ -24,6 +24,7 @@
 #include "chunk/chunk.h"
 #include "chunk/chunk_pages.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_hash.h"
 
 /* Hashes s including its NUL, as it appears in an id. */
@@ -99,8 +100,7 @@ fail:
 void
 bc_chunk_ref(bc_chunk_t *c)
 {
-	if (atomic_fetch_add(&c->refs, 1) <= 0)
-		abort();
+	BC_CHECK(atomic_fetch_add(&c->refs, 1) > 0);
 }
 
 void
@@ -136,8 +136,7 @@ bc_chunk_unref(bc_chunk_t *c)
 	if (c == NULL)
 		return;
 	old = atomic_fetch_sub(&c->refs, 1);
-	if (old <= 0)
-		abort();
+	BC_CHECK(old > 0);
 	if (old > 1)
 		return;
 	if (atomic_load(&c->prefetched)) {

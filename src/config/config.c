@@ -789,7 +789,7 @@ check_hostport(const char *s, size_t n, bool need_port, char *why,
 {
 	const char *host = s, *port = NULL, *colon;
 	size_t hlen, plen = 0;
-	unsigned long pn = 0;
+	uint16_t pn;
 
 	if (n > 0 && s[0] == '[') {
 		const char *rb = memchr(s, ']', n);
@@ -837,31 +837,93 @@ check_hostport(const char *s, size_t n, bool need_port, char *why,
 		}
 		return 0;
 	}
-	for (size_t i = 0; i < plen; i++) {
-		if (!isdigit((unsigned char)port[i]) || pn > 65535) {
-			pn = 0;
-			break;
-		}
-		pn = pn * 10 + (unsigned long)(port[i] - '0');
-	}
-	if (plen == 0 || pn < 1 || pn > 65535) {
+	if (bc_parse_port(port, plen, &pn) < 0) {
 		bc_errf(why, whylen, "port must be 1-65535");
 		return BC_EINVAL;
 	}
 	return 0;
 }
 
+int
+bc_config_listen_parse(const char *s, bc_listen_addr_t *out, char *err,
+    size_t errlen)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)&out->ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out->ss;
+	const char *colon;
+	char host[256];
+	size_t hl;
+	bool v6 = false;
+
+	memset(out, 0, sizeof(*out));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (rb == NULL || rb[1] != ':')
+			goto bad;
+		hl = (size_t)(rb - s - 1);
+		colon = rb + 1;
+		v6 = true;
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, s + 1, hl);
+	} else {
+		colon = strrchr(s, ':');
+		/* IPv6 needs its brackets */
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL)
+			goto bad;
+		hl = (size_t)(colon - s);
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, s, hl);
+	}
+	host[hl] = '\0';
+	if (bc_parse_port(colon + 1, strlen(colon + 1), &out->port) < 0)
+		goto bad;
+	if (v6) {
+		if (hl == 0)
+			strcpy(host, "::");
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			goto bad;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(out->port);
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			strcpy(out->url_host, "[::1]");
+		else
+			snprintf(out->url_host, sizeof(out->url_host), "[%s]",
+			    host);
+		return 0;
+	}
+	if (hl == 0 || strcmp(host, "*") == 0)
+		strcpy(host, "0.0.0.0");
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(out->port);
+	}
+	strcpy(out->url_host, strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" :
+	    host);
+	return 0;
+bad:
+	bc_errf(err, errlen, "--listen: '" SHOW "' is not ADDRESS:PORT", s);
+	return BC_EINVAL;
+}
+
 static int
-check_listen(const bc_config_t *c, char *err, size_t errlen)
+check_listen(bc_config_t *c, char *err, size_t errlen)
 {
 	char why[WHY_LEN];
 	int rv;
 
 	rv = check_hostport(c->listen, strlen(c->listen), true, why,
 	    sizeof(why));
-	if (rv < 0)
+	if (rv < 0) {
 		bc_errf(err, errlen, "--listen: '" SHOW "': %s", c->listen, why);
-	return rv;
+		return rv;
+	}
+	return bc_config_listen_parse(c->listen, &c->listen_addr, err,
+	    errlen);
 }
 
 static int

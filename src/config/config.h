@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "config/config_creds.h"
 #include "config/config_redis.h"
@@ -29,6 +30,18 @@ typedef struct bc_client_key_s {
 	char  **allow;      /* "bucket" or "bucket/prefix"; NULL: all */
 	size_t  nallow;
 } bc_client_key_t;
+
+/* --listen's ADDRESS:PORT, parsed (bc_config_listen_parse): the one
+ * reading of it, which the server binds and the probe asks. */
+typedef struct bc_listen_addr_s {
+	/* the socket address to bind; ss_family AF_UNSPEC when the host is
+	 * a name (not an IP address, nor localhost or a wildcard) */
+	struct sockaddr_storage ss;
+	uint16_t port;
+	/* the host a client on this machine reaches it at, as a URL writes
+	 * it: a wildcard or localhost as loopback, IPv6 in brackets */
+	char     url_host[258];
+} bc_listen_addr_t;
 
 #define BC_OPT_T_STR   char *
 #define BC_OPT_T_BOOL  bool
@@ -69,10 +82,19 @@ typedef struct bc_config_s {
 	size_t           nredis_addrs;
 	bool             help;           /* --help was given */
 	bool             version;        /* --version was given */
+	bc_listen_addr_t listen_addr;    /* --listen, parsed */
 	char             probe[16];      /* --probe[=NAME]: the admin
 					    path to ask the gateway at
 					    listen for (main.c); "": none */
 } bc_config_t;
+
+/* Parses s, --listen's "HOST:PORT" or "[IPV6]:PORT" (HOST "", "*" or
+ * 0.0.0.0: every address; [] or [::]: every IPv6 one; a name other than
+ * localhost is kept for the URL only), into *out: 0, or BC_EINVAL with
+ * why in err. bc_config_finish() checks --listen more strictly (a name's
+ * characters; no wildcard forms) and fills c->listen_addr with it. */
+int  bc_config_listen_parse(const char *s, bc_listen_addr_t *out, char *err,
+    size_t errlen);
 
 /* Fills defaults. Returns 0 or BC_ENOMEM. */
 int  bc_config_init(bc_config_t *c);

@@ -5,6 +5,7 @@
  * than the key before it continues that key (ignored here: nested
  * settings are not credentials). Pure; no shared state.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "config/config_creds.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 /* Trims blanks at both ends in place; returns the new start. */
 static char *
@@ -289,19 +291,10 @@ url_check(const char *u, enum url_path path, bool *https, char *host,
 		return NULL;
 	if (hend < end) {
 		/* a port: 1-65535 */
-		unsigned long port = 0;
-		const char *p = hend + 1;
+		uint16_t port;
 
-		if (*hend != ':' || p == end)
-			return NULL;
-		for (; p < end; p++) {
-			if (!isdigit((unsigned char)*p))
-				return NULL;
-			port = port * 10 + (unsigned long)(*p - '0');
-			if (port > 65535)
-				return NULL;
-		}
-		if (port == 0)
+		if (*hend != ':' || bc_parse_port(hend + 1,
+		    (size_t)(end - hend - 1), &port) < 0)
 			return NULL;
 	}
 	memcpy(host, h, n);
@@ -428,11 +421,9 @@ ecs_http_host_ok(const char *h)
 		return true;
 	/* 127.0.0.0/8, written as a dotted quad */
 	if (strncmp(h, "127.", 4) == 0) {
-		unsigned a, b, c, d;
-		char tail;
+		struct in_addr a;
 
-		return sscanf(h, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 &&
-		    a == 127 && b < 256 && c < 256 && d < 256;
+		return inet_pton(AF_INET, h, &a) == 1;
 	}
 	return false;
 }
@@ -515,19 +506,12 @@ env_small(char **env, const char *name, unsigned max, unsigned def,
     unsigned *out, char *err, size_t errlen)
 {
 	const char *v = env_val(env, name);
-	unsigned long n = 0;
+	uint64_t n = 0;
 
 	*out = def;
 	if (v == NULL)
 		return 0;
-	for (const char *p = v; *p != '\0'; p++) {
-		if (!isdigit((unsigned char)*p) || n > max) {
-			n = 0;
-			break;
-		}
-		n = n * 10 + (unsigned long)(*p - '0');
-	}
-	if (n < 1 || n > max) {
+	if (bc_parse_u64_str(v, 10, max, &n) < 0 || n < 1) {
 		bc_errf(err, errlen, "%s: '%.32s' must be 1-%u", name, v, max);
 		return BC_EINVAL;
 	}

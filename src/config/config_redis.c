@@ -16,6 +16,7 @@
 #include "config/config_redis.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define SHOW_MAX 64   /* bytes of the URL an error shows */
 
@@ -121,7 +122,6 @@ parse_hostport(const char *s, size_t n, bc_redis_addr_t *a, const char **why)
 {
 	const char *host = s, *p;
 	size_t hlen, plen;
-	unsigned long port = 0;
 
 	if (n > 0 && s[0] == '[') {
 		const char *rb = memchr(s, ']', n);
@@ -170,18 +170,10 @@ parse_hostport(const char *s, size_t n, bc_redis_addr_t *a, const char **why)
 	if (p < s + n) {
 		p++;
 		plen = (size_t)(s + n - p);
-		for (size_t i = 0; i < plen && port <= 65535; i++) {
-			if (!isdigit((unsigned char)p[i])) {
-				port = 0;
-				break;
-			}
-			port = port * 10 + (unsigned long)(p[i] - '0');
-		}
-		if (plen == 0 || port < 1 || port > 65535) {
+		if (bc_parse_port(p, plen, &a->port) < 0) {
 			*why = "port must be 1-65535";
 			return BC_EINVAL;
 		}
-		a->port = (uint16_t)port;
 	}
 	a->host = strndup(host, hlen);
 	return a->host != NULL ? 0 : BC_ENOMEM;
@@ -196,14 +188,7 @@ parse_db(const char *s, bc_redis_addr_t *a, const char **why)
 	if (*s == '\0' || strcmp(s, "/") == 0)
 		return 0;
 	s++;
-	for (; *s != '\0'; s++) {
-		if (!isdigit((unsigned char)*s) || db > BC_REDIS_DB_MAX) {
-			db = UINT64_MAX;
-			break;
-		}
-		db = db * 10 + (uint64_t)(*s - '0');
-	}
-	if (db > BC_REDIS_DB_MAX) {
+	if (bc_parse_u64_str(s, 10, BC_REDIS_DB_MAX, &db) < 0) {
 		*why = "the database (after the '/') must be a number from 0 "
 		    "to 2147483647";
 		return BC_EINVAL;

@@ -22,6 +22,7 @@
 #include "creds/creds_fetch.h"
 #include "s3/s3_date.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
@@ -144,8 +145,7 @@ bc_creds_snap_unref(bc_creds_snap_t *s)
 	if (s == NULL)
 		return;
 	was = atomic_fetch_sub(&s->refs, 1);
-	if (was == 0)
-		abort();   /* a refcount below zero */
+	BC_CHECK(was > 0);   /* a refcount below zero */
 	if (was > 1)
 		return;
 	OPENSSL_cleanse(s + 1, strlen(s->access_key) +

@@ -18,6 +18,7 @@
 #include "s3/s3_date.h"
 #include "s3/s3_xml.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define MAX_DEPTH 32
 #define MAX_SHOWN 160   /* bytes of a service's message echoed in err */
@@ -60,20 +61,11 @@ jlit(jcur_t *c, const char *lit)
 static int
 hex4(const char *p, const char *end, unsigned *out)
 {
-	unsigned v = 0;
+	uint64_t v = 0;
 
-	if (end - p < 4)
+	if (end - p < 4 || bc_parse_u64(p, 4, 16, 0xffff, &v) < 0)
 		return -1;
-	for (int i = 0; i < 4; i++) {
-		int d = isdigit((unsigned char)p[i]) ? p[i] - '0' :
-		    (p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'f' ?
-		    (p[i] | 0x20) - 'a' + 10 : -1;
-
-		if (d < 0)
-			return -1;
-		v = v << 4 | (unsigned)d;
-	}
-	*out = v;
+	*out = (unsigned)v;
 	return 0;
 }
 

@@ -2,10 +2,10 @@
  * http_drain.c — the graceful drain's state machine (see http_drain.h).
  * Pure: no clock, no I/O, no locks.
  */
-#include <assert.h>
 #include <stddef.h>
 
 #include "http/http_drain.h"
+#include "util/util_assert.h"
 
 void
 bc_drain_init(bc_drain_t *d, uint64_t timeout_ns)
@@ -80,6 +80,6 @@ bc_drain_end_name(bc_drain_end_t end)
 	case BC_DRAIN_END_SIGNAL:
 		return "signal";
 	}
-	assert(!"bad drain end");
+	BC_CHECK(!"bad drain end");
 	return "?";
 }

@@ -17,55 +17,13 @@ typedef struct {
 } body_t;
 
 int
-bc_http_probe_url(const char *listen, const char *path, char *url,
+bc_http_probe_url(const bc_listen_addr_t *la, const char *path, char *url,
     size_t urllen)
 {
-	const char *host, *port;
-	size_t hl;
-	bool v6 = false;
-	char *end;
-	long p;
-	int n;
+	int n = snprintf(url, urllen, "http://%s:%u%s", la->url_host,
+	    (unsigned)la->port, path);
 
-	if (listen[0] == '[') {
-		const char *rb = strchr(listen, ']');
-
-		if (rb == NULL || rb[1] != ':')
-			return BC_EINVAL;
-		host = listen + 1;
-		hl = (size_t)(rb - host);
-		port = rb + 2;
-		v6 = true;
-	} else {
-		const char *colon = strrchr(listen, ':');
-
-		if (colon == NULL || memchr(listen, ':',
-		    (size_t)(colon - listen)) != NULL)
-			return BC_EINVAL;   /* IPv6 needs its brackets */
-		host = listen;
-		hl = (size_t)(colon - listen);
-		port = colon + 1;
-	}
-	if (port[0] < '0' || port[0] > '9')
-		return BC_EINVAL;
-	p = strtol(port, &end, 10);
-	if (*end != '\0' || p < 1 || p > 65535)
-		return BC_EINVAL;
-	if (v6 && (hl == 0 || (hl == 2 && memcmp(host, "::", 2) == 0)))
-		n = snprintf(url, urllen, "http://[::1]:%ld%s", p, path);
-	else if (v6)
-		n = snprintf(url, urllen, "http://[%.*s]:%ld%s", (int)hl,
-		    host, p, path);
-	else if (hl == 0 || (hl == 1 && host[0] == '*') ||
-	    (hl == 7 && memcmp(host, "0.0.0.0", 7) == 0) ||
-	    (hl == 9 && memcmp(host, "localhost", 9) == 0))
-		n = snprintf(url, urllen, "http://127.0.0.1:%ld%s", p, path);
-	else
-		n = snprintf(url, urllen, "http://%.*s:%ld%s", (int)hl, host,
-		    p, path);
-	if (n < 0 || (size_t)n >= urllen)
-		return BC_ERANGE;
-	return 0;
+	return n < 0 || (size_t)n >= urllen ? BC_ERANGE : 0;
 }
 
 static size_t
@@ -80,7 +38,7 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 int
-bc_http_probe(const char *listen, const char *path, long timeout_ms,
+bc_http_probe(const bc_listen_addr_t *la, const char *path, long timeout_ms,
     char *msg, size_t msglen)
 {
 	char url[512];
@@ -92,10 +50,10 @@ bc_http_probe(const char *listen, const char *path, long timeout_ms,
 	int rv;
 
 	memset(&body, 0, sizeof(body));
-	rv = bc_http_probe_url(listen, path, url, sizeof(url));
+	rv = bc_http_probe_url(la, path, url, sizeof(url));
 	if (rv < 0) {
-		bc_errf(msg, msglen, "--listen '%.64s' is not ADDRESS:PORT",
-		    listen);
+		bc_errf(msg, msglen, "--listen '%.64s': the URL is too long",
+		    la->url_host);
 		goto fail;
 	}
 	h = curl_easy_init();

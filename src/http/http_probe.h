@@ -11,28 +11,29 @@
 
 #include <stddef.h>
 
+#include "config/config.h"
+
 #define BC_PROBE_PREFIX     "/_bucketcache/"   /* + health, ready */
 #define BC_PROBE_TIMEOUT_MS 2000L   /* connect and answer, in all */
 
 /*
  * Writes into url (urllen bytes) the URL a client on this host uses to
- * reach path on a server listening on listen (--listen's ADDRESS:PORT,
- * IPv6 in brackets): a wildcard address (0.0.0.0, "*", none, [::])
- * becomes the loopback of its family, localhost 127.0.0.1. Returns 0;
- * BC_EINVAL when listen is not ADDRESS:PORT (port 1-65535), BC_ERANGE when
- * url is too small. Pure.
+ * reach path on a server listening on la (--listen as config/ parsed it,
+ * bc_config_listen_parse: a wildcard address is the loopback of its
+ * family, localhost 127.0.0.1). Returns 0, or BC_ERANGE when url is too
+ * small. Pure.
  */
-int bc_http_probe_url(const char *listen, const char *path, char *url,
-    size_t urllen);
+int bc_http_probe_url(const bc_listen_addr_t *la, const char *path,
+    char *url, size_t urllen);
 
 /*
  * GETs path from the server at listen (bc_http_probe_url), no proxy,
  * within timeout_ms. Returns 0 when it answers 200; otherwise a negative
- * code (BC_EINVAL: a bad listen; BC_EIO: no answer or another status).
+ * code (BC_ERANGE: a URL too long; BC_EIO: no answer or another status).
  * Either way msg (msglen bytes) gets one line: the URL and the status
  * with the body's first line, or why there was none.
  */
-int bc_http_probe(const char *listen, const char *path, long timeout_ms,
-    char *msg, size_t msglen);
+int bc_http_probe(const bc_listen_addr_t *la, const char *path,
+    long timeout_ms, char *msg, size_t msglen);
 
 #endif

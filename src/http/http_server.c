@@ -44,6 +44,7 @@
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
+#include "util/util_num.h"
 
 /* stats/ counts ops by index, op 0 the catch-all (stats.h) */
 _Static_assert(BC_S3OP_Unknown == 0 && BC_S3OP__COUNT <= BC_STATS_NOPS,
@@ -357,11 +358,8 @@ parse_content_length(bc_http_req_t *r)
 
 	if (v == NULL)
 		return BC_S3E_NONE;
-	for (; *v != '\0'; v++) {
-		if (n > (UINT64_MAX - 9) / 10)
-			return BC_S3E_BadRequest;
-		n = n * 10 + (uint64_t)(*v - '0');
-	}
+	if (bc_parse_u64_str(v, 10, UINT64_MAX - 1, &n) < 0)
+		return BC_S3E_BadRequest;
 	r->content_length = n;
 	return BC_S3E_NONE;
 }
@@ -628,69 +626,11 @@ connection_limit(unsigned want)
 	return (unsigned)room;
 }
 
-static int
-parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
-    size_t errlen)
-{
-	char host[256];
-	const char *colon;
-	size_t hl;
-	long port;
-	char *end;
-
-	memset(ss, 0, sizeof(*ss));
-	if (listen[0] == '[') {
-		const char *rb = strchr(listen, ']');
-
-		if (rb == NULL || rb[1] != ':')
-			goto bad;
-		hl = (size_t)(rb - listen - 1);
-		colon = rb + 1;
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, listen + 1, hl);
-	} else {
-		colon = strrchr(listen, ':');
-		if (colon == NULL)
-			goto bad;
-		hl = (size_t)(colon - listen);
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, listen, hl);
-	}
-	host[hl] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port < 1 || port > 65535)
-		goto bad;
-	if (hl == 0 || strcmp(host, "*") == 0)
-		strcpy(host, "0.0.0.0");
-	if (strcmp(host, "localhost") == 0)
-		strcpy(host, "127.0.0.1");
-	{
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-		if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
-			in->sin_family = AF_INET;
-			in->sin_port = htons((uint16_t)port);
-			return 0;
-		}
-		if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-			in6->sin6_family = AF_INET6;
-			in6->sin6_port = htons((uint16_t)port);
-			return 0;
-		}
-	}
-bad:
-	snprintf(err, errlen, "--listen: '%s' is not ADDRESS:PORT", listen);
-	return -1;
-}
-
 int
 bc_server_start(bc_server_t *s, const bc_config_t *cfg,
     const bc_server_parts_t *p, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
+	const struct sockaddr_storage *ss;
 	bc_conns_limits_t limits;
 	unsigned threads = cfg->threads;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
@@ -712,9 +652,13 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	s->scale = p->scale;
 	s->warm = p->warm;
 	s->lists = p->lists;
-	if (parse_listen(cfg->listen, &ss, err, errlen) < 0)
+	ss = &cfg->listen_addr.ss;
+	if (ss->ss_family == AF_UNSPEC) {
+		snprintf(err, errlen, "--listen: '%.64s' is not an IP address",
+		    cfg->listen);
 		return -1;
-	if (ss.ss_family == AF_INET6)
+	}
+	if (ss->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (s->origin == NULL || s->loop == NULL) {
 		snprintf(err, errlen, "the server needs an origin and a loop");
@@ -750,7 +694,7 @@ bc_server_start(bc_server_t *s, const bc_config_t *cfg,
 	if (bc_log_level >= BC_LOG_DEBUG)
 		flags |= MHD_USE_ERROR_LOG;
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_LIMIT, limits.max,
 	    /* inactivity: seconds, rounded up; 0 turns it off */

@@ -18,12 +18,12 @@
  * free from another thread wait out a run in progress. See
  * loop.h for the threading contract.
  */
-#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "loop/loop.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_list.h"
 #include "util/util_log.h"
@@ -315,7 +315,7 @@ on_work_done(uv_work_t *req, int status)
 	bc_loop_fn after = w->after;
 	void      *arg = w->arg;
 
-	assert(status == 0);    /* nothing cancels */
+	BC_CHECK(status == 0);    /* nothing cancels */
 	(void)status;
 	free(w);
 	if (after != NULL)
@@ -329,7 +329,7 @@ work_start(bc_loop_t *l, void *arg)
 	int     rv;
 
 	rv = uv_queue_work(&l->uv, &w->req, on_work, on_work_done);
-	assert(rv == 0);        /* fails only for a NULL work_cb */
+	BC_CHECK(rv == 0);        /* fails only for a NULL work_cb */
 	(void)rv;
 }
 
@@ -370,8 +370,7 @@ timer_unref(bc_loop_timer_t *t)
 	pthread_mutex_lock(&l->mu);
 	refs = --t->refs;
 	pthread_mutex_unlock(&l->mu);
-	if (refs < 0)
-		abort();
+	BC_CHECK(refs >= 0);
 	if (refs == 0)
 		free(t);
 }

@@ -22,10 +22,10 @@
  *
  * Called with the owning tier's lock held (policy.h).
  */
-#include <assert.h>
 #include <stdlib.h>
 
 #include "policy/policy.h"
+#include "util/util_assert.h"
 
 #define PROTECTED_PCT 99
 
@@ -114,7 +114,7 @@ static void
 slru_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
 	if (n->aux == 1) {
-		assert(p->prot_bytes >= n->size);
+		BC_CHECK(p->prot_bytes >= n->size);
 		p->prot_bytes -= n->size;
 	}
 	bc_list_remove(&n->link);

@@ -19,12 +19,12 @@
  * (policy.h); events without a context reuse the last time seen. admit
  * refuses only when the heap cannot grow (out of memory).
  */
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
+#include "util/util_assert.h"
 #include "util/util_heap.h"
 
 struct bc_policy_s {
@@ -133,14 +133,14 @@ cost_on_insert(bc_policy_t *p, bc_policy_node_t *n,
 
 	reference(n, now_of(p, ctx), false);
 	rv = bc_heap_push(&p->heap, n);     /* admit reserved the slot */
-	assert(rv == 0);
+	BC_CHECK(rv == 0);
 	(void)rv;
 }
 
 static void
 cost_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
-	assert(n->idx < bc_heap_len(&p->heap));
+	BC_CHECK(n->idx < bc_heap_len(&p->heap));
 	reference(n, now_of(p, ctx), true);
 	bc_heap_update(&p->heap, n->idx);
 }
@@ -148,7 +148,7 @@ cost_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 static void
 cost_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	assert(n->idx < bc_heap_len(&p->heap));
+	BC_CHECK(n->idx < bc_heap_len(&p->heap));
 	bc_heap_remove(&p->heap, n->idx);
 }
 

@@ -8,10 +8,10 @@
  * references: the tier removes an entry (on_remove) before dropping it.
  * Context and targets are ignored: recency is all it knows.
  */
-#include <assert.h>
 #include <stdlib.h>
 
 #include "policy/policy.h"
+#include "util/util_assert.h"
 
 struct bc_policy_s {
 	bc_list_t lru;        /* head: most recent; tail: the next victim */
@@ -57,7 +57,7 @@ lru_on_insert(bc_policy_t *p, bc_policy_node_t *n,
     const bc_policy_ctx_t *ctx)
 {
 	(void)ctx;
-	assert(!linked(n));
+	BC_CHECK(!linked(n));
 	bc_list_insert_head(&p->lru, &n->link);
 	p->n++;
 }
@@ -66,7 +66,7 @@ static void
 lru_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
 	(void)ctx;
-	assert(p->n > 0 && linked(n));
+	BC_CHECK(p->n > 0 && linked(n));
 	if (bc_list_first(&p->lru) == &n->link)
 		return;
 	bc_list_remove(&n->link);
@@ -76,7 +76,7 @@ lru_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 static void
 lru_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	assert(p->n > 0 && linked(n));
+	BC_CHECK(p->n > 0 && linked(n));
 	bc_list_remove(&n->link);
 	p->n--;
 }

@@ -17,10 +17,10 @@
  * is O(1) but choose_victim, which walks past skipped nodes. Called with
  * the owning tier's lock held (policy.h). Context and targets are ignored.
  */
-#include <assert.h>
 #include <stdlib.h>
 
 #include "policy/policy.h"
+#include "util/util_assert.h"
 
 struct bc_policy_s {
 	bc_list_t list;       /* head: newest, the first victim */
@@ -64,7 +64,7 @@ static void
 pin_on_insert(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
 	(void)ctx;
-	assert(!linked(n));
+	BC_CHECK(!linked(n));
 	bc_list_insert_head(&p->list, &n->link);
 	p->bytes += n->size;
 }
@@ -74,13 +74,13 @@ pin_on_hit(bc_policy_t *p, bc_policy_node_t *n, const bc_policy_ctx_t *ctx)
 {
 	(void)p;
 	(void)ctx;
-	assert(linked(n));
+	BC_CHECK(linked(n));
 }
 
 static void
 pin_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	assert(linked(n) && p->bytes >= n->size);
+	BC_CHECK(linked(n) && p->bytes >= n->size);
 	bc_list_remove(&n->link);
 	p->bytes -= n->size;
 }

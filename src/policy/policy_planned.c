@@ -29,10 +29,10 @@
  * the heap's top (a walk of the heap array, not exactly by next use, when
  * the top is skipped). Called with the owning tier's lock held (policy.h).
  */
-#include <assert.h>
 #include <stdlib.h>
 
 #include "policy/policy.h"
+#include "util/util_assert.h"
 #include "util/util_heap.h"
 
 #define REFRESH 8
@@ -142,7 +142,7 @@ place(bc_policy_t *p, bc_policy_node_t *n, uint64_t nu,
 	}
 	n->word = nu;
 	rv = bc_heap_push(&p->heap, n);
-	assert(rv == 0);
+	BC_CHECK(rv == 0);
 	(void)rv;
 }
 
@@ -152,7 +152,7 @@ unplace(bc_policy_t *p, bc_policy_node_t *n)
 	if (in_heap(n)) {
 		bc_heap_remove(&p->heap, n->idx);
 	} else {
-		assert(p->fb_n > 0);
+		BC_CHECK(p->fb_n > 0);
 		p->fb_ops->on_remove(p->fb, n);
 		p->fb_n--;
 	}
@@ -294,7 +294,7 @@ planned_on_hit(bc_policy_t *p, bc_policy_node_t *n,
 static void
 planned_on_remove(bc_policy_t *p, bc_policy_node_t *n)
 {
-	assert(p->bytes >= n->size);
+	BC_CHECK(p->bytes >= n->size);
 	p->bytes -= n->size;
 	unplace(p, n);
 }

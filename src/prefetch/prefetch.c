@@ -17,6 +17,7 @@
 #include "stats/stats.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
+#include "util/util_htab.h"
 #include "util/util_time.h"
 
 typedef struct job_s {
@@ -126,48 +127,38 @@ job_window(const bc_prefetch_t *p, const job_t *j)
 static size_t
 carry_issued(const job_t *j, char **keys, size_t n)
 {
-	size_t size = 16, mask, k = 0, m = 0;
-	uint32_t *set;
+	size_t k = 0, m = 0;
+	bc_htab_t set = { 0 };       /* the issued keys: nodes[i] is keys[i] */
+	bc_hnode_t *nodes;
 	char **rest;
 
 	if (j->issued == 0 || n == 0)
 		return 0;
-	while (size < 2 * j->issued)
-		size *= 2;
-	mask = size - 1;
-	set = malloc(size * sizeof(*set));
+	nodes = malloc(j->issued * sizeof(*nodes));
 	rest = malloc(n * sizeof(*rest));
-	if (set == NULL || rest == NULL) {
-		free(set);
+	if (nodes == NULL || rest == NULL ||
+	    bc_htab_init(&set, 2 * j->issued, true) < 0) {
+		free(nodes);
 		free(rest);
 		return 0;
 	}
-	memset(set, 0xff, size * sizeof(*set));
-	for (size_t i = 0; i < j->issued; i++) {
-		const char *key = j->keys[i];
-		size_t h = bc_hash(BC_HASH_INIT, key, strlen(key)) & mask;
-
-		while (set[h] != UINT32_MAX)
-			h = (h + 1) & mask;
-		set[h] = (uint32_t)i;
-	}
+	for (size_t i = 0; i < j->issued; i++)
+		bc_htab_insert(&set, &nodes[i], bc_hash(BC_HASH_INIT,
+		    j->keys[i], strlen(j->keys[i])));
 	for (size_t i = 0; i < n; i++) {
-		size_t h = bc_hash(BC_HASH_INIT, keys[i], strlen(keys[i])) &
-		    mask;
-		bool was = false;
+		uint64_t h = bc_hash(BC_HASH_INIT, keys[i], strlen(keys[i]));
+		bc_hnode_t *x = bc_htab_first(&set, h);
 
-		for (; set[h] != UINT32_MAX; h = (h + 1) & mask)
-			if (strcmp(j->keys[set[h]], keys[i]) == 0) {
-				was = true;
-				break;
-			}
-		if (was)
+		while (x != NULL && strcmp(j->keys[x - nodes], keys[i]) != 0)
+			x = bc_htab_next(x);
+		if (x != NULL)
 			keys[k++] = keys[i];
 		else
 			rest[m++] = keys[i];
 	}
 	memcpy(keys + k, rest, m * sizeof(*rest));
-	free(set);
+	bc_htab_fini(&set);
+	free(nodes);
 	free(rest);
 	return k;
 }

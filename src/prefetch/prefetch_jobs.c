@@ -10,7 +10,6 @@
  * after this one, never before). The builders' charge (build_bytes) is
  * an atomic apart from the lock.
  */
-#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,13 +19,16 @@
 #include "s3/s3_hints.h"
 #include "s3/s3_request.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
+#include "util/util_htab.h"
+#include "util/util_list.h"
 #include "util/util_time.h"
 
 struct bc_job_s {
 	bc_jobs_t  *jobs;
-	bc_job_t   *hnext;
+	bc_hnode_t  hnode;      /* in jobs->table, by id */
 	size_t      idx;        /* in jobs->all while live */
 	unsigned    refs;       /* bc_jobs_get references */
 	bool        live;
@@ -55,8 +57,7 @@ struct bc_job_s {
 
 struct bc_jobs_s {
 	pthread_mutex_t mu;
-	bc_job_t      **table;
-	size_t          mask;
+	bc_htab_t       table;         /* bc_job_t.hnode */
 	bc_job_t      **all;
 	size_t          count;
 	size_t          max_jobs;
@@ -90,12 +91,10 @@ bc_jobs_new(size_t max_jobs, size_t max_bytes, size_t owners)
 	j->share_bytes = j->max_bytes / owners;
 	while (size < j->max_jobs * 2)
 		size *= 2;
-	j->mask = size - 1;
-	j->table = calloc(size, sizeof(*j->table));
 	j->all = calloc(j->max_jobs, sizeof(*j->all));
-	if (j->table == NULL || j->all == NULL ||
+	if (bc_htab_init(&j->table, size, true) < 0 || j->all == NULL ||
 	    pthread_mutex_init(&j->mu, NULL) != 0) {
-		free(j->table);
+		bc_htab_fini(&j->table);
 		free(j->all);
 		free(j);
 		return NULL;
@@ -106,20 +105,23 @@ bc_jobs_new(size_t max_jobs, size_t max_bytes, size_t owners)
 	return j;
 }
 
-static size_t
-slot_of(const bc_jobs_t *jobs, const char *id)
+static uint64_t
+id_hash(const char *id)
 {
-	return (size_t)bc_hash(BC_HASH_INIT, id, strlen(id)) & jobs->mask;
+	return bc_hash(BC_HASH_INIT, id, strlen(id));
 }
 
 static bc_job_t *
 do_find(bc_jobs_t *jobs, const char *id)
 {
-	bc_job_t *j = jobs->table[slot_of(jobs, id)];
+	for (bc_hnode_t *n = bc_htab_first(&jobs->table, id_hash(id));
+	    n != NULL; n = bc_htab_next(n)) {
+		bc_job_t *j = BC_CONTAINER_OF(n, bc_job_t, hnode);
 
-	while (j != NULL && strcmp(j->id, id) != 0)
-		j = j->hnext;
-	return j;
+		if (strcmp(j->id, id) == 0)
+			return j;
+	}
+	return NULL;
 }
 
 /* forgets the progress in plan[0] (a new current plan) */
@@ -225,7 +227,7 @@ do_drop_plan(bc_job_t *job, unsigned i)
 {
 	size_t b = bc_plan_memory(job->plan[i]);
 
-	assert(i < job->n);
+	BC_CHECK(i < job->n);
 	job->bytes -= b;
 	if (job->live)
 		job->jobs->bytes -= b;
@@ -266,11 +268,9 @@ job_free(bc_job_t *job)
 static void
 do_unlink(bc_jobs_t *jobs, bc_job_t *job)
 {
-	bc_job_t **pp = &jobs->table[slot_of(jobs, job->id)];
-
-	while (*pp != job)
-		pp = &(*pp)->hnext;
-	*pp = job->hnext;
+	BC_CHECK(job->live && jobs->count > 0 && jobs->all[job->idx] == job);
+	BC_CHECK(jobs->bytes >= job->bytes);
+	bc_htab_remove(&jobs->table, &job->hnode);
 	jobs->all[job->idx] = jobs->all[--jobs->count];
 	jobs->all[job->idx]->idx = job->idx;
 	atomic_store(&jobs->live, jobs->count);
@@ -287,11 +287,11 @@ bc_jobs_free(bc_jobs_t *jobs)
 	if (jobs == NULL)
 		return;
 	while (jobs->count > 0) {
-		assert(jobs->all[0]->refs == 0);
+		BC_CHECK(jobs->all[0]->refs == 0);
 		do_unlink(jobs, jobs->all[0]);
 	}
 	pthread_mutex_destroy(&jobs->mu);
-	free(jobs->table);
+	bc_htab_fini(&jobs->table);
 	free(jobs->all);
 	free(jobs);
 }
@@ -439,8 +439,6 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *owner,
 		goto out;
 	}
 	if (job == NULL) {
-		size_t s = slot_of(jobs, id);
-
 		job = calloc(1, sizeof(*job));
 		if (job == NULL) {
 			rv = BC_ENOMEM;
@@ -451,8 +449,7 @@ bc_jobs_put_plan(bc_jobs_t *jobs, const char *id, const char *owner,
 		strcpy(job->id, id);
 		strcpy(job->bucket, bucket);
 		strcpy(job->owner, owner);
-		job->hnext = jobs->table[s];
-		jobs->table[s] = job;
+		bc_htab_insert(&jobs->table, &job->hnode, id_hash(id));
 		job->idx = jobs->count;
 		jobs->all[jobs->count++] = job;
 		atomic_store(&jobs->live, jobs->count);
@@ -587,7 +584,7 @@ bc_jobs_build_charge(bc_jobs_t *jobs, int64_t delta)
 
 	if (delta <= 0) {
 		had = atomic_fetch_add(&jobs->build_bytes, delta);
-		assert(had + delta >= 0);
+		BC_CHECK(had + delta >= 0);
 		return 0;
 	}
 	had = atomic_load(&jobs->build_bytes);
@@ -734,8 +731,7 @@ bc_job_unref(bc_job_t *job)
 		return;
 	jobs = job->jobs;
 	pthread_mutex_lock(&jobs->mu);
-	if (job->refs == 0)
-		abort();
+	BC_CHECK(job->refs > 0);
 	job->refs--;
 	gone = job->refs == 0 && !job->live;
 	pthread_mutex_unlock(&jobs->mu);

@@ -12,6 +12,7 @@
 #include "prefetch/prefetch_plan.h"
 #include "s3/s3_hints.h"
 #include "s3/s3_request.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 
@@ -373,8 +374,7 @@ bc_plan_ref(bc_plan_t *p)
 {
 	unsigned old = atomic_fetch_add(&p->refs, 1);
 
-	if (old == 0)
-		abort();
+	BC_CHECK(old > 0);
 }
 
 void
@@ -385,8 +385,7 @@ bc_plan_unref(bc_plan_t *p)
 	if (p == NULL)
 		return;
 	old = atomic_fetch_sub(&p->refs, 1);
-	if (old == 0)
-		abort();
+	BC_CHECK(old > 0);
 	if (old > 1)
 		return;
 	free(p->arena);

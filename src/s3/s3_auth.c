@@ -17,6 +17,7 @@
 #include "s3/s3_date.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define ALGORITHM          "AWS4-HMAC-SHA256"
 #define MAX_AUTHZ          4096   /* bytes of a V4 Authorization header */
@@ -456,7 +457,8 @@ verify_v4_query(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 	const char *sig = bc_kv_get_exact(q, "X-Amz-Signature");
 	const char *ph, *key;
 	v4parts_t v;
-	long expires = 0;
+	uint64_t expires = 0;
+	int rv;
 	time_t t;
 	bc_s3err_t e;
 
@@ -470,11 +472,10 @@ verify_v4_query(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 	if (bc_sigv4_parse_amz_date(date, &t) < 0)
 		return query_error(out, "X-Amz-Date must be in the ISO8601 "
 		    "Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
-	if (exp[0] == '\0' || strlen(exp) > 7 ||
-	    strspn(exp, "0123456789") != strlen(exp))
+	rv = bc_parse_u64_str(exp, 10, MAX_EXPIRES, &expires);
+	if (rv == BC_EINVAL)
 		return query_error(out, "X-Amz-Expires should be a number");
-	expires = strtol(exp, NULL, 10);
-	if (expires > MAX_EXPIRES)
+	if (rv < 0)
 		return query_error(out, "X-Amz-Expires must be less than a "
 		    "week (in seconds) that is 604800");
 	if (!parse_credential(cred, strlen(cred), &v))
@@ -498,7 +499,7 @@ verify_v4_query(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 		out->message = "Request is not valid yet";
 		return BC_S3E_AccessDenied;
 	}
-	if ((long long)now - (long long)t > expires) {
+	if ((long long)now - (long long)t > (long long)expires) {
 		out->message = "Request has expired";
 		return BC_S3E_AccessDenied;
 	}

@@ -17,7 +17,6 @@
  * never lets the output end. Errors are sticky. Not thread-safe; one
  * instance per request.
  */
-#include <assert.h>
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <strings.h>
 
 #include "s3/s3_awschunked.h"
+#include "util/util_assert.h"
 #include "util/util_crypto.h"
 #include "util/util_num.h"
 
@@ -40,6 +40,9 @@
 /* one trailer line, CRLF included: the longest legal one is the trailer
  * signature's (23 + 1 + 64 + 2) */
 #define MAX_TLINE    128
+/* framing only: the extensions of one chunk line, and the trailer */
+#define MAX_EXT      1024
+#define MAX_SKIPPED_TRAILER (16 * 1024)
 /* unsigned data handed out per step */
 #define STREAM_BLOCK (64 * 1024)
 /* the body's end, framed: final chunk line, checksum line, signature
@@ -67,6 +70,9 @@ struct bc_awschunked_s {
 
 	char           line[MAX_LINE];
 	size_t         line_len;
+	bool           in_ext;          /* framing only: skipping ";..." */
+	size_t         skipped;         /* framing only: bytes skipped (this
+					   line's extensions; the trailer) */
 	size_t         hex_len;         /* digits of the size, as sent */
 	char           sig[65];         /* the chunk's claimed signature */
 	char           prev_client[65];
@@ -110,6 +116,7 @@ bc_awschunked_mode_parse(const char *content_sha256,
     bc_awschunked_mode_t *mode)
 {
 	for (size_t i = 0; i < sizeof(mode_names) / sizeof(*mode_names); i++)
+		/* framing only has no name of its own */
 		if (content_sha256 != NULL &&
 		    strcmp(content_sha256, mode_names[i]) == 0) {
 			*mode = (bc_awschunked_mode_t)i;
@@ -121,7 +128,7 @@ bc_awschunked_mode_parse(const char *content_sha256,
 const char *
 bc_awschunked_mode_name(bc_awschunked_mode_t mode)
 {
-	assert((size_t)mode < sizeof(mode_names) / sizeof(*mode_names));
+	BC_CHECK((size_t)mode < sizeof(mode_names) / sizeof(*mode_names));
 	return mode_names[mode];
 }
 
@@ -144,14 +151,17 @@ bc_awschunked_parse_trailer(const char *value, bc_checksum_alg_t *alg)
 bc_awschunked_t *
 bc_awschunked_new_opts(const bc_awschunked_opts_t *o)
 {
-	bool trailer = o->mode != BC_AWSCHUNKED_SIGNED;
-	bool sig = o->mode != BC_AWSCHUNKED_UNSIGNED_TRAILER;
+	bool trailer = o->mode == BC_AWSCHUNKED_UNSIGNED_TRAILER ||
+	    o->mode == BC_AWSCHUNKED_SIGNED_TRAILER;
+	bool sig = o->mode == BC_AWSCHUNKED_SIGNED ||
+	    o->mode == BC_AWSCHUNKED_SIGNED_TRAILER;
 	bc_awschunked_t *d;
 
-	if ((unsigned)o->mode > BC_AWSCHUNKED_SIGNED_TRAILER ||
+	if ((unsigned)o->mode > BC_AWSCHUNKED_FRAMING ||
 	    (sig && o->client == NULL) ||
 	    (sig && o->framed && o->upstream == NULL) ||
-	    (!trailer && o->trailer != BC_CKSUM_NONE))
+	    (!trailer && o->trailer != BC_CKSUM_NONE) ||
+	    (o->mode == BC_AWSCHUNKED_FRAMING && o->framed))
 		return NULL;
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
@@ -243,7 +253,7 @@ bc_awschunked_parse_decoded_len(const char *value, uint64_t *len)
 void
 bc_awschunked_set_decoded_len(bc_awschunked_t *d, uint64_t len)
 {
-	assert(d->decoded == 0 && d->st == ST_LINE);   /* before any chunk */
+	BC_CHECK(d->decoded == 0 && d->st == ST_LINE);   /* before any chunk */
 	d->has_declared = true;
 	d->declared = len;
 }
@@ -300,20 +310,18 @@ static bc_s3err_t
 parse_line(bc_awschunked_t *d)
 {
 	const char *l = d->line;
-	size_t n = d->line_len, i = 0;
+	size_t n = d->line_len, i;
 	uint64_t size = 0;
+	ssize_t k;
 
 	if (n < 2 || l[n - 2] != '\r' || l[n - 1] != '\n')
 		return BC_S3E_InvalidArgument;
 	n -= 2;
-	while (i < n && bc_hexval(l[i]) >= 0) {
-		size = size * 16 + (uint64_t)bc_hexval(l[i]);
-		i++;
-		if (i > MAX_HEX)
-			return BC_S3E_InvalidArgument;
-	}
-	if (i == 0)
+	k = bc_parse_u64_prefix(l, n < MAX_HEX + 1 ? n : MAX_HEX + 1, 16,
+	    UINT64_MAX, &size);
+	if (k <= 0 || k > MAX_HEX)
 		return BC_S3E_InvalidArgument;
+	i = (size_t)k;
 	d->hex_len = i;
 	if (d->signed_chunks) {
 		if (n - i != SIG_EXT_LEN + 64 ||
@@ -484,9 +492,9 @@ trailer_signature(const bc_awschunked_t *d, const bc_sigv4_ctx_t *ctx,
 		    (char)tolower((unsigned char)d->cline[i]) : d->cline[i];
 	canon[n] = '\n';
 	bc_sha256_hex(canon, d->cline_len > 0 ? n + 1 : 0, hash);
-	if (bc_buf_printf(&sts, TRAILER_ALGO "\n%s\n%s\n%s\n%s",
-	    ctx->amz_date, ctx->scope, prev, hash) < 0)
-		abort();   /* out of memory for 200 bytes */
+	/* out of memory for 200 bytes */
+	BC_AZ(bc_buf_printf(&sts, TRAILER_ALGO "\n%s\n%s\n%s\n%s",
+	    ctx->amz_date, ctx->scope, prev, hash) < 0);
 	bc_hmac_sha256(ctx->key, sizeof(ctx->key), sts.data, sts.len, mac);
 	bc_hex(mac, sizeof(mac), sig);
 	bc_buf_fini(&sts);
@@ -558,6 +566,26 @@ is_value_char(char c)
 	return (unsigned char)c > ' ' && (unsigned char)c < 127;
 }
 
+/* Framing only: one byte of the trailer, whose lines are skipped; the
+ * empty line ends it. tline holds the current line's last byte. */
+static bc_s3err_t
+skip_trailer(bc_awschunked_t *d, char c)
+{
+	if (++d->skipped > MAX_SKIPPED_TRAILER)
+		return BC_S3E_MalformedTrailerError;
+	if (c != '\n') {
+		d->tline[0] = c;
+		d->tline_len++;
+		return BC_S3E_NONE;
+	}
+	if (d->tline_len == 0 || d->tline[0] != '\r')
+		return BC_S3E_MalformedTrailerError;   /* a bare LF */
+	if (d->tline_len == 1)
+		return end_trailer(d);
+	d->tline_len = 0;
+	return BC_S3E_NONE;
+}
+
 /* One complete trailer line in tline (CRLF included): the checksum, then
  * (signed mode) the signature, then the empty line that ends them. */
 static bc_s3err_t
@@ -625,12 +653,27 @@ bc_awschunked_feed(bc_awschunked_t *d, const char *in, size_t len,
 	while (used < len) {
 		switch (d->st) {
 		case ST_LINE:
+			if (d->mode == BC_AWSCHUNKED_FRAMING &&
+			    (d->in_ext || in[used] == ';')) {
+				/* framing only: extensions are skipped up to
+				 * the line's CR */
+				d->in_ext = in[used] != '\r';
+				if (in[used] == '\n' ||
+				    ++d->skipped > MAX_EXT)
+					return set_error(d,
+					    BC_S3E_InvalidArgument, err);
+				if (d->in_ext) {
+					used++;
+					break;
+				}
+			}
 			if (d->line_len == sizeof(d->line))
 				return set_error(d, BC_S3E_InvalidArgument,
 				    err);
 			d->line[d->line_len++] = in[used++];
 			if (d->line[d->line_len - 1] != '\n')
 				break;
+			d->skipped = 0;
 			e = parse_line(d);
 			if (e == BC_S3E_NONE)
 				e = start_chunk(d);
@@ -672,6 +715,14 @@ bc_awschunked_feed(bc_awschunked_t *d, const char *in, size_t len,
 			/* hand out the chunk before reading on */
 			return (ssize_t)used;
 		case ST_TRAILER:
+			if (d->mode == BC_AWSCHUNKED_FRAMING) {
+				e = skip_trailer(d, in[used++]);
+				if (e != BC_S3E_NONE)
+					return set_error(d, e, err);
+				if (d->st == ST_DONE)
+					return (ssize_t)used;
+				break;
+			}
 			if (d->tline_len == sizeof(d->tline))
 				return set_error(d,
 				    BC_S3E_MalformedTrailerError,

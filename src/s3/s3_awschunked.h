@@ -24,6 +24,14 @@
  * announced, and only it) is computed over the decoded payload and
  * compared with the trailer's.
  *
+ * A fourth mode, framing only, decodes what an anonymous request sends
+ * under any other STREAMING-* value (the signed ones with no key to check
+ * them, SigV4a's): unsigned chunks whose extensions (";name=value", at
+ * most 1024 bytes a line) are skipped, and trailer lines (at most 16 KiB
+ * in all, each ending in CRLF) skipped unread; nothing is verified, the
+ * decoded length is checked only when declared (set_decoded_len), and
+ * the output is the decoded payload.
+ *
  * Output, for an upstream: the same mode, framed as the client framed it
  * (same sizes; signed chunks and the trailer signature chained from the
  * upstream request's signature, same lengths), so it is exactly as long
@@ -78,6 +86,8 @@ typedef enum bc_awschunked_mode_e {
 	BC_AWSCHUNKED_SIGNED = 0,        /* ...-PAYLOAD */
 	BC_AWSCHUNKED_UNSIGNED_TRAILER,  /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
 	BC_AWSCHUNKED_SIGNED_TRAILER,    /* ...-PAYLOAD-TRAILER */
+	BC_AWSCHUNKED_FRAMING,           /* any other STREAMING-*, anonymous:
+					    framing only (no name) */
 } bc_awschunked_mode_t;
 
 typedef struct bc_awschunked_s bc_awschunked_t;
@@ -100,7 +110,8 @@ typedef struct bc_awschunked_opts_s {
 
 /* Contexts are copied. Returns NULL when out of memory or o is
  * inconsistent (a signed mode without client, or framed without
- * upstream; the mode without trailer given a checksum). */
+ * upstream; a mode without trailer given a checksum; framing only with
+ * framed output or a checksum). */
 bc_awschunked_t *bc_awschunked_new_opts(const bc_awschunked_opts_t *o);
 /* The STREAMING-AWS4-HMAC-SHA256-PAYLOAD mode: upstream NULL emits the
  * decoded payload alone (no framing), e.g. for a file:// upstream. */
@@ -120,7 +131,8 @@ bc_s3err_t bc_awschunked_from_headers(const bc_kvlist_t *h,
  * the three STREAMING-* values above, false for anything else. */
 bool bc_awschunked_mode_parse(const char *content_sha256,
     bc_awschunked_mode_t *mode);
-/* The x-amz-content-sha256 value of mode. Static. */
+/* The x-amz-content-sha256 value of mode (not BC_AWSCHUNKED_FRAMING,
+ * which has none). Static. */
 const char *bc_awschunked_mode_name(bc_awschunked_mode_t mode);
 /* The checksum an x-amz-trailer value (NULL: missing, *alg = NONE)
  * announces into *alg: BC_S3E_NONE, or InvalidRequest when not one

@@ -118,16 +118,19 @@ cur_char(cur_t *c, char ch)
 static bool
 cur_digits(cur_t *c, int min, int max, int *out)
 {
-	int n = 0, v = 0;
+	size_t lim = (size_t)(c->end - c->p);
+	uint64_t v = 0;
+	ssize_t n;
 
-	while (c->p < c->end && n < max && *c->p >= '0' && *c->p <= '9') {
-		v = v * 10 + (*c->p - '0');
-		c->p++;
-		n++;
-	}
-	if (n < min || (c->p < c->end && *c->p >= '0' && *c->p <= '9'))
+	if (lim > (size_t)max)
+		lim = (size_t)max;
+	n = bc_u64_prefix(c->p, lim, &v);
+	if (n < min)
 		return false;
-	*out = v;
+	c->p += n;
+	if (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+		return false;
+	*out = (int)v;
 	return true;
 }
 

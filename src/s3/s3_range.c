@@ -6,6 +6,7 @@
 
 #include "s3/s3_range.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 /* A run of decimal digits: where it starts, its length, its value
  * saturated at UINT64_MAX. */
@@ -29,16 +30,13 @@ read_num(const char **p, const char *end, num_t *out)
 
 	out->s = s;
 	out->v = 0;
-	while (s < end && *s >= '0' && *s <= '9') {
-		uint64_t d = (uint64_t)(*s - '0');
-
-		if (out->v > (UINT64_MAX - d) / 10)
-			out->v = UINT64_MAX;
-		else
-			out->v = out->v * 10 + d;
+	while (s < end && *s >= '0' && *s <= '9')
 		s++;
-	}
 	out->n = (size_t)(s - out->s);
+	/* past UINT64_MAX: saturated (num_cmp compares the digits) */
+	if (out->n > 0 && bc_parse_u64(out->s, out->n, 10, UINT64_MAX,
+	    &out->v) < 0)
+		out->v = UINT64_MAX;
 	*p = s;
 	return out->n > 0;
 }

@@ -15,6 +15,7 @@
 #include "s3/s3_date.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define MSG_DATE "AWS authentication requires a valid Date or x-amz-date " \
 	"header"
@@ -437,7 +438,7 @@ verify_query(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 	const char *exp = bc_kv_get_exact(&r->query, "Expires");
 	const char *key;
 	char s[65];
-	long long expires;
+	uint64_t expires;
 	bc_s3err_t e;
 
 	if (ak == NULL || sig == NULL || exp == NULL || ak[0] == '\0' ||
@@ -446,17 +447,15 @@ verify_query(const bc_s3_req_t *r, time_t now, bc_s3_secret_fn secret,
 		out->message = MSG_QUERY;
 		return BC_S3E_AccessDenied;
 	}
-	if (exp[0] == '\0' || strlen(exp) > 18 ||
-	    strspn(exp, "0123456789") != strlen(exp)) {
+	if (bc_parse_u64_str(exp, 10, INT64_MAX, &expires) < 0) {
 		out->message = "Invalid date (should be seconds since epoch)";
 		return BC_S3E_AccessDenied;
 	}
-	expires = strtoll(exp, NULL, 10);
 	strcpy(out->access_key, ak);
 	key = secret(ctx, ak);
 	if (key == NULL)
 		return BC_S3E_InvalidAccessKeyId;
-	if ((long long)now > expires) {
+	if ((long long)now > (long long)expires) {
 		out->message = "Request has expired";
 		return BC_S3E_AccessDenied;
 	}

@@ -13,6 +13,7 @@
 #include "s3/s3_sigv4.h"
 #include "s3/s3_verdicts.h"
 #include "util/util_hash.h"
+#include "util/util_num.h"
 
 #define STRIPES     64
 #define MAX_EXPIRES 604800   /* a week, as the verifier allows */
@@ -110,18 +111,15 @@ verdict_key(const bc_s3_req_t *r, char *buf, size_t cap, time_t *from,
 	const char *exp = bc_kv_get_exact(&r->query, "X-Amz-Expires");
 	size_t len = 0;
 	time_t t;
-	long e;
+	uint64_t e;
 
-	if (sh == NULL || date == NULL || exp == NULL ||
+	if (sh == NULL || date == NULL ||
 	    bc_kv_get_exact(&r->query, "X-Amz-Signature") == NULL ||
-	    bc_sigv4_parse_amz_date(date, &t) < 0 || exp[0] == '\0' ||
-	    strlen(exp) > 7 || strspn(exp, "0123456789") != strlen(exp))
-		return 0;
-	e = strtol(exp, NULL, 10);
-	if (e > MAX_EXPIRES)
+	    bc_sigv4_parse_amz_date(date, &t) < 0 ||
+	    bc_parse_u64_str(exp, 10, MAX_EXPIRES, &e) < 0)
 		return 0;
 	*from = t - BC_S3_MAX_SKEW;
-	*until = t + e;
+	*until = t + (time_t)e;
 	if (!put(buf, cap, &len, r->method, strlen(r->method)) ||
 	    !put(buf, cap, &len, "\n", 1) ||
 	    !put(buf, cap, &len, r->raw_path, strlen(r->raw_path)) ||

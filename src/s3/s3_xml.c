@@ -79,24 +79,11 @@ bc_s3_xml_text(const char *s, size_t n)
 		else if (el >= 2 && s[i + 1] == '#') {
 			bool hex = s[i + 2] == 'x' || s[i + 2] == 'X';
 			size_t j = i + (hex ? 3 : 2);
-			uint32_t cp = 0;
+			uint64_t cp = 0;
 
-			if (j == (size_t)(semi - s))
+			if (bc_parse_u64(s + j, (size_t)(semi - s) - j,
+			    hex ? 16 : 10, 0x10FFFF, &cp) < 0)
 				goto bad;
-			for (; j < (size_t)(semi - s); j++) {
-				int v;
-
-				if (s[j] >= '0' && s[j] <= '9')
-					v = s[j] - '0';
-				else if (hex && isxdigit((unsigned char)s[j]))
-					v = (tolower((unsigned char)s[j]) -
-					    'a') + 10;
-				else
-					goto bad;
-				cp = cp * (hex ? 16 : 10) + (uint32_t)v;
-				if (cp > 0x10FFFF)
-					goto bad;
-			}
 			if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF))
 				goto bad;
 			/* a reference never expands past its own length:

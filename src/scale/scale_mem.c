@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/util_num.h"
 #include "scale/scale_mem.h"
 
 #define LINE_MAX_LEN 4096
@@ -19,16 +20,12 @@ read_limit(const char *file)
 	char buf[64];
 	FILE *fp = fopen(file, "r");
 	uint64_t v = 0;
-	char *end;
 
 	if (fp == NULL)
 		return 0;
-	if (fgets(buf, sizeof(buf), fp) != NULL && buf[0] >= '0' &&
-	    buf[0] <= '9') {
-		v = strtoull(buf, &end, 10);
-		if (v >= NO_LIMIT)
-			v = 0;
-	}
+	if (fgets(buf, sizeof(buf), fp) == NULL ||
+	    bc_u64_prefix(buf, strlen(buf), &v) <= 0 || v >= NO_LIMIT)
+		v = 0;
 	fclose(fp);
 	return v;
 }
@@ -96,15 +93,23 @@ bc_scale_ram(const char *meminfo)
 {
 	char line[256];
 	FILE *fp = fopen(meminfo, "r");
-	unsigned long long kb = 0;
+	uint64_t kb = 0;
 
 	if (fp == NULL)
 		return 0;
-	while (fgets(line, sizeof(line), fp) != NULL)
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			break;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		const char *p = line + 9;
+
+		if (strncmp(line, "MemTotal:", 9) != 0)
+			continue;
+		p += strspn(p, " \t");
+		if (bc_parse_u64_prefix(p, strlen(p), 10, UINT64_MAX / 1024,
+		    &kb) <= 0)
+			kb = 0;
+		break;
+	}
 	fclose(fp);
-	return (uint64_t)kb * 1024;
+	return kb * 1024;
 }
 
 uint64_t

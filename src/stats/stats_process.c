@@ -15,6 +15,7 @@
 
 #include "stats/stats.h"
 #include "util/util_error.h"
+#include "util/util_num.h"
 
 #define STAT_MAX 4096   /* bytes of /proc/self/stat read (about 300) */
 
@@ -24,8 +25,10 @@ bc_stats_proc_parse_stat(const char *text, long ticks, long page,
 {
 	unsigned long long v[22];   /* fields 3 .. 24 (1-based, man 5 proc) */
 	const char *s = strrchr(text, ')');
-	char *end;
 	unsigned n = 0;
+	uint64_t x = 0;
+	ssize_t k;
+	bool neg;
 
 	if (s == NULL || ticks <= 0 || page <= 0)
 		return BC_EINVAL;
@@ -41,17 +44,15 @@ bc_stats_proc_parse_stat(const char *text, long ticks, long page,
 				return BC_EINVAL;
 			continue;
 		}
-		errno = 0;
 		/* signed fields (priority, nice, cutime...) read as their
 		 * two's complement: only unsigned ones are used */
-		if (*s == '-')
-			v[n++] = (unsigned long long)strtoll(s, &end, 10);
-		else
-			v[n++] = strtoull(s, &end, 10);
-		if (end == s || errno != 0 || (*end != ' ' && *end != '\n' &&
-		    *end != '\0'))
+		neg = *s == '-';
+		s += neg;
+		k = bc_u64_prefix(s, strlen(s), &x);
+		if (k <= 0 || (s[k] != ' ' && s[k] != '\n' && s[k] != '\0'))
 			return BC_EINVAL;
-		s = end;
+		v[n++] = neg ? 0 - x : x;
+		s += k;
 	}
 	/* utime 14, stime 15, starttime 22, vsize 23, rss 24 */
 	p->cpu_seconds = (double)(v[14 - 3] + v[15 - 3]) / (double)ticks;

@@ -16,13 +16,13 @@
  * thread until the list is empty; `scheduled` stays true until then, so
  * flush (and free) wait on it. Jobs run without ch->mu held.
  */
-#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tier/tier_chain.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_time.h"
 
@@ -169,7 +169,7 @@ bc_tier_chain_count(const bc_tier_chain_t *ch)
 bc_tier_t *
 bc_tier_chain_at(const bc_tier_chain_t *ch, size_t i)
 {
-	assert(i < ch->n);
+	BC_CHECK(i < ch->n);
 	return ch->tiers[i];
 }
 
@@ -399,7 +399,7 @@ on_get(bc_tier_get_t *g, int status, bc_chunk_t *c)
 	uint64_t now = clock_of(&req->ctx);
 
 	if (status == 0) {
-		assert(c != NULL);
+		BC_CHECK(c != NULL);
 		bc_tier_mark_up(t, now);
 		probe_finish(req, 0, c, req->asked);
 		return;

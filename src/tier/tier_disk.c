@@ -18,7 +18,6 @@
  * write_failures, corrupt and errors. close waits for the jobs in flight
  * (t->writing, t->reading); bc_tier_disk_flush for t->writing.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,6 +30,7 @@
 #include <unistd.h>
 
 #include "tier/tier_disk_int.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
 
@@ -230,9 +230,14 @@ disk_del(bc_tier_t *bt, const bc_chunk_key_t *k)
 		/* its file may be there, not indexed yet */
 		if (e == NULL)
 			bc_disk_victim(&u, BC_DISK_CHUNK, hash);
-		if (bc_disk_tab_find(&t->tombs, hash, BC_DISK_NONE) ==
-		    BC_DISK_NONE)
-			(void)bc_disk_tab_add(&t->tombs, hash, &t->tombs);
+		if (bc_htab_first(&t->tombs, hash) == NULL) {
+			bc_disk_tomb_t *tb = malloc(sizeof(*tb));
+
+			/* out of memory: the scan may index it again, and
+			 * its header check finds it gone or stale */
+			if (tb != NULL)
+				bc_htab_insert(&t->tombs, &tb->hn, hash);
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	bc_disk_unlink_later(t, &u);
@@ -300,18 +305,15 @@ disk_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 		if (t->scanning)
 			bc_disk_victim(&u, BC_DISK_META, h);
 	} else {
-		/* a drop only moves objects into slots at or after i, or
-		 * from slots already passed: re-reading slot i sees all */
-		while (i <= t->objs.mask) {
-			o = t->objs.slots[i].p;
-			if (o != NULL && o->blen == blen &&
+		bc_hnode_t *hn, *next;
+
+		/* a drop takes out o alone: the walk goes on from next */
+		BC_HTAB_FOREACH(&t->objs, i, hn, next) {
+			o = BC_CONTAINER_OF(hn, bc_disk_obj_t, hn);
+			if (o->blen == blen &&
 			    memcmp(o->name, bucket, blen) == 0 &&
-			    strncmp(o->name + blen + 1, prefix, plen) == 0) {
+			    strncmp(o->name + blen + 1, prefix, plen) == 0)
 				n += do_drop_obj(t, o, &u);
-				assert(t->objs.slots[i].p != o);
-			} else {
-				i++;
-			}
 		}
 	}
 	if (t->scanning)
@@ -531,9 +533,9 @@ bc_tier_disk_open(const bc_tier_opts_t *o, bc_tier_t **out, char *err,
 	t->pol = t->pol_ops->new(&(bc_policy_opts_t){ .capacity =
 	    o->capacity, .oracle = o->oracle });
 	if (t->dir == NULL || t->pol == NULL ||
-	    bc_disk_tab_init(&t->chunks) < 0 ||
-	    bc_disk_tab_init(&t->objs) < 0 ||
-	    bc_disk_tab_init(&t->tombs) < 0)
+	    bc_htab_init(&t->chunks, 64, false) < 0 ||
+	    bc_htab_init(&t->objs, 64, false) < 0 ||
+	    bc_htab_init(&t->tombs, 16, false) < 0)
 		goto nomem;
 	rv = take_dir(t, err, errlen);
 	if (rv < 0)
@@ -566,7 +568,9 @@ disk_open(const bc_tier_opts_t *o, bc_tier_t **out)
 static void
 disk_close(bc_tier_t *bt)
 {
-	bc_disk_t *t;
+	bc_disk_t  *t;
+	bc_hnode_t *hn, *next;
+	size_t      b;
 
 	if (bt == NULL)
 		return;
@@ -577,20 +581,15 @@ disk_close(bc_tier_t *bt)
 	while (t->writing > 0 || t->reading > 0)
 		pthread_cond_wait(&t->cv, &t->lock);
 	pthread_mutex_unlock(&t->lock);
-	for (size_t i = 0; t->chunks.slots != NULL && i <= t->chunks.mask;
-	    i++) {
-		bc_disk_entry_t *e = t->chunks.slots[i].p;
+	BC_HTAB_FOREACH(&t->chunks, b, hn, next) {
+		bc_disk_entry_t *e = BC_CONTAINER_OF(hn, bc_disk_entry_t, hn);
 
-		if (e == NULL)
-			continue;
 		t->pol_ops->on_remove(t->pol, &e->pol);
 		free(e);
 	}
-	for (size_t i = 0; t->objs.slots != NULL && i <= t->objs.mask; i++) {
-		bc_disk_obj_t *ob = t->objs.slots[i].p;
+	BC_HTAB_FOREACH(&t->objs, b, hn, next) {
+		bc_disk_obj_t *ob = BC_CONTAINER_OF(hn, bc_disk_obj_t, hn);
 
-		if (ob == NULL)
-			continue;
 		if (ob->meta != NULL) {
 			t->pol_ops->on_remove(t->pol, &ob->meta->pol);
 			free(ob->meta);
@@ -603,9 +602,11 @@ disk_close(bc_tier_t *bt)
 		t->filters = f->next;
 		free(f);
 	}
-	bc_disk_tab_fini(&t->chunks);
-	bc_disk_tab_fini(&t->objs);
-	bc_disk_tab_fini(&t->tombs);
+	BC_HTAB_FOREACH(&t->tombs, b, hn, next)
+		free(BC_CONTAINER_OF(hn, bc_disk_tomb_t, hn));
+	bc_htab_fini(&t->chunks);
+	bc_htab_fini(&t->objs);
+	bc_htab_fini(&t->tombs);
 	if (t->pol != NULL)
 		t->pol_ops->free(t->pol);
 	if (t->lockfd >= 0)

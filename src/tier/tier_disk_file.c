@@ -58,6 +58,7 @@
 #include "util/util_crc.h"
 #include "util/util_error.h"
 #include "util/util_hash.h"
+#include "util/util_num.h"
 
 static const char magic[2][4] = { { 'B', 'C', 'D', 'C' },
     { 'B', 'C', 'D', 'M' } };
@@ -144,32 +145,13 @@ bc_disk_path(char *buf, uint8_t kind, uint64_t hash, const char *token,
 		    ".tmp", top[kind], hex, hex + 2, hex, token, seq);
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 bool
 bc_disk_name_hash(const char *name, uint64_t *hash)
 {
-	uint64_t h = 0;
-
-	for (int i = 0; i < 16; i++) {
-		int v = hexval(name[i]);
-
-		if (v < 0)
-			return false;
-		h = h << 4 | (uint64_t)v;
-	}
-	if (name[16] != '\0')
+	/* the names written are 16 lower-case hex digits, nothing else */
+	if (strnlen(name, 17) != 16 || strpbrk(name, "ABCDEF") != NULL)
 		return false;
-	*hash = h;
-	return true;
+	return bc_parse_u64(name, 16, 16, UINT64_MAX, hash) == 0;
 }
 
 bool

@@ -6,110 +6,20 @@
  * that orders them. Every bc_disk_do_* runs with t->lock held; nothing
  * here touches a file.
  *
- * Tables: open addressing with linear probing, a power-of-two size grown
- * at 3/4 load, backward-shift deletion (as tier_mem.c). Chunk entries are
- * told apart by hash alone (a 64-bit collision makes two chunks share a
- * file name; the header check on read turns that into a miss). Objects
- * compare their names.
+ * Tables: util_htab (chained; the entry or object embeds its node).
+ * Chunk entries are told apart by hash alone (a 64-bit collision makes
+ * two chunks share a file name; the header check on read turns that into
+ * a miss). Objects compare their names.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tier/tier_disk_int.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_time.h"
 
 #define MIN_SLOTS 64
-
-/* ---- the table --------------------------------------------------------- */
-
-int
-bc_disk_tab_init(bc_disk_tab_t *tb)
-{
-	tb->slots = calloc(MIN_SLOTS, sizeof(*tb->slots));
-	tb->mask = MIN_SLOTS - 1;
-	tb->n = 0;
-	return tb->slots == NULL ? BC_ENOMEM : 0;
-}
-
-void
-bc_disk_tab_fini(bc_disk_tab_t *tb)
-{
-	free(tb->slots);
-	tb->slots = NULL;
-	tb->n = 0;
-}
-
-size_t
-bc_disk_tab_find(const bc_disk_tab_t *tb, uint64_t h, size_t after)
-{
-	size_t i = after == BC_DISK_NONE ? h & tb->mask :
-	    (after + 1) & tb->mask;
-
-	for (; tb->slots[i].p != NULL; i = (i + 1) & tb->mask)
-		if (tb->slots[i].hash == h)
-			return i;
-	return BC_DISK_NONE;
-}
-
-static void
-place(struct bc_disk_slot_s *slots, size_t mask, uint64_t h, void *p)
-{
-	size_t i = h & mask;
-
-	while (slots[i].p != NULL)
-		i = (i + 1) & mask;
-	slots[i].hash = h;
-	slots[i].p = p;
-}
-
-int
-bc_disk_tab_add(bc_disk_tab_t *tb, uint64_t h, void *p)
-{
-	size_t size = tb->mask + 1;
-
-	if ((tb->n + 1) * 4 > size * 3) {
-		struct bc_disk_slot_s *ns;
-
-		if (size > SIZE_MAX / 2 / sizeof(*ns))
-			return BC_ENOMEM;
-		ns = calloc(size * 2, sizeof(*ns));
-		if (ns == NULL)
-			return BC_ENOMEM;
-		for (size_t i = 0; i < size; i++)
-			if (tb->slots[i].p != NULL)
-				place(ns, size * 2 - 1, tb->slots[i].hash,
-				    tb->slots[i].p);
-		free(tb->slots);
-		tb->slots = ns;
-		tb->mask = size * 2 - 1;
-	}
-	place(tb->slots, tb->mask, h, p);
-	tb->n++;
-	return 0;
-}
-
-void
-bc_disk_tab_del(bc_disk_tab_t *tb, uint64_t h, const void *p)
-{
-	size_t i = bc_disk_tab_find(tb, h, BC_DISK_NONE), j, home;
-
-	while (i != BC_DISK_NONE && tb->slots[i].p != p)
-		i = bc_disk_tab_find(tb, h, i);
-	assert(i != BC_DISK_NONE);
-	for (j = (i + 1) & tb->mask; tb->slots[j].p != NULL;
-	    j = (j + 1) & tb->mask) {
-		home = tb->slots[j].hash & tb->mask;
-		if (((j - home) & tb->mask) >= ((j - i) & tb->mask)) {
-			tb->slots[i] = tb->slots[j];
-			i = j;
-		}
-	}
-	tb->slots[i].p = NULL;
-	tb->slots[i].hash = 0;
-	tb->n--;
-}
 
 /* ---- entries and objects ---------------------------------------------- */
 
@@ -124,18 +34,18 @@ bc_disk_ctx(const char *bucket)
 bc_disk_entry_t *
 bc_disk_do_chunk(bc_disk_t *t, uint64_t hash)
 {
-	size_t i = bc_disk_tab_find(&t->chunks, hash, BC_DISK_NONE);
+	bc_hnode_t *n = bc_htab_first(&t->chunks, hash);
 
-	return i == BC_DISK_NONE ? NULL : t->chunks.slots[i].p;
+	return n == NULL ? NULL : BC_CONTAINER_OF(n, bc_disk_entry_t, hn);
 }
 
 bc_disk_obj_t *
 bc_disk_do_obj(bc_disk_t *t, uint64_t hash, const char *bucket,
     const char *key)
 {
-	for (size_t i = bc_disk_tab_find(&t->objs, hash, BC_DISK_NONE);
-	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, hash, i)) {
-		bc_disk_obj_t *o = t->objs.slots[i].p;
+	for (bc_hnode_t *n = bc_htab_first(&t->objs, hash); n != NULL;
+	    n = bc_htab_next(n)) {
+		bc_disk_obj_t *o = BC_CONTAINER_OF(n, bc_disk_obj_t, hn);
 
 		if (strcmp(o->name, bucket) == 0 &&
 		    strcmp(o->name + o->blen + 1, key) == 0)
@@ -149,9 +59,9 @@ bc_disk_do_indexed(bc_disk_t *t, uint8_t kind, uint64_t hash)
 {
 	if (kind == BC_DISK_CHUNK)
 		return bc_disk_do_chunk(t, hash) != NULL;
-	for (size_t i = bc_disk_tab_find(&t->objs, hash, BC_DISK_NONE);
-	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, hash, i))
-		if (((bc_disk_obj_t *)t->objs.slots[i].p)->meta != NULL)
+	for (bc_hnode_t *n = bc_htab_first(&t->objs, hash); n != NULL;
+	    n = bc_htab_next(n))
+		if (BC_CONTAINER_OF(n, bc_disk_obj_t, hn)->meta != NULL)
 			return true;
 	return false;
 }
@@ -176,10 +86,7 @@ obj_get(bc_disk_t *t, const char *bucket, const char *key)
 	o->blen = bl;
 	memcpy(o->name, bucket, bl + 1);
 	memcpy(o->name + bl + 1, key, kl + 1);
-	if (bc_disk_tab_add(&t->objs, h, o) < 0) {
-		free(o);
-		return NULL;
-	}
+	bc_htab_insert(&t->objs, &o->hn, h);
 	return o;
 }
 
@@ -188,7 +95,7 @@ obj_put(bc_disk_t *t, bc_disk_obj_t *o)
 {
 	if (o->meta != NULL || !bc_list_empty(&o->chunks))
 		return;
-	bc_disk_tab_del(&t->objs, o->hash, o);
+	bc_htab_remove(&t->objs, &o->hn);
 	free(o);
 }
 
@@ -204,18 +111,14 @@ bc_disk_do_add(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 			return BC_ENOMEM;
 	}
 	if (e->kind == BC_DISK_CHUNK) {
-		assert(bc_disk_do_chunk(t, e->hash) == NULL);
-		if (bc_disk_tab_add(&t->chunks, e->hash, e) < 0) {
-			if (o != NULL)
-				obj_put(t, o);
-			return BC_ENOMEM;
-		}
+		BC_CHECK(bc_disk_do_chunk(t, e->hash) == NULL);
+		bc_htab_insert(&t->chunks, &e->hn, e->hash);
 		if (o != NULL)
 			bc_list_insert_head(&o->chunks, &e->olink);
 		t->nchunks++;
 	} else {
-		assert(o != NULL);
-		assert(o->meta == NULL);
+		BC_CHECK(o != NULL);
+		BC_CHECK(o->meta == NULL);
 		o->meta = e;
 		t->nmetas++;
 	}
@@ -234,7 +137,7 @@ bc_disk_do_attach(bc_disk_t *t, bc_disk_entry_t *e, const char *bucket,
 {
 	bc_disk_obj_t *o;
 
-	assert(e->kind == BC_DISK_CHUNK && e->obj == NULL);
+	BC_CHECK(e->kind == BC_DISK_CHUNK && e->obj == NULL);
 	o = obj_get(t, bucket, key);
 	if (o == NULL)
 		return BC_ENOMEM;
@@ -268,7 +171,7 @@ bc_disk_do_remove(bc_disk_t *t, bc_disk_entry_t *e, bc_disk_unlinks_t *u)
 	bc_disk_obj_t *o = e->obj;
 
 	if (e->kind == BC_DISK_CHUNK) {
-		bc_disk_tab_del(&t->chunks, e->hash, e);
+		bc_htab_remove(&t->chunks, &e->hn);
 		if (o != NULL)
 			bc_list_remove(&e->olink);
 		t->nchunks--;

@@ -20,7 +20,6 @@
 #ifndef BC_TIER_DISK_INT_H
 #define BC_TIER_DISK_INT_H
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,6 +27,8 @@
 #include <stdint.h>
 
 #include "tier/tier_disk.h"
+#include "util/util_assert.h"
+#include "util/util_htab.h"
 #include "util/util_list.h"
 
 /* ---- the file format (tier_disk_file.c) ------------------------------ */
@@ -117,32 +118,17 @@ typedef struct bc_disk_s bc_disk_t;
 typedef struct bc_disk_obj_s bc_disk_obj_t;
 typedef struct bc_disk_write_s bc_disk_write_t;
 
-#define BC_DISK_NONE SIZE_MAX
-
-/* An open-addressing table of pointers by 64-bit hash (several may share
- * one hash; callers compare what they need). */
-typedef struct bc_disk_tab_s {
-	struct bc_disk_slot_s {
-		uint64_t hash;
-		void    *p;       /* NULL: empty */
-	}       *slots;
-	size_t   mask, n;
-} bc_disk_tab_t;
-
-int    bc_disk_tab_init(bc_disk_tab_t *tb);
-void   bc_disk_tab_fini(bc_disk_tab_t *tb);
-/* The next slot after slot `after` (BC_DISK_NONE: from the start) in h's
- * probe sequence that holds h, or BC_DISK_NONE. */
-size_t bc_disk_tab_find(const bc_disk_tab_t *tb, uint64_t h, size_t after);
-int    bc_disk_tab_add(bc_disk_tab_t *tb, uint64_t h, void *p);
-/* Removes p (stored under h); it must be there. */
-void   bc_disk_tab_del(bc_disk_tab_t *tb, uint64_t h, const void *p);
+/* A chunk deleted while the scan runs (t->tombs, by its hash). */
+typedef struct bc_disk_tomb_s {
+	bc_hnode_t hn;
+} bc_disk_tomb_t;
 
 /* One file the index knows: a chunk or an object's metadata. A chunk the
  * scan's first phase indexed is bare (obj NULL, pol.key 0) until its
  * header is read. */
 typedef struct bc_disk_entry_s {
 	bc_policy_node_t pol;      /* pol.size: bytes on disk */
+	bc_hnode_t       hn;       /* chunks: in t->chunks, by hash */
 	uint64_t         hash;     /* names the file */
 	uint64_t         gen;      /* tells apart entries of one hash */
 	bc_disk_obj_t   *obj;      /* NULL: bare */
@@ -159,6 +145,7 @@ typedef struct bc_disk_entry_s {
 
 /* An object with entries: its chunks (any ETag) and metadata. */
 struct bc_disk_obj_s {
+	bc_hnode_t       hn;       /* in t->objs, by hash */
 	uint64_t         hash;     /* bc_disk_obj_hash */
 	bc_list_t        chunks;
 	bc_disk_entry_t *meta;
@@ -226,8 +213,8 @@ struct bc_disk_s {
 	                                     * write is in flight */
 	const bc_policy_ops_t *pol_ops;
 	bc_policy_t           *pol;         /* lock */
-	bc_disk_tab_t          chunks;      /* lock: entries by hash */
-	bc_disk_tab_t          objs;        /* lock: objects by hash */
+	bc_htab_t              chunks;      /* lock: entries by hash */
+	bc_htab_t              objs;        /* lock: objects by hash */
 	uint64_t               gen;         /* lock */
 	uint64_t               nchunks, nmetas;   /* lock */
 	size_t                 writing;     /* lock: write/unlink jobs */
@@ -236,7 +223,8 @@ struct bc_disk_s {
 	bool                   scanning;    /* lock */
 	bool                   indexed;     /* lock: its first phase ended */
 	unsigned               scan_p1_left;  /* lock: first-phase units */
-	bc_disk_tab_t          tombs;       /* lock: chunks deleted meanwhile */
+	bc_htab_t              tombs;       /* lock: chunks deleted meanwhile
+					       (bc_disk_tomb_t) */
 	bc_disk_filter_t      *filters;     /* lock */
 	_Atomic bool           scan_stop;
 	_Atomic unsigned       scan_next;   /* the next top directory */
@@ -251,7 +239,7 @@ struct bc_disk_s {
 static inline bc_disk_t *
 bc_disk_of(bc_tier_t *t)
 {
-	assert(t->ops == &bc_tier_disk);
+	BC_CHECK(t->ops == &bc_tier_disk);
 	return t->priv;
 }
 

@@ -109,8 +109,8 @@ found_direct(bc_disk_t *t, read_t *r, uint8_t kind)
 
 	pthread_mutex_lock(&t->lock);
 	if (bc_disk_do_filtered(t, h->bucket, h->key) ||
-	    (kind == BC_DISK_CHUNK && bc_disk_tab_find(&t->tombs, r->hash,
-	    BC_DISK_NONE) != BC_DISK_NONE)) {
+	    (kind == BC_DISK_CHUNK &&
+	    bc_htab_first(&t->tombs, r->hash) != NULL)) {
 		ok = false;
 		goto out;
 	}
@@ -341,8 +341,7 @@ bc_disk_get(bc_tier_t *bt, bc_tier_get_t *req, const bc_chunk_key_t *k,
 		e = NULL;
 	}
 	if (e == NULL) {
-		if (!t->scanning || bc_disk_tab_find(&t->tombs, hash,
-		    BC_DISK_NONE) != BC_DISK_NONE ||
+		if (!t->scanning || bc_htab_first(&t->tombs, hash) != NULL ||
 		    bc_disk_do_filtered(t, k->bucket, k->key)) {
 			pthread_mutex_unlock(&t->lock);
 			free(r);

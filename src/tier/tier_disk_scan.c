@@ -180,8 +180,7 @@ index_batch(bc_disk_t *t, batch_t *b)
 		bc_disk_entry_t *e = it->e;
 
 		if (bc_disk_do_chunk(t, it->hash) != NULL ||
-		    bc_disk_tab_find(&t->tombs, it->hash, BC_DISK_NONE) !=
-		    BC_DISK_NONE)
+		    bc_htab_first(&t->tombs, it->hash) != NULL)
 			continue;
 		e->kind = BC_DISK_CHUNK;
 		e->hash = it->hash;

@@ -117,9 +117,9 @@ do_entry_of(bc_disk_t *t, const bc_disk_write_t *w)
 		e = bc_disk_do_chunk(t, w->hash);
 		return e != NULL && e->job == w ? e : NULL;
 	}
-	for (size_t i = bc_disk_tab_find(&t->objs, w->hash, BC_DISK_NONE);
-	    i != BC_DISK_NONE; i = bc_disk_tab_find(&t->objs, w->hash, i)) {
-		e = ((bc_disk_obj_t *)t->objs.slots[i].p)->meta;
+	for (bc_hnode_t *n = bc_htab_first(&t->objs, w->hash); n != NULL;
+	    n = bc_htab_next(n)) {
+		e = BC_CONTAINER_OF(n, bc_disk_obj_t, hn)->meta;
 		if (e != NULL && e->job == w)
 			return e;
 	}

@@ -33,13 +33,13 @@
  * key (bc_policy_key_hash of the chunk's bucket, key and index); the
  * policy gets opts.oracle at open and every set_capacity().
  */
-#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tier/tier.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_list.h"
 
@@ -78,7 +78,7 @@ typedef struct mem_s {
 static mem_t *
 mem_of(bc_tier_t *bt)
 {
-	assert(bt->ops == &bc_tier_mem);
+	BC_CHECK(bt->ops == &bc_tier_mem);
 	return bt->priv;
 }
 
@@ -89,8 +89,7 @@ acct_unref(bc_tier_mem_acct_t *a)
 {
 	int old = atomic_fetch_sub(&a->refs, 1);
 
-	if (old <= 0)
-		abort();
+	BC_CHECK(old > 0);
 	if (old == 1)
 		free(a);
 }
@@ -449,7 +448,7 @@ evict_to_fit(mem_t *t, uint64_t add, bool keep_unread, bc_list_t *deferred)
 		if (v == NULL)
 			return BC_E2BIG;
 		i = find_chunk(t, chunk_of(v));
-		assert(i != NONE);
+		BC_CHECK(i != NONE);
 		drop(t, i, deferred);
 		COUNT(t, evictions, 1);
 	}
@@ -551,7 +550,7 @@ bc_tier_mem_reserve(bc_tier_t *bt, uint64_t bytes)
 	bc_list_t   deferred;
 	int         rv;
 
-	assert(t->external != NULL);
+	BC_CHECK(t->external != NULL);
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
 	rv = do_reserve(t, bytes, false, &deferred);
@@ -569,7 +568,7 @@ bc_tier_mem_reserve_prefetch(bc_tier_t *bt, uint64_t bytes, uint64_t key,
 	bc_list_t         deferred;
 	int               rv = BC_E2BIG;
 
-	assert(t->external != NULL);
+	BC_CHECK(t->external != NULL);
 	memset(&n, 0, sizeof(n));
 	n.size = bytes;
 	n.key = key;

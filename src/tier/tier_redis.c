@@ -11,7 +11,6 @@
  * chunk Redis no longer has are freed at once. A put's job names its entry
  * by serial, so a late failure drops only that entry, never a newer one.
  */
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,15 +23,21 @@
 #include "tier/tier_redis.h"
 #include "tier/tier_redis_cluster.h"
 #include "tier/tier_redis_key.h"
+#include "util/util_assert.h"
 #include "util/util_buf.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
+#include "util/util_num.h"
+#include "util/util_hash.h"
+#include "util/util_htab.h"
+#include "util/util_list.h"
 
 #define LEN_UNKNOWN UINT32_MAX   /* an entry made to delete slice 0 only */
 
 typedef struct entry_s {
-	struct entry_s  *hnext;          /* hash chain; a job's list */
+	bc_hnode_t       hnode;          /* in r->table */
+	struct entry_s  *link;           /* a job's list, a drop list */
 	struct entry_s  *older, *newer;  /* age list */
 	bc_policy_node_t pol;
 	uint64_t         expires_ns;
@@ -68,15 +73,15 @@ typedef struct redis_s {
 	uint64_t                 put_pending, put_pending_max;  /* lock */
 	const bc_policy_ops_t   *pol_ops;
 	bc_policy_t             *pol;                      /* lock */
-	entry_t                **table;                    /* lock */
-	size_t                   nbuckets, n;              /* lock */
+	bc_htab_t                table;    /* lock; entry_t.hnode */
+	size_t                   n;                        /* lock */
 	entry_t                 *oldest, *newest;          /* lock */
 } redis_t;
 
 static redis_t *
 redis_of(bc_tier_t *bt)
 {
-	assert(bt->ops == &bc_tier_redis);
+	BC_CHECK(bt->ops == &bc_tier_redis);
 	return bt->priv;
 }
 
@@ -92,11 +97,8 @@ key_of_id(const char *id, uint32_t index, bc_chunk_key_t *k)
 static uint64_t
 hash_of(const char *id, size_t id_len, uint32_t index)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < id_len; i++)
-		h = (h ^ (uint8_t)id[i]) * 1099511628211ull;
-	return (h ^ index) * 1099511628211ull;
+	return bc_hash(bc_hash(BC_HASH_INIT, id, id_len), &index,
+	    sizeof(index));
 }
 
 static bool
@@ -107,66 +109,43 @@ fail_marks_down(int status)
 
 /* ---- the index (lock held) ---------------------------------------------- */
 
-static entry_t **
+/* The entry of (id, index), or NULL. */
+static entry_t *
 find(redis_t *r, const char *id, size_t id_len, uint32_t index)
 {
-	entry_t **pp = &r->table[hash_of(id, id_len, index) &
-	    (r->nbuckets - 1)];
+	for (bc_hnode_t *n = bc_htab_first(&r->table,
+	    hash_of(id, id_len, index)); n != NULL; n = bc_htab_next(n)) {
+		entry_t *e = BC_CONTAINER_OF(n, entry_t, hnode);
 
-	for (; *pp != NULL; pp = &(*pp)->hnext)
-		if ((*pp)->index == index && (*pp)->id_len == id_len &&
-		    memcmp((*pp)->id, id, id_len) == 0)
-			break;
-	return pp;
+		if (e->index == index && e->id_len == id_len &&
+		    memcmp(e->id, id, id_len) == 0)
+			return e;
+	}
+	return NULL;
 }
 
-static entry_t **
+/* k's id into id (cap bytes) and its entry (NULL: none) into *out:
+ * 0, or -1 when the id does not fit. */
+static int
 find_key(redis_t *r, const bc_chunk_key_t *k, char *id, size_t cap,
-    size_t *id_len)
+    size_t *id_len, entry_t **out)
 {
 	int n = snprintf(id, cap, "%s%c%s%c%s%c", k->bucket, 0, k->key, 0,
 	    k->etag, 0);
 
+	*out = NULL;
 	if (n < 0 || (size_t)n >= cap)
-		return NULL;
+		return -1;
 	*id_len = (size_t)n;
-	return find(r, id, *id_len, k->index);
-}
-
-static void
-grow(redis_t *r)
-{
-	size_t    nb = r->nbuckets * 2;
-	entry_t **t = calloc(nb, sizeof(*t));
-
-	if (t == NULL)
-		return;
-	for (size_t i = 0; i < r->nbuckets; i++)
-		while (r->table[i] != NULL) {
-			entry_t *e = r->table[i];
-			size_t   b = hash_of(e->id, e->id_len, e->index) &
-			    (nb - 1);
-
-			r->table[i] = e->hnext;
-			e->hnext = t[b];
-			t[b] = e;
-		}
-	free(r->table);
-	r->table = t;
-	r->nbuckets = nb;
+	*out = find(r, id, *id_len, k->index);
+	return 0;
 }
 
 static void
 link_entry(redis_t *r, entry_t *e)
 {
-	entry_t **pp;
-
-	if (r->n >= r->nbuckets)
-		grow(r);
-	pp = &r->table[hash_of(e->id, e->id_len, e->index) &
-	    (r->nbuckets - 1)];
-	e->hnext = *pp;
-	*pp = e;
+	bc_htab_insert(&r->table, &e->hnode,
+	    hash_of(e->id, e->id_len, e->index));
 	e->older = r->newest;
 	e->newer = NULL;
 	if (r->newest != NULL)
@@ -178,15 +157,14 @@ link_entry(redis_t *r, entry_t *e)
 	r->usage += e->pol.size;
 }
 
-/* Unlinks e (*pp is e) from the table and the age list and tells the
- * policy; e is the caller's. */
+/* Unlinks e from the table and the age list and tells the policy; e is
+ * the caller's. */
 static void
-unlink_entry(redis_t *r, entry_t **pp)
+unlink_entry(redis_t *r, entry_t *e)
 {
-	entry_t *e = *pp;
-
-	*pp = e->hnext;
-	e->hnext = NULL;
+	BC_CHECK(r->n > 0 && r->usage >= e->pol.size);
+	bc_htab_remove(&r->table, &e->hnode);
+	e->link = NULL;
 	if (e->older != NULL)
 		e->older->newer = e->newer;
 	else
@@ -203,7 +181,7 @@ unlink_entry(redis_t *r, entry_t **pp)
 static void
 unlink_free(redis_t *r, entry_t *e)
 {
-	unlink_entry(r, find(r, e->id, e->id_len, e->index));
+	unlink_entry(r, e);
 	free(e);
 }
 
@@ -229,8 +207,8 @@ evict_to_fit(redis_t *r, uint64_t add, entry_t **drops)
 		if (v == NULL)
 			return false;
 		e = BC_POLICY_ENTRY(v, entry_t, pol);
-		unlink_entry(r, find(r, e->id, e->id_len, e->index));
-		e->hnext = *drops;
+		unlink_entry(r, e);
+		e->link = *drops;
 		*drops = e;
 		BC_TIER_COUNT(&r->base, evictions, 1);
 	}
@@ -313,7 +291,7 @@ dels_run(bc_loop_t *l, void *arg)
 		char                  name[BC_REDIS_KEY_NAME_MAX];
 		uint32_t              n;
 
-		j->list = e->hnext;
+		j->list = e->link;
 		key_of_id(e->id, e->index, &k);
 		if (e->len > 0 && bc_tier_redis_key_chunk_init(&rc, &k, r->unit,
 		    e->len == LEN_UNKNOWN ? r->unit : e->len) == 0) {
@@ -331,7 +309,7 @@ static void
 free_list(entry_t *e)
 {
 	while (e != NULL) {
-		entry_t *next = e->hnext;
+		entry_t *next = e->link;
 
 		free(e);
 		e = next;
@@ -376,14 +354,12 @@ static void
 drop_serial(redis_t *r, const char *id, size_t id_len, uint32_t index,
     uint64_t serial)
 {
-	entry_t **pp;
+	entry_t *e;
 
 	pthread_mutex_lock(&r->lock);
-	pp = find(r, id, id_len, index);
-	if (*pp != NULL && (*pp)->serial == serial) {
-		entry_t *e = *pp;
-
-		unlink_entry(r, pp);
+	e = find(r, id, id_len, index);
+	if (e != NULL && e->serial == serial) {
+		unlink_entry(r, e);
 		free(e);
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -501,7 +477,7 @@ redis_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	redis_t              *r = redis_of(bt);
 	bc_chunk_key_t        k;
 	bc_tier_redis_chunk_t rc;
-	entry_t              *e, **pp, *drops = NULL;
+	entry_t              *e, *old, *drops = NULL;
 	put_job_t            *j = NULL;
 	uint64_t              charge = BC_TIER_REDIS_KEY_COST, serial;
 
@@ -534,11 +510,9 @@ redis_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	    r->put_pending + charge > r->put_pending_max) ||
 	    !r->pol_ops->admit(r->pol, &e->pol, ctx))
 		goto reject;
-	pp = find(r, e->id, e->id_len, e->index);
-	if (*pp != NULL) {
-		entry_t *old = *pp;
-
-		unlink_entry(r, pp);
+	old = find(r, e->id, e->id_len, e->index);
+	if (old != NULL) {
+		unlink_entry(r, old);
 		free(old);
 		BC_TIER_COUNT(bt, deletes, 1);
 	}
@@ -611,7 +585,7 @@ get_answer(get_job_t *j)
 	bc_tier_get_t *req = j->req;
 	bc_chunk_t    *c = NULL;
 	int            status = 0;
-	entry_t      **pp;
+	entry_t       *e;
 	char           id[BC_REDIS_KEY_HDR_MAX];
 	size_t         id_len;
 
@@ -631,13 +605,12 @@ get_answer(get_job_t *j)
 	}
 	if (status == 0 || status == BC_ENOENT) {
 		pthread_mutex_lock(&r->lock);
-		pp = find_key(r, req->key, id, sizeof(id), &id_len);
-		if (pp != NULL && *pp != NULL) {
+		(void)find_key(r, req->key, id, sizeof(id), &id_len, &e);
+		if (e != NULL) {
 			if (status == 0)
-				r->pol_ops->on_hit(r->pol, &(*pp)->pol,
-				    req->ctx);
+				r->pol_ops->on_hit(r->pol, &e->pol, req->ctx);
 			else
-				unlink_free(r, *pp);
+				unlink_free(r, e);
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
@@ -801,16 +774,16 @@ get_run(bc_loop_t *l, void *arg)
 	get_job_t            *j = arg;
 	redis_t              *r = j->r;
 	const bc_chunk_key_t *k = j->req->key;
-	entry_t             **pp;
+	entry_t              *e;
 	char                  id[BC_REDIS_KEY_HDR_MAX];
 	size_t                id_len;
 	int64_t               len = -1;
 
 	(void)l;
 	pthread_mutex_lock(&r->lock);
-	pp = find_key(r, k, id, sizeof(id), &id_len);
-	if (pp != NULL && *pp != NULL)
-		len = (*pp)->len;
+	(void)find_key(r, k, id, sizeof(id), &id_len, &e);
+	if (e != NULL)
+		len = e->len;
 	pthread_mutex_unlock(&r->lock);
 	if (len < 0 && j->req->len_hint > 0 && j->req->len_hint <= r->unit)
 		len = (int64_t)j->req->len_hint;   /* another gateway's chunk */
@@ -882,15 +855,15 @@ static bool
 redis_has(bc_tier_t *bt, const bc_chunk_key_t *k)
 {
 	redis_t  *r = redis_of(bt);
-	entry_t **pp;
+	entry_t  *e;
 	char      id[BC_REDIS_KEY_HDR_MAX];
 	size_t    id_len = 0;
 	bool      found;
 
 	pthread_mutex_lock(&r->lock);
-	pp = find_key(r, k, id, sizeof(id), &id_len);
-	found = pp != NULL && *pp != NULL && (*pp)->len != LEN_UNKNOWN &&
-	    (*pp)->expires_ns > bc_mono_ns();
+	(void)find_key(r, k, id, sizeof(id), &id_len, &e);
+	found = e != NULL && e->len != LEN_UNKNOWN &&
+	    e->expires_ns > bc_mono_ns();
 	pthread_mutex_unlock(&r->lock);
 	return found;
 }
@@ -901,21 +874,20 @@ static int
 redis_del(bc_tier_t *bt, const bc_chunk_key_t *k)
 {
 	redis_t  *r = redis_of(bt);
-	entry_t **pp, *e = NULL;
+	entry_t  *e = NULL;
 	char      id[BC_REDIS_KEY_HDR_MAX];
 	size_t    id_len = 0;
-	int       rv = BC_ENOENT;
+	int       rv = BC_ENOENT, fits;
 
 	pthread_mutex_lock(&r->lock);
-	pp = find_key(r, k, id, sizeof(id), &id_len);
-	if (pp != NULL && *pp != NULL) {
-		e = *pp;
-		unlink_entry(r, pp);
+	fits = find_key(r, k, id, sizeof(id), &id_len, &e);
+	if (e != NULL) {
+		unlink_entry(r, e);
 		BC_TIER_COUNT(bt, deletes, 1);
 		rv = 0;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (e == NULL && pp != NULL) {
+	if (e == NULL && fits == 0) {
 		e = entry_new(id, id_len, k->index, LEN_UNKNOWN);
 	}
 	send_dels(r, e);
@@ -991,7 +963,7 @@ redis_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 		if (!object_matches(e, bucket, key, prefix))
 			continue;
 		unlink_entry(r, find(r, e->id, e->id_len, e->index));
-		e->hnext = drops;
+		e->link = drops;
 		drops = e;
 		n++;
 	}
@@ -1229,9 +1201,8 @@ static void
 maxmemory_done(void *arg, int status, const redisReply *reply)
 {
 	redis_t *r = arg;
-	unsigned long long mm;
+	uint64_t mm;
 	uint64_t cap, prev;
-	char *end;
 
 	if (status < 0 || reply == NULL)
 		return;   /* asked again when the client is up again */
@@ -1248,9 +1219,8 @@ maxmemory_done(void *arg, int status, const redisReply *reply)
 		size_unknown(r, "CONFIG GET maxmemory gave no value");
 		return;
 	}
-	errno = 0;
-	mm = strtoull(reply->element[1]->str, &end, 10);
-	if (errno != 0 || *end != '\0' || end == reply->element[1]->str) {
+	if (bc_parse_u64(reply->element[1]->str, reply->element[1]->len,
+	    10, UINT64_MAX, &mm) < 0) {
 		size_unknown(r, "CONFIG GET maxmemory gave no number");
 		return;
 	}
@@ -1267,7 +1237,7 @@ maxmemory_done(void *arg, int status, const redisReply *reply)
 	if (atomic_exchange(&r->size_source, BC_TIER_REDIS_SIZE_MAXMEMORY) !=
 	    BC_TIER_REDIS_SIZE_MAXMEMORY || prev != mm)
 		BC_INFO("tier %s: --redis-size from the server's maxmemory "
-		    "(%llu MiB%s): %llu MiB", r->base.name, mm >> 20,
+		    "(%llu MiB%s): %llu MiB", r->base.name, (unsigned long long)(mm >> 20),
 		    masters(r) > 1 ? " a master" : "",
 		    (unsigned long long)(cap >> 20));
 	redis_set_capacity(&r->base, cap);
@@ -1419,7 +1389,7 @@ redis_free(redis_t *r)
 		unlink_free(r, r->oldest);
 	if (r->pol != NULL)
 		r->pol_ops->free(r->pol);
-	free(r->table);
+	bc_htab_fini(&r->table);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -1459,12 +1429,11 @@ bc_tier_redis_open(const bc_tier_opts_t *o, const bc_tier_redis_opts_t *ro,
 	    BC_TIER_REDIS_SIZE_ASKING : BC_TIER_REDIS_SIZE_GIVEN);
 	r->put_pending_max = BC_TIER_REDIS_PUT_PENDING_MIN > 8 * r->unit ?
 	    BC_TIER_REDIS_PUT_PENDING_MIN : 8 * r->unit;
-	r->nbuckets = 1024;
-	r->table = calloc(r->nbuckets, sizeof(*r->table));
+	rv = bc_htab_init(&r->table, 1024, false);
 	r->pol_ops = o->policy != NULL ? o->policy : &bc_policy_lru;
 	r->pol = r->pol_ops->new(&(bc_policy_opts_t){ .capacity =
 	    o->capacity, .oracle = o->oracle });
-	if (r->table == NULL || r->pol == NULL) {
+	if (rv < 0 || r->pol == NULL) {
 		redis_free(r);
 		return BC_ENOMEM;
 	}

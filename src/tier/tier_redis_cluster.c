@@ -36,6 +36,7 @@
 #include "util/util_error.h"
 #include "util/util_list.h"
 #include "util/util_log.h"
+#include "util/util_num.h"
 
 typedef struct node_s {
 	bc_list_t                link;      /* cl->nodes */
@@ -249,19 +250,12 @@ node_conn(bc_tier_redis_cluster_t *cl, node_t *n)
 static int
 split_addr(const char *s, size_t len, const char **host, size_t *hostlen)
 {
-	size_t i;
-	long   port = 0;
+	size_t   i;
+	uint16_t port;
 
 	for (i = len; i > 0 && s[i - 1] != ':'; i--)
 		;
-	if (i == 0 || i == len || len - i > 5)
-		return -1;
-	for (size_t j = i; j < len; j++) {
-		if (s[j] < '0' || s[j] > '9')
-			return -1;
-		port = port * 10 + (s[j] - '0');
-	}
-	if (port <= 0 || port > 65535)
+	if (i == 0 || bc_parse_port(s + i, len - i, &port) < 0)
 		return -1;
 	*host = s;
 	*hostlen = i - 1;
@@ -353,14 +347,19 @@ redirect_target(bc_tier_redis_cluster_t *cl, const req_t *r,
 	const char *p = memchr(reply->str, ' ', reply->len), *addr, *host;
 	const char *end = reply->str + reply->len;
 	size_t      hostlen;
-	long        s = 0;
+	uint64_t    s = 0;
+	ssize_t     k;
 	int         port;
 
 	if (p == NULL)
 		return NULL;
-	for (p++; p < end && *p >= '0' && *p <= '9'; p++)
-		s = s * 10 + (*p - '0');
-	if (p >= end || *p != ' ' || s >= BC_TIER_REDIS_CLUSTER_SLOTS)
+	p++;
+	k = bc_parse_u64_prefix(p, (size_t)(end - p), 10,
+	    BC_TIER_REDIS_CLUSTER_SLOTS - 1, &s);
+	if (k <= 0)
+		return NULL;
+	p += k;
+	if (p >= end || *p != ' ')
 		return NULL;
 	addr = p + 1;
 	port = split_addr(addr, (size_t)(end - addr), &host, &hostlen);
@@ -628,12 +627,15 @@ field(const redisReply *map, const char *name)
 static long long
 int_of(const redisReply *r)
 {
+	uint64_t v;
+
 	if (r == NULL)
 		return -1;
 	if (r->type == REDIS_REPLY_INTEGER)
 		return r->integer;
-	if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < 12)
-		return strtoll(r->str, NULL, 10);
+	if (r->type == REDIS_REPLY_STRING &&
+	    bc_parse_u64(r->str, r->len, 10, INT32_MAX, &v) == 0)
+		return (long long)v;
 	return -1;
 }
 

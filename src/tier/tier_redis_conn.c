@@ -36,7 +36,6 @@
  * but for the atomics.
  */
 #include <arpa/inet.h>
-#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdbool.h>
@@ -52,6 +51,7 @@
 #include <uv.h>
 
 #include "tier/tier_redis_conn.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_list.h"
 #include "util/util_log.h"
@@ -124,7 +124,7 @@ count_at(bc_tier_redis_conn_t *c, _Atomic uint64_t *f, uint64_t n)
 {
 	size_t off = (size_t)((char *)f - (char *)&c->stats);
 
-	assert(off < sizeof(c->stats));
+	BC_CHECK(off < sizeof(c->stats));
 	atomic_fetch_add_explicit(f, n, memory_order_relaxed);
 	if (c->totals != NULL)
 		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)
@@ -356,7 +356,7 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 	if (cmd->flags & BC_TIER_REDIS_CONN_ASKING) {
 		rv = redisAsyncFormattedCommand(ac, NULL, NULL, asking_cmd,
 		    sizeof(asking_cmd) - 1);
-		assert(rv == REDIS_OK);
+		BC_CHECK(rv == REDIS_OK);
 	}
 	/* The first part, which names the command, registers on_reply; the
 	 * rest go straight to the output buffer after it (hiredis does not
@@ -368,13 +368,12 @@ write_cmd(bc_tier_redis_conn_t *c, cmd_t *cmd)
 		sds room = sdsMakeRoomFor(ac->c.obuf, cmd->iov[0].iov_len +
 		    extra);
 
-		if (room == NULL)
-			abort();
+		BC_AN(room);
 		ac->c.obuf = room;
 	}
 	rv = redisAsyncFormattedCommand(ac, on_reply, cmd, cmd->iov[0].iov_base,
 	    cmd->iov[0].iov_len);
-	assert(rv == REDIS_OK);
+	BC_CHECK(rv == REDIS_OK);
 	(void)rv;
 	for (int i = 1; i < cmd->niov; i++)
 		ac->c.obuf = sdscatlen(ac->c.obuf, cmd->iov[i].iov_base,
@@ -441,12 +440,12 @@ on_reply(redisAsyncContext *ac, void *r, void *priv)
 			code = code_of(&ac->c);
 			link_lost(c, code, kind_of(c, code));
 		}
-		assert(cmd->cb == NULL);
+		BC_CHECK(cmd->cb == NULL);
 		free(cmd);
 		return;
 	}
 	/* An answered command's link is gone: no reply reaches it. */
-	assert(cmd->cb != NULL);
+	BC_CHECK(cmd->cb != NULL);
 	COUNT(c, replies, 1);
 	rtt_note(c, bc_mono_ns() - cmd->sent_ns);
 	if (reply->type == REDIS_REPLY_ERROR)
@@ -1064,7 +1063,7 @@ bc_tier_redis_conn_close(bc_tier_redis_conn_t *c)
 
 	if (c == NULL)
 		return;
-	assert(state_of(c) != BC_TIER_REDIS_CONN_CLOSED);
+	BC_CHECK(state_of(c) != BC_TIER_REDIS_CONN_CLOSED);
 	l = c->link;
 	c->link = NULL;
 	c->awaiting = false;

@@ -3,12 +3,12 @@
  * format (tier_redis_key.h, which has the format and the measurements
  * behind the slice sizes).
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tier/tier_redis_key.h"
+#include "util/util_assert.h"
 #include "util/util_crc.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -97,7 +97,7 @@ layout(bc_tier_redis_chunk_t *c, uint32_t hdr_len, uint32_t len)
 
 		if (v > BC_REDIS_KEY_TAIL_MIN && class_ceil(v) - v > v / 32)
 			cut = class_floor(v) - over;
-		assert(c->ntail < BC_REDIS_KEY_TAILS_MAX && cut > 0);
+		BC_CHECK(c->ntail < BC_REDIS_KEY_TAILS_MAX && cut > 0);
 		c->tail[c->ntail++] = cut;
 		rem -= cut;
 	}
@@ -169,10 +169,10 @@ bc_tier_redis_key_slice(const bc_tier_redis_chunk_t *c, uint32_t i,
 {
 	int n;
 
-	assert(i < c->nslices);
+	BC_CHECK(i < c->nslices);
 	n = snprintf(out, BC_REDIS_KEY_NAME_MAX, "bc:c:%s:%" PRIu32 ":%"
 	    PRIu32, c->id, c->index, i);
-	assert(n > 0 && n < BC_REDIS_KEY_NAME_MAX);
+	BC_CHECK(n > 0 && n < BC_REDIS_KEY_NAME_MAX);
 	return (size_t)n;
 }
 
@@ -199,7 +199,7 @@ bc_tier_redis_key_span(const bc_tier_redis_chunk_t *c, uint32_t i,
 {
 	uint32_t o;
 
-	assert(i < c->nslices);
+	BC_CHECK(i < c->nslices);
 	if (i < c->nfull) {
 		*off = i * c->full;
 		*len = c->full;

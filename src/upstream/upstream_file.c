@@ -46,6 +46,7 @@
 #include "upstream/upstream_file.h"
 #include "upstream/upstream_file_int.h"
 #include "loop/loop.h"
+#include "util/util_assert.h"
 #include "util/util_buf.h"
 #include "util/util_crypto.h"
 #include "util/util_error.h"
@@ -242,114 +243,6 @@ sink_data(bc_file_ctx_t *c, const char *p, size_t n)
 	}
 }
 
-/*
- * Decodes aws-chunked framing ("hex[;ext]\r\n" data "\r\n" ... "0\r\n"
- * [trailers] "\r\n"), passing data to sink_data(). Only for an anonymous
- * request whose x-amz-content-sha256 names a streaming mode that
- * authentication does not take up (the signed ones, SigV4a's): there is
- * no key to check chunk signatures with, so extensions and trailer lines
- * are skipped and the decoded length is optional. s3_awschunked cannot
- * stand in: its unsigned mode refuses chunk extensions and requires
- * x-amz-decoded-content-length, and its signed modes verify signatures.
- */
-static bc_s3err_t
-dechunk_feed(bc_file_ctx_t *c, const char *p, size_t n)
-{
-	bc_file_dechunk_t *d = &c->dc;
-	const bc_s3err_t bad = BC_S3E_IncompleteBody;
-	size_t i = 0;
-
-	while (i < n) {
-		char ch = p[i];
-		int v;
-
-		switch (d->st) {
-		case BC_FILE_DC_SIZE:
-			v = bc_hexval(ch);
-			if (v >= 0 && d->digits < 16) {
-				d->size = d->size * 16 + (uint64_t)v;
-				d->digits++;
-			} else if ((ch == ';' || ch == '\r') && d->digits > 0) {
-				d->st = ch == ';' ? BC_FILE_DC_EXT :
-				    BC_FILE_DC_SIZE_LF;
-				d->line = 0;
-			} else {
-				return bad;
-			}
-			i++;
-			break;
-		case BC_FILE_DC_EXT:
-			if (ch == '\r')
-				d->st = BC_FILE_DC_SIZE_LF;
-			else if (ch == '\n' || ++d->line > 1024)
-				return bad;
-			i++;
-			break;
-		case BC_FILE_DC_SIZE_LF:
-			if (ch != '\n')
-				return bad;
-			if (d->size == 0) {
-				d->st = BC_FILE_DC_TRAILER;
-				d->empty = true;
-			} else {
-				d->st = BC_FILE_DC_DATA;
-			}
-			i++;
-			break;
-		case BC_FILE_DC_DATA: {
-			size_t k = n - i;
-			bc_s3err_t e;
-
-			if (k > d->size)
-				k = (size_t)d->size;
-			e = sink_data(c, p + i, k);
-			if (e != BC_S3E_NONE)
-				return e;
-			d->size -= k;
-			i += k;
-			if (d->size == 0)
-				d->st = BC_FILE_DC_DATA_CR;
-			break;
-		}
-		case BC_FILE_DC_DATA_CR:
-			if (ch != '\r')
-				return bad;
-			d->st = BC_FILE_DC_DATA_LF;
-			i++;
-			break;
-		case BC_FILE_DC_DATA_LF:
-			if (ch != '\n')
-				return bad;
-			d->st = BC_FILE_DC_SIZE;
-			d->size = 0;
-			d->digits = 0;
-			i++;
-			break;
-		case BC_FILE_DC_TRAILER:
-			if (ch == '\r') {
-				d->st = BC_FILE_DC_TRAILER_LF;
-			} else {
-				d->empty = false;
-				if (ch == '\n' || ++d->trailer > 16384)
-					return bad;
-			}
-			i++;
-			break;
-		case BC_FILE_DC_TRAILER_LF:
-			if (ch != '\n')
-				return bad;
-			d->st = d->empty ? BC_FILE_DC_DONE : BC_FILE_DC_TRAILER;
-			d->empty = true;
-			i++;
-			break;
-		case BC_FILE_DC_DONE:
-		default:
-			return bad;
-		}
-	}
-	return BC_S3E_NONE;
-}
-
 /* Takes what the aws-chunked decoder has ready into the sink. */
 static bc_s3err_t
 drain_verified(bc_file_ctx_t *c)
@@ -399,8 +292,6 @@ body_feed(bc_file_ctx_t *c, const char *data, size_t n)
 		}
 		return BC_S3E_NONE;
 	}
-	if (c->chunked)
-		return dechunk_feed(c, data, n);
 	return sink_data(c, data, n);
 }
 
@@ -443,9 +334,7 @@ check_body(const bc_file_req_t *r, bc_file_ctx_t *c)
 		if (e != BC_S3E_NONE)
 			return e;
 	}
-	if (c->chunked && c->dc.st != BC_FILE_DC_DONE)
-		return BC_S3E_IncompleteBody;
-	if (!c->chunked && c->verify == NULL &&
+	if (c->verify == NULL &&
 	    r->content_length != UINT64_MAX && c->n != r->content_length)
 		return BC_S3E_IncompleteBody;
 	if (c->expect != UINT64_MAX && c->n != c->expect)
@@ -571,12 +460,20 @@ setup_body(const bc_file_req_t *r, bc_file_ctx_t *c)
 			    &r->s3->headers, "x-amz-trailer"));
 	} else if (r->auth->kind == BC_S3AUTH_NONE && sha != NULL &&
 	    strncmp(sha, "STREAMING-", 10) == 0) {
-		c->chunked = true;   /* anonymous: framing only */
-	}
-	if (c->chunked) {
-		if (dlen != NULL && !bc_u64_parse_str(dlen, &c->expect))
+		/* anonymous, in a mode authentication does not take up (the
+		 * signed ones with no key, SigV4a's): framing only, the
+		 * decoded length optional */
+		bc_awschunked_opts_t o = { .mode = BC_AWSCHUNKED_FRAMING };
+
+		if (dlen != NULL && bc_awschunked_parse_decoded_len(dlen,
+		    &c->expect) != BC_S3E_NONE)
 			return BC_S3E_InvalidArgument;
-	} else if (c->verify == NULL) {
+		c->verify = bc_awschunked_new_opts(&o);
+		if (c->verify == NULL)
+			return BC_S3E_InternalError;
+		if (dlen != NULL)
+			bc_awschunked_set_decoded_len(c->verify, c->expect);
+	} else {
 		c->expect = r->content_length;
 	}
 	if (r->auth->kind == BC_S3AUTH_V4 &&
@@ -837,8 +734,7 @@ fx_unref(fx_t *x)
 	int left = atomic_fetch_sub_explicit(&x->refs, 1,
 	    memory_order_acq_rel) - 1;
 
-	if (left < 0)
-		abort();
+	BC_CHECK(left >= 0);
 	if (left == 0)
 		fx_free(x);
 }

@@ -94,23 +94,6 @@ typedef enum bc_file_sink_e {
 	BC_FILE_SINK_XML,
 } bc_file_sink_t;
 
-/* The framing-only aws-chunked decoder of an anonymous upload (see
- * upstream_file.c, "request bodies"). */
-typedef enum bc_file_dc_state_e {
-	BC_FILE_DC_SIZE = 0, BC_FILE_DC_EXT, BC_FILE_DC_SIZE_LF,
-	BC_FILE_DC_DATA, BC_FILE_DC_DATA_CR, BC_FILE_DC_DATA_LF,
-	BC_FILE_DC_TRAILER, BC_FILE_DC_TRAILER_LF, BC_FILE_DC_DONE
-} bc_file_dc_state_t;
-
-typedef struct bc_file_dechunk_s {
-	bc_file_dc_state_t st;
-	uint64_t  size;      /* chunk size being read / bytes left */
-	unsigned  digits;
-	size_t    line;      /* bytes of the current ext/trailer line */
-	size_t    trailer;   /* trailer bytes so far */
-	bool      empty;     /* current trailer line is empty so far */
-} bc_file_dechunk_t;
-
 /* What a request holds open and has taken of its body. */
 typedef struct bc_file_ctx_s {
 	int              bfd;         /* bucket directory */
@@ -126,9 +109,8 @@ typedef struct bc_file_ctx_s {
 	bc_md5ctx_t     *md5;         /* of the decoded body */
 	uint8_t          body_md5[BC_MD5_LEN];   /* once checked */
 	bc_sha256_t     *sha;         /* of the raw body (V4 hex hash) */
-	bool             chunked;
-	bc_file_dechunk_t dc;
-	bc_awschunked_t *verify;      /* aws-chunked, verified */
+	bc_awschunked_t *verify;      /* aws-chunked: verified, or framing
+					 only (anonymous) */
 	bc_checksum_t    ck;          /* of the decoded body */
 	const char      *ck_want;     /* its value sent in a header, or NULL */
 	char             ck_value[BC_CKSUM_B64_MAX];   /* verified value */

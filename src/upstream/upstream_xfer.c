@@ -12,7 +12,6 @@
  * (until its status line) and the exchange's deadline (until the final
  * headers). The two uses never overlap, so one handle (one close) does.
  */
-#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,9 +20,11 @@
 
 #include "stats/stats.h"
 #include "upstream/upstream_xfer.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
+#include "util/util_num.h"
 
 #define RETRY_BASE_MS 100
 #define RETRY_MAX_MS  2000
@@ -150,8 +151,7 @@ bc_xfer_unref(bc_xfer_t *x)
 	if (x == NULL)
 		return;
 	old = atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel);
-	if (old <= 0)
-		abort();
+	BC_CHECK(old > 0);
 	if (old > 1)
 		return;
 	free(x->req.buf);
@@ -285,8 +285,12 @@ header_cb(char *buf, size_t size, size_t n, void *ud)
 	pthread_mutex_lock(&x->mu);
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		const char *sp = memchr(buf, ' ', len);
+		uint64_t st = 0;
 
-		x->cur_status = sp != NULL ? atoi(sp + 1) : 0;
+		if (sp == NULL || bc_parse_u64_prefix(sp + 1,
+		    len - (size_t)(sp + 1 - buf), 10, 999, &st) != 3)
+			st = 0;
+		x->cur_status = (int)st;
 		bc_kv_fini(&x->hdrs);
 		bc_buf_reset(&x->body);
 		x->discarding = false;
@@ -625,7 +629,7 @@ on_limit(uv_timer_t *t)
 	bc_xfer_t *x = t->data;
 	bool cancelled, retry;
 
-	assert(x->easy != NULL);
+	BC_CHECK(x->easy != NULL);
 	curl_multi_remove_handle(bc_loop_multi(x->loop), x->easy);
 	curl_easy_cleanup(x->easy);
 	x->easy = NULL;

@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "util/util_assert.h"
 #include "util/util_crypto.h"
 
 #define HMAC_BLOCK 64   /* SHA-256's and SHA-1's block */
@@ -43,9 +44,11 @@ fetch_digests(void)
 	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	md_sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
 	md_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
-	if (md_sha256 == NULL || md_sha1 == NULL || md_md5 == NULL ||
-	    pthread_key_create(&ctx_key, free_thread_ctx) != 0)
-		abort();   /* libcrypto without its default provider */
+	/* libcrypto without its default provider */
+	BC_AN(md_sha256);
+	BC_AN(md_sha1);
+	BC_AN(md_md5);
+	BC_AZ(pthread_key_create(&ctx_key, free_thread_ctx));
 }
 
 const EVP_MD *
@@ -80,14 +83,15 @@ digest2(const EVP_MD *md, const void *a, size_t an, const void *b,
 
 	if (ctx == NULL) {
 		ctx = EVP_MD_CTX_new();
-		if (ctx == NULL || pthread_setspecific(ctx_key, ctx) != 0)
-			abort();   /* out of memory at a thread's first hash */
+		/* out of memory at a thread's first hash */
+		BC_AN(ctx);
+		BC_AZ(pthread_setspecific(ctx_key, ctx));
 	}
-	if (EVP_DigestInit_ex2(ctx, md, NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, a, an) != 1 ||
-	    (bn > 0 && EVP_DigestUpdate(ctx, b, bn) != 1) ||
-	    EVP_DigestFinal_ex(ctx, out, &len) != 1)
-		abort();   /* cannot fail with a fetched digest */
+	/* cannot fail with a fetched digest */
+	BC_CHECK(EVP_DigestInit_ex2(ctx, md, NULL) == 1);
+	BC_CHECK(EVP_DigestUpdate(ctx, a, an) == 1);
+	BC_CHECK(bn == 0 || EVP_DigestUpdate(ctx, b, bn) == 1);
+	BC_CHECK(EVP_DigestFinal_ex(ctx, out, &len) == 1);
 }
 
 /* RFC 2104 HMAC with md (block HMAC_BLOCK, output mdlen bytes). */

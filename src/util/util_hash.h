@@ -1,7 +1,8 @@
 /*
- * util_hash.h — the one hash for in-memory tables: 64-bit FNV-1a.
- * Not for anything an attacker must not steer into collisions beyond a
- * longer probe: tables using it compare whole keys.
+ * util_hash.h — the one hash for in-memory tables: 64-bit FNV-1a. The
+ * chained table over it is util_htab.h. Not for anything an attacker
+ * must not steer into collisions beyond a longer probe: tables using it
+ * compare whole keys.
  */
 #ifndef BC_UTIL_HASH_H
 #define BC_UTIL_HASH_H

@@ -4,9 +4,9 @@
  * until bc_heap_fini. Every slot an item moves to is reported through
  * set_index. Not thread-safe (util_heap.h).
  */
-#include <assert.h>
 #include <stdlib.h>
 
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_heap.h"
 
@@ -64,7 +64,7 @@ sift_down(bc_heap_t *h, size_t i)
 void
 bc_heap_init(bc_heap_t *h, bc_heap_less_fn less, bc_heap_index_fn set_index)
 {
-	assert(less != NULL);
+	BC_CHECK(less != NULL);
 	h->items = NULL;
 	h->len = 0;
 	h->cap = 0;
@@ -140,7 +140,7 @@ bc_heap_remove(bc_heap_t *h, size_t idx)
 {
 	void *item;
 
-	assert(idx < h->len);
+	BC_CHECK(idx < h->len);
 	item = h->items[idx];
 	h->len--;
 	if (idx < h->len) {
@@ -155,7 +155,7 @@ bc_heap_remove(bc_heap_t *h, size_t idx)
 void
 bc_heap_update(bc_heap_t *h, size_t idx)
 {
-	assert(idx < h->len);
+	BC_CHECK(idx < h->len);
 	if (sift_up(h, idx) == idx)
 		sift_down(h, idx);
 }

@@ -1,6 +1,7 @@
 /*
- * test_http_probe.c — bc_http_probe_url (the --listen forms, wildcards as
- * loopback, bad addresses) and bc_http_probe against a one-connection
+ * test_http_probe.c — bc_http_probe_url on --listen as config/ parses it
+ * (bc_config_listen_parse: the forms, wildcards as loopback, bad
+ * addresses) and bc_http_probe against a one-connection
  * server in a thread: 200 (0), 503, a server that accepts and never
  * answers (the deadline), and a port nobody listens on.
  */
@@ -41,18 +42,24 @@ LTest(probe, url_forms)
 		"127.0.0.1:65536", "127.0.0.1:80x", "127.0.0.1:-1",
 		"127.0.0.1: 80", "::1:8080", "[::1]8080", "[::1", "h:+80",
 	};
-	char url[64];
+	char url[64], err[128];
+	bc_listen_addr_t la;
 
 	for (size_t i = 0; i < N(ok); i++) {
-		cr_assert_eq(bc_http_probe_url(ok[i].listen, "/h", url,
-		    sizeof(url)), 0, "%s", ok[i].listen);
+		cr_assert_eq(bc_config_listen_parse(ok[i].listen, &la, err,
+		    sizeof(err)), 0, "%s: %s", ok[i].listen, err);
+		cr_assert_eq(bc_http_probe_url(&la, "/h", url, sizeof(url)), 0,
+		    "%s", ok[i].listen);
 		cr_assert_str_eq(url, ok[i].url);
 	}
-	for (size_t i = 0; i < N(bad); i++)
-		cr_assert_eq(bc_http_probe_url(bad[i], "/h", url, sizeof(url)),
-		    BC_EINVAL, "'%s' taken", bad[i]);
-	cr_assert_eq(bc_http_probe_url("127.0.0.1:8080", "/h", url, 20),
-	    BC_ERANGE);
+	for (size_t i = 0; i < N(bad); i++) {
+		cr_assert_eq(bc_config_listen_parse(bad[i], &la, err,
+		    sizeof(err)), BC_EINVAL, "'%s' taken", bad[i]);
+		cr_assert_not_null(strstr(err, "not ADDRESS:PORT"), "%s", err);
+	}
+	cr_assert_eq(bc_config_listen_parse("127.0.0.1:8080", &la, err,
+	    sizeof(err)), 0);
+	cr_assert_eq(bc_http_probe_url(&la, "/h", url, 20), BC_ERANGE);
 }
 
 /* A server for one connection: answers it with `reply` (NULL: reads the
@@ -102,6 +109,18 @@ loopback_socket(bool listening, char *addr, size_t len)
 	return fd;
 }
 
+/* bc_http_probe on listen as config/ parses it. */
+static int
+probe_at(const char *listen, long timeout_ms, char *msg, size_t len)
+{
+	bc_listen_addr_t la;
+
+	cr_assert_eq(bc_config_listen_parse(listen, &la, msg, len), 0, "%s",
+	    msg);
+	return bc_http_probe(&la, "/_bucketcache/health", timeout_ms, msg,
+	    len);
+}
+
 static int
 probe_against(const char *reply, long timeout_ms, char *msg, size_t len)
 {
@@ -112,7 +131,7 @@ probe_against(const char *reply, long timeout_ms, char *msg, size_t len)
 
 	s.fd = loopback_socket(true, addr, sizeof(addr));
 	cr_assert_eq(pthread_create(&t, NULL, serve_one, &s), 0);
-	rv = bc_http_probe(addr, "/_bucketcache/health", timeout_ms, msg, len);
+	rv = probe_at(addr, timeout_ms, msg, len);
 	pthread_join(t, NULL);
 	close(s.fd);
 	return rv;
@@ -145,12 +164,8 @@ LTest(probe, nobody_there)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	fd = loopback_socket(false, addr, sizeof(addr));   /* bound, refused */
-	cr_assert_eq(bc_http_probe(addr, "/_bucketcache/health", 2000, msg,
-	    sizeof(msg)), BC_EIO);
+	cr_assert_eq(probe_at(addr, 2000, msg, sizeof(msg)), BC_EIO);
 	cr_assert_not_null(strstr(msg, addr), "%s", msg);
 	close(fd);
-	cr_assert_eq(bc_http_probe("nonsense", "/_bucketcache/health", 2000, msg,
-	    sizeof(msg)), BC_EINVAL);
-	cr_assert_not_null(strstr(msg, "not ADDRESS:PORT"), "%s", msg);
 	curl_global_cleanup();
 }

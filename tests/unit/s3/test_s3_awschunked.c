@@ -1480,3 +1480,96 @@ LTest(awschunked_trailer, modes_and_headers)
 	o.trailer = BC_CKSUM_CRC32;
 	cr_expect_null(bc_awschunked_new_opts(&o));       /* one too many */
 }
+
+/* ---- framing only (an anonymous STREAMING-* body) ------------------------ */
+
+/* Framing only: extensions and trailer lines skipped, the payload out,
+ * in one piece or byte by byte; what breaks the framing fails. */
+LTest(awschunked_framing, decodes_and_refuses)
+{
+	static const struct {
+		const char *body;
+		bc_s3err_t  e;
+		const char *out;
+	} t[] = {
+		{ "5\r\nhello\r\n0\r\n\r\n", BC_S3E_NONE, "hello" },
+		{ "5;chunk-signature=abc\r\nhello\r\n"
+		  "1;x=y;z\r\n!\r\n0;chunk-signature=def\r\n"
+		  "x-amz-checksum-crc32:AAAAAA==\r\n"
+		  "x-amz-trailer-signature:0123\r\n\r\n", BC_S3E_NONE,
+		  "hello!" },
+		{ "A\r\n0123456789\r\n0\r\n\r\n", BC_S3E_NONE, "0123456789" },
+		{ "0\r\n\r\n", BC_S3E_NONE, "" },
+		{ "5\r\nhello\r\n0\r\n", BC_S3E_IncompleteBody, NULL },
+		{ "5\r\nhello\r\n", BC_S3E_IncompleteBody, NULL },
+		{ "5\nhello\r\n0\r\n\r\n", BC_S3E_InvalidArgument, NULL },
+		{ "5;ext\nhello\r\n0\r\n\r\n", BC_S3E_InvalidArgument, NULL },
+		{ "x\r\nhello\r\n0\r\n\r\n", BC_S3E_InvalidArgument, NULL },
+		{ "5\r\nhelloXY0\r\n\r\n", BC_S3E_InvalidArgument, NULL },
+		{ "0\r\nbad\n\r\n", BC_S3E_MalformedTrailerError, NULL },
+		{ "0\r\n\r\nmore", BC_S3E_InvalidArgument, NULL },
+		{ "11111111111111111\r\n", BC_S3E_InvalidArgument, NULL },
+	};
+	static const size_t one[] = { 1 };
+	bc_awschunked_opts_t o = { .mode = BC_AWSCHUNKED_FRAMING };
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			bc_awschunked_t *d = bc_awschunked_new_opts(&o);
+			bc_buf_t out = BC_BUF_INIT;
+			bc_s3err_t e;
+
+			cr_assert_not_null(d);
+			e = run(d, t[i].body, strlen(t[i].body),
+			    bytewise ? one : all_at_once, 1, &out);
+			cr_expect_eq(e, t[i].e, "case %zu%s: %s", i,
+			    bytewise ? " bytewise" : "", bc_s3err_code(e));
+			if (t[i].out != NULL && e == BC_S3E_NONE)
+				cr_expect_str_eq(bc_buf_str(&out), t[i].out,
+				    "case %zu", i);
+			bc_buf_fini(&out);
+			bc_awschunked_free(d);
+		}
+	}
+}
+
+/* Framing only: a long extension or trailer is refused past its bound;
+ * a declared length is held to; framed output is refused. */
+LTest(awschunked_framing, bounds)
+{
+	bc_awschunked_opts_t o = { .mode = BC_AWSCHUNKED_FRAMING };
+	bc_awschunked_t *d;
+	bc_buf_t body = BC_BUF_INIT, out = BC_BUF_INIT;
+
+	cr_assert_eq(bc_buf_puts(&body, "1;"), 0);
+	for (int i = 0; i < 1100; i++)
+		cr_assert_eq(bc_buf_putc(&body, 'e'), 0);
+	cr_assert_eq(bc_buf_puts(&body, "\r\n!\r\n0\r\n\r\n"), 0);
+	d = bc_awschunked_new_opts(&o);
+	cr_expect_eq(run(d, body.data, body.len, all_at_once, 1, &out),
+	    BC_S3E_InvalidArgument);
+	bc_awschunked_free(d);
+
+	bc_buf_reset(&body);
+	bc_buf_reset(&out);
+	cr_assert_eq(bc_buf_puts(&body, "1\r\n!\r\n0\r\n"), 0);
+	for (int i = 0; i < 2000; i++)
+		cr_assert_eq(bc_buf_puts(&body, "x-a:bcdefgh\r\n"), 0);
+	cr_assert_eq(bc_buf_puts(&body, "\r\n"), 0);
+	d = bc_awschunked_new_opts(&o);
+	cr_expect_eq(run(d, body.data, body.len, all_at_once, 1, &out),
+	    BC_S3E_MalformedTrailerError);
+	bc_awschunked_free(d);
+
+	bc_buf_reset(&out);
+	d = bc_awschunked_new_opts(&o);
+	bc_awschunked_set_decoded_len(d, 4);
+	cr_expect_eq(run(d, "5\r\nhello\r\n0\r\n\r\n", 15, all_at_once, 1,
+	    &out), BC_S3E_IncompleteBody);
+	bc_awschunked_free(d);
+
+	o.framed = true;
+	cr_expect_null(bc_awschunked_new_opts(&o));
+	bc_buf_fini(&body);
+	bc_buf_fini(&out);
+}
