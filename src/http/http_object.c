@@ -20,25 +20,18 @@
  *               ERROR (503)
  *   COND        conditionals → SENT (304) or ERROR (412); Range past the
  *               end → SENT (416); an empty object or a HEAD → DELIVER
- *               (hit when the metadata was cached); else MEM
- *   MEM         every chunk of the span in memory → DELIVER a zero-copy
- *               buffer or iovec holding chunk references (hit); none
- *               there → FILE; some → CHUNK (partial)
- *   FILE        one chunk, lower tiers, not asked yet: the disk tier's
- *               file opened at once → DELIVER (sendfile, hit); asked →
- *               WAIT_FILE; no file → CHUNK
- *   WAIT_FILE   woken with the file → SEND_FILE; without → MEM (RESTART,
- *               SENT, ERROR as WAIT_META)
- *   SEND_FILE   the range from the file (MHD's fd response on the file
- *               the tier opened) → DELIVER (hit); unusable → MEM
- *   CHUNK       a range within one chunk that memory lacks, with lower
- *               tiers: asked for first (its fill asks them before the
- *               origin), at most MAX_CHUNK_WAITS times → WAIT_CHUNK; a
- *               chunk a disk tier just read → DELIVER from its file
- *               (sendfile, hit); anything else → STREAM
- *   WAIT_CHUNK  woken → MEM (RESTART, SENT, ERROR as WAIT_META)
+ *               (hit when the metadata was cached); else LOOKUP
+ *   LOOKUP      one call asks the cache how the range goes out
+ *               (bc_cache_read, cache_read.h): every chunk in memory →
+ *               DELIVER a zero-copy buffer or iovec holding chunk
+ *               references (hit); a disk tier's file → DELIVER it by
+ *               sendfile, MHD's fd response (hit); a wait for that file
+ *               or for the one chunk memory lacks (its fill asks the
+ *               lower tiers before the origin) → WAIT_LOOKUP; else
+ *               STREAM (hit, partial or miss by the chunks it had)
+ *   WAIT_LOOKUP woken → LOOKUP (RESTART, SENT, ERROR as WAIT_META)
  *   STREAM      a streaming response whose reader takes the chunks in
- *               order → DELIVER (miss or partial)
+ *               order, a filling chunk as its bytes arrive → DELIVER
  *   DELIVER     object headers, Content-Range, x-bucketcache, the hit
  *               counters; the answer queued → DELIVERED
  *   DELIVERED   END: the reader (obj_reader) runs here. It waits on
@@ -72,6 +65,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
+#include "cache/cache_read.h"
 #include "cache/cache_window.h"
 #include "http/http_object.h"
 #include "http/http_req.h"
@@ -99,7 +93,7 @@ fill_failed(bc_http_req_t *r)
 }
 
 #define MAX_RESTARTS   3
-#define MAX_IOV_CHUNKS 1024
+#define MAX_IOV_CHUNKS 1024   /* a zero-copy answer's, at most */
 /* MHD's buffer for a streamed (callback) response: allocated per
  * response, so it stays under malloc's mmap threshold (64 KiB, main.c);
  * a 256 KiB block cost an mmap, page faults and a munmap per cold GET. */
@@ -108,9 +102,6 @@ fill_failed(bc_http_req_t *r)
  * of the plan on the heap, at most once a prefetch tick per job): the
  * keys due behind the cursor of a loader with many workers and the window
  * ahead. */
-/* Waits for the one chunk of a range before answering, at most (a fill
- * that ends in RECHECK is asked again; past this the answer streams). */
-#define MAX_CHUNK_WAITS 3
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 
@@ -137,23 +128,11 @@ typedef struct objreq_s {
 	meta_from_t      meta_from;
 	bc_objmeta_t     meta;       /* zeroed until META fills it */
 	bc_range_t       range;      /* resolved; empty object: unused */
-	uint32_t         c0, c1;
+	bc_read_t        rd;         /* the cache's read of range */
 	/* the answer DELIVER queues (a step that sets resp goes there) */
 	struct MHD_Response *resp;
 	unsigned         status;     /* 200 or 206 */
 	uint64_t         len;        /* bytes of the answer */
-	bc_chunk_t      *first;      /* chunk delivered with the metadata, or
-				      waited for (chunk_waits) */
-	bool             first_tier; /* first came from a lower tier */
-	int              first_fd;   /* the file first was read from (a
-				      disk tier; owned), or -1; after
-				      WAIT_FILE, the file it brought */
-	uint64_t         first_fd_off;   /* where first starts in it */
-	uint64_t         first_fd_len;   /* a file hit: the chunk's bytes */
-	bool             first_mem;  /* first was in memory (or filling for
-				      another request) */
-	unsigned         file_asks;  /* FILE asked the disk tier: at most 1 */
-	unsigned         chunk_waits;
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bc_read_window_t win;        /* streaming: chunks to fetch ahead */
 	bool             cur_waited; /* the chunk entered next was waited for */
@@ -175,10 +154,6 @@ typedef bc_objreq_state_t (*step_fn)(bc_http_req_t *r, objreq_t *q);
 
 static void drive(bc_http_req_t *r, objreq_t *q);
 
-typedef struct held_s {          /* zero-copy response's references */
-	size_t       n;
-	bc_chunk_t  *v[];
-} held_t;
 
 /* The version r reads: its versionId, or NULL for the current version
  * (bc_object_cacheable let only one in). */
@@ -341,7 +316,8 @@ obj_start(bc_http_req_t *r)
 		return BC_S3E_InternalError;
 	r->hdata = q;
 	q->state = BC_OBJREQ_META;
-	q->first_fd = -1;
+	bc_cache_read_init(&q->rd, r->srv->cache, NULL, &q->w,
+	    MAX_IOV_CHUNKS);
 	job_hints(r, q);
 	q->c = r->srv->cache;
 	q->scale = r->srv->scale;
@@ -360,6 +336,7 @@ obj_start(bc_http_req_t *r)
 	    read_version(r));
 	if (q->o == NULL)
 		return BC_S3E_InternalError;
+	q->rd.o = q->o;
 	return BC_S3E_NONE;
 }
 
@@ -382,16 +359,8 @@ woken(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t on)
 	wait_end(q);
 	switch (res) {
 	case BC_WAIT_CHUNK:
-		bc_chunk_unref(q->first);
-		q->first = q->w.chunk;
-		q->first_tier = q->w.tier_hit;
-		q->first_mem = false;
-		q->w.chunk = NULL;
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;   /* taken: reset would close it */
-		q->first_fd_off = q->w.fd_off;
-		q->w.fd = -1;
+	case BC_WAIT_FILE:   /* LOOKUP sends a file a file ask brought */
+		bc_cache_read_take(&q->rd, res);
 		break;
 	case BC_WAIT_UPSTREAM: {
 		/* pass the upstream's error on as it came */
@@ -409,20 +378,9 @@ woken(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t on)
 		q->err = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
 		    fill_failed(r);
 		return BC_OBJREQ_ERROR;
-	case BC_WAIT_FILE:
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;   /* taken: reset would close it */
-		q->first_fd_off = q->w.fd_off;
-		q->first_fd_len = q->w.fd_len;
-		q->w.fd = -1;
-		if (q->state == BC_OBJREQ_WAIT_FILE)   /* only a file ask */
-			on = BC_OBJREQ_SEND_FILE;
-		break;
 	case BC_WAIT_RECHECK:
-		/* a file ask's "no file" is FILE's asks count; else a lower
-		 * tier may have answered the metadata's wait */
-		if (q->state != BC_OBJREQ_WAIT_FILE && q->w.tier_hit)
+		/* a lower tier may have answered the metadata's wait */
+		if (q->state == BC_OBJREQ_WAIT_META && q->w.tier_hit)
 			q->meta_from = META_TIER;
 		break;
 	case BC_WAIT_RESTART:
@@ -444,8 +402,7 @@ suspend(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t wait)
 	return wait;
 }
 
-/* WAIT_META, WAIT_FILE, WAIT_CHUNK: the wake's outcome, on to `on` (a
- * file that WAIT_FILE brought: SEND_FILE). */
+/* WAIT_META, WAIT_LOOKUP: the wake's outcome, on to `on`. */
 #define WAIT_STEP(l, on)                                                \
 	static bc_objreq_state_t                                        \
 	step_##l(bc_http_req_t *r, objreq_t *q)                         \
@@ -453,8 +410,7 @@ suspend(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t wait)
 		return woken(r, q, BC_OBJREQ_##on);                     \
 	}
 WAIT_STEP(wait_meta, META)
-WAIT_STEP(wait_file, MEM)
-WAIT_STEP(wait_chunk, MEM)
+WAIT_STEP(wait_lookup, LOOKUP)
 #undef WAIT_STEP
 
 /* RESTART: looks the object up afresh (it changed or was invalidated). */
@@ -465,14 +421,11 @@ step_restart(bc_http_req_t *r, objreq_t *q)
 		q->err = BC_S3E_ServiceUnavailable;
 		return BC_OBJREQ_ERROR;
 	}
-	bc_chunk_unref(q->first);
-	q->first = NULL;
-	q->first_tier = q->first_mem = false;
-	q->chunk_waits = 0;
 	bc_objmeta_fini(&q->meta);
 	bc_object_unref(q->c, q->o);
 	q->o = bc_cache_object_version(q->c, r->s3.bucket, r->s3.key,
 	    read_version(r));
+	bc_cache_read_restart(&q->rd, q->o);
 	if (q->o == NULL) {
 		q->err = BC_S3E_InternalError;
 		return BC_OBJREQ_ERROR;
@@ -493,11 +446,7 @@ add_meta_headers(struct MHD_Response *resp, const objreq_t *q)
 static void
 free_held(void *cls)
 {
-	held_t *h = cls;
-
-	for (size_t i = 0; i < h->n; i++)
-		bc_chunk_unref(h->v[i]);
-	free(h);
+	bc_cache_read_held_free(cls);
 }
 
 static void
@@ -577,12 +526,11 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (q->cur == NULL || q->cur->index != i) {
-		if (q->first != NULL && q->first->index == i) {
+		if (q->rd.chunk != NULL && q->rd.chunk->index == i) {
 			bc_chunk_unref(q->cur);
-			q->cur = q->first;
-			q->first = NULL;
-			q->cur_fetched = !q->first_mem;
-			q->cur_tier = q->first_tier;
+			q->cur_fetched = !q->rd.chunk_mem;
+			q->cur_tier = q->rd.chunk_tier;
+			q->cur = bc_cache_read_take_chunk(&q->rd);
 		} else {
 			bc_chunk_unref(q->cur);
 			q->cur = NULL;
@@ -606,9 +554,9 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 			q->cur_fetched = false;
 		}
-		if (i < q->c1 && q->job_id == BC_STATS_JOB_NONE)
+		if (i < q->rd.c1 && q->job_id == BC_STATS_JOB_NONE)
 			q->job_id = bc_stats_job_id(q->job);
-		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
+		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->rd.c1,
 		    bc_read_window_step(&q->win, i, q->cur_waited ||
 		    bc_chunk_state(q->cur) != BC_CHUNK_COMPLETE), q->w.anon,
 		    q->job_id);
@@ -625,7 +573,7 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 			if (more > 0)
 				bc_cache_read_ahead(q->c, q->o, q->meta.etag,
-				    i, q->c1, more, q->w.anon, q->job_id);
+				    i, q->rd.c1, more, q->w.anon, q->job_id);
 			q->state = suspend(r, q, BC_OBJREQ_READ_WAIT);
 			return 0;
 		}
@@ -657,65 +605,38 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-/* Tries the zero-copy response: every chunk of the span in memory.
- * Returns the response, or NULL (nothing held) with *present counting
- * the chunks in memory or being fetched by another request (no fetch
- * of this request's own: they make a hit, not a miss). */
+/* The zero-copy response of h (every chunk of the range, in memory; it
+ * takes h), or NULL (h freed). */
 static struct MHD_Response *
-zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
+mem_response(bc_http_req_t *r, objreq_t *q, bc_read_held_t *h)
 {
 	uint64_t cs = r->srv->cfg->chunk_size;
-	uint32_t n = q->c1 - q->c0 + 1;
+	uint32_t c0 = q->rd.c0;
 	struct MHD_Response *resp = NULL;
-	struct MHD_IoVec *iov = NULL;
-	held_t *h;
+	struct MHD_IoVec *iov;
 
-	*present = 0;
-	h = malloc(sizeof(*h) + (size_t)n * sizeof(h->v[0]));
-	if (h == NULL)
-		return NULL;
-	h->n = 0;
-	for (uint32_t i = q->c0; i <= q->c1; i++) {
-		bc_chunk_t *ch = NULL;
-
-		if (q->first != NULL && q->first->index == i) {
-			ch = q->first;   /* fetched for this request: not a hit */
-			bc_chunk_ref(ch);
-			h->v[h->n++] = ch;
-			continue;
-		} else {
-			int rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i,
-			    false, NULL, &ch);
-
-			if (rv == BC_EINPROGRESS)
-				(*present)++;   /* another request fetches it */
-			if (rv < 0)
-				continue;
-		}
-		h->v[h->n++] = ch;
-		(*present)++;
-	}
-	if (h->n != n || q->first != NULL || n > MAX_IOV_CHUNKS)
-		goto out;   /* fetched now, or not all there: stream */
-	if (n == 1) {
+	if (h->n == 1) {
 		bc_chunk_t *ch = h->v[0];
 
 		resp = MHD_create_response_from_buffer_with_free_callback_cls(
 		    (size_t)bc_range_length(&q->range),
-		    ch->data + (q->range.first - bc_chunk_start(q->c0, cs)),
+		    ch->data + (q->range.first - bc_chunk_start(c0, cs)),
 		    free_chunk, ch);
 		if (resp != NULL) {
-			h->n = 0;   /* the response owns the reference now */
-			goto out;
+			free(h);   /* the response owns the reference now */
+			return resp;
 		}
-		goto out;
+		bc_cache_read_held_free(h);
+		return NULL;
 	}
-	iov = calloc(n, sizeof(*iov));
-	if (iov == NULL)
-		goto out;
-	for (uint32_t k = 0; k < n; k++) {
+	iov = calloc(h->n, sizeof(*iov));
+	if (iov == NULL) {
+		bc_cache_read_held_free(h);
+		return NULL;
+	}
+	for (size_t k = 0; k < h->n; k++) {
 		bc_chunk_t *ch = h->v[k];
-		uint64_t start = bc_chunk_start(q->c0 + k, cs);
+		uint64_t start = bc_chunk_start(c0 + (uint32_t)k, cs);
 		uint64_t from = q->range.first > start ?
 		    q->range.first - start : 0;
 		uint64_t to = q->range.last < start + ch->len - 1 ?
@@ -724,16 +645,11 @@ zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
 		iov[k].iov_base = ch->data + from;
 		iov[k].iov_len = (size_t)(to - from + 1);
 	}
-	resp = MHD_create_response_from_iovec(iov, n, free_held, h);
+	resp = MHD_create_response_from_iovec(iov, (unsigned int)h->n,
+	    free_held, h);
 	free(iov);
-	if (resp != NULL)
-		return resp;
-out:
-	if (resp == NULL || h->n > 0) {
-		for (size_t i = 0; i < h->n; i++)
-			bc_chunk_unref(h->v[i]);
-	}
-	free(h);
+	if (resp == NULL)
+		bc_cache_read_held_free(h);
 	return resp;
 }
 
@@ -772,46 +688,20 @@ respond_416(bc_http_req_t *r, const objreq_t *q)
 	    BC_S3E_NONE;
 }
 
-/* An fd response of q's range, from byte `from` of the chunk in
- * q->first_fd (MHD takes the descriptor), or NULL. The file is never
- * written in place (the disk tier renames new files over old ones), so
- * its bytes are the ones the tier checked. */
+/* An fd response of q's range from the disk tier's file the read holds,
+ * at `from` past the chunk's start in it (MHD takes the descriptor), or
+ * NULL. The file is never written in place (the disk tier renames new
+ * files over old ones), so its bytes are the ones the tier checked. */
 static struct MHD_Response *
 fd_range(objreq_t *q, uint64_t from)
 {
 	struct MHD_Response *resp;
 
 	resp = MHD_create_response_from_fd_at_offset64(
-	    bc_range_length(&q->range), q->first_fd, q->first_fd_off + from);
+	    bc_range_length(&q->range), q->rd.fd, q->rd.fd_off + from);
 	if (resp != NULL)
-		q->first_fd = -1;
+		q->rd.fd = -1;
 	return resp;
-}
-
-/* An answer sent from a disk tier's file, by sendfile: a hit. */
-static bc_objreq_state_t
-deliver_sendfile(objreq_t *q)
-{
-	q->hit = HIT;
-	BC_STATS_INC(cache_disk_sendfile);
-	BC_STATS_ADD(cache_bytes_disk, q->len);
-	return BC_OBJREQ_DELIVER;
-}
-
-/* The range from the file the disk tier gave for chunk c0 (q->first_fd,
- * the chunk's first_fd_len bytes at first_fd_off), or NULL when it cannot
- * be (no file, or not the chunk's length). */
-static struct MHD_Response *
-file_response(bc_http_req_t *r, objreq_t *q)
-{
-	uint64_t cs = r->srv->cfg->chunk_size;
-	uint64_t from = q->range.first - bc_chunk_start(q->c0, cs);
-
-	if (q->first_fd < 0 ||
-	    from + bc_range_length(&q->range) > q->first_fd_len ||
-	    q->first_fd_len != bc_chunk_len(q->c0, q->meta.size, cs))
-		return NULL;
-	return fd_range(q, from);
 }
 
 /* META: makes sure the metadata is known and fresh (bc_cache_meta). */
@@ -899,117 +789,49 @@ step_cond(bc_http_req_t *r, objreq_t *q)
 		    READER_BLOCK, obj_reader, r, NULL);
 		return BC_OBJREQ_DELIVER;
 	}
-	bc_chunk_span(&q->range, r->srv->cfg->chunk_size, &q->c0, &q->c1);
-	return BC_OBJREQ_MEM;
+	bc_cache_read_span(&q->rd, q->meta.etag, q->meta.size, &q->range);
+	return BC_OBJREQ_LOOKUP;
 }
 
-/* MEM: the zero-copy answer when every chunk of the span is in memory;
- * else the hit it will be (chunks in memory or being fetched by another
- * request count as there) and where to look next. */
+/*
+ * LOOKUP: asks the cache how the range goes out (bc_cache_read): every
+ * chunk in memory, a zero-copy answer (a hit); a disk tier's file, sent
+ * with sendfile (a hit); a wait for the file or for the one chunk's fill
+ * (WAIT_LOOKUP, then asked again); or a stream, a hit, partial or miss by
+ * the chunks the cache had.
+ */
 static bc_objreq_state_t
-step_mem(bc_http_req_t *r, objreq_t *q)
+step_lookup(bc_http_req_t *r, objreq_t *q)
 {
-	uint32_t present = 0;
+	bc_read_t *rd = &q->rd;
+	uint32_t n = rd->c1 - rd->c0 + 1;
 
-	q->resp = zero_copy(r, q, &present);
-	if (q->resp != NULL) {
+	switch (bc_cache_read(rd)) {
+	case BC_READ_MEM:
+		q->resp = mem_response(r, q, rd->held);
+		rd->held = NULL;
+		if (q->resp == NULL)
+			break;
 		q->hit = HIT;
 		BC_STATS_ADD(cache_bytes_memory, q->len);
 		bc_stats_bucket_add(r->s3.bucket,
 		    BC_BSTAT_cache_bytes_memory, q->len);
 		return BC_OBJREQ_DELIVER;
-	}
-	q->hit = present == q->c1 - q->c0 + 1 ? HIT :
-	    present > 0 ? PARTIAL : MISS;
-	return present == 0 ? BC_OBJREQ_FILE : BC_OBJREQ_CHUNK;
-}
-
-/*
- * FILE: the range lies in one chunk that memory lacks and no fill brings:
- * asks the disk tier for the chunk's file (bc_cache_chunk_file), to send
- * it with sendfile without reading it; once per request.
- */
-static bc_objreq_state_t
-step_file(bc_http_req_t *r, objreq_t *q)
-{
-	int rv;
-
-	if (q->file_asks > 0 || q->c0 != q->c1 || q->first != NULL)
-		return BC_OBJREQ_CHUNK;
-	q->file_asks++;
-	rv = bc_cache_chunk_file(q->c, q->o, q->meta.etag, q->c0, &q->w);
-	if (rv == 0) {   /* opened at once */
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;
-		q->first_fd_off = q->w.fd_off;
-		q->first_fd_len = q->w.fd_len;
-		q->w.fd = -1;
-		bc_waiter_reset(&q->w);
-		q->resp = file_response(r, q);
-		return q->resp != NULL ? deliver_sendfile(q) : BC_OBJREQ_CHUNK;
-	}
-	if (rv != BC_EAGAIN)
-		return BC_OBJREQ_CHUNK;
-	return suspend(r, q, BC_OBJREQ_WAIT_FILE);
-}
-
-/* SEND_FILE: the file a wait brought is sent, even when the chunk's
- * promotion got it into memory meanwhile. */
-static bc_objreq_state_t
-step_send_file(bc_http_req_t *r, objreq_t *q)
-{
-	q->resp = file_response(r, q);
-	return q->resp != NULL ? deliver_sendfile(q) : BC_OBJREQ_MEM;
-}
-
-/*
- * CHUNK: the range lies in one chunk that memory lacks and lower tiers
- * exist: asks for the chunk before answering (its fill asks them first),
- * at most MAX_CHUNK_WAITS times. The chunk a wait brought is a hit when
- * a lower tier had it (and sent from its file when a disk tier read it),
- * a miss when the origin's fill brings it. Everything else streams as it
- * would without lower tiers (a chunk in memory by now or being fetched by
- * another request, several chunks, no lower tier, or an error the reader
- * meets again and acts on).
- */
-static bc_objreq_state_t
-step_chunk(bc_http_req_t *r, objreq_t *q)
-{
-	bc_chunk_t *ch = NULL;
-	int rv;
-
-	if (q->first != NULL) {
-		if (q->chunk_waits == 0 || q->first->index != q->c0)
-			return BC_OBJREQ_STREAM;   /* a first fill's chunk */
-		q->hit = q->first_tier ? HIT : MISS;
-		if (q->first_tier && q->first_fd >= 0 &&
-		    bc_chunk_state(q->first) == BC_CHUNK_COMPLETE) {
-			uint64_t from = q->range.first - bc_chunk_start(q->c0,
-			    r->srv->cfg->chunk_size);
-
-			if (from + bc_range_length(&q->range) <= q->first->len)
-				q->resp = fd_range(q, from);
-		}
+	case BC_READ_FILE:
+		q->resp = fd_range(q, rd->from);
 		if (q->resp == NULL)
-			return BC_OBJREQ_STREAM;
-		bc_chunk_unref(q->first);
-		q->first = NULL;
-		return deliver_sendfile(q);
+			break;
+		q->hit = HIT;
+		BC_STATS_INC(cache_disk_sendfile);
+		BC_STATS_ADD(cache_bytes_disk, q->len);
+		return BC_OBJREQ_DELIVER;
+	case BC_READ_WAIT:
+		return suspend(r, q, BC_OBJREQ_WAIT_LOOKUP);
+	case BC_READ_STREAM:
+		break;
 	}
-	if (q->c0 != q->c1 || q->chunk_waits >= MAX_CHUNK_WAITS ||
-	    bc_tier_chain_count(bc_cache_tiers(q->c)) < 2)
-		return BC_OBJREQ_STREAM;
-	rv = bc_cache_chunk(q->c, q->o, q->meta.etag, q->c0, true, &q->w, &ch);
-	if (rv == 0) {   /* the reader takes it from memory */
-		q->first = ch;
-		q->first_mem = true;
-		return BC_OBJREQ_STREAM;
-	}
-	if (rv != BC_EAGAIN)
-		return BC_OBJREQ_STREAM;
-	q->chunk_waits++;
-	return suspend(r, q, BC_OBJREQ_WAIT_CHUNK);
+	q->hit = rd->present == n ? HIT : rd->present > 0 ? PARTIAL : MISS;
+	return BC_OBJREQ_STREAM;
 }
 
 /* STREAM: the reader takes the chunks in order (obj_reader). */
@@ -1207,9 +1029,7 @@ obj_done(bc_http_req_t *r, bool ok)
 		read_event(r, q, ok);
 	bc_waiter_fini(q->c, &q->w);
 	bc_exchange_release(q->pass);
-	if (q->first_fd >= 0)
-		close(q->first_fd);
-	bc_chunk_unref(q->first);
+	bc_cache_read_fini(&q->rd);
 	bc_chunk_unref(q->cur);
 	if (q->resp != NULL)
 		MHD_destroy_response(q->resp);

@@ -24,8 +24,8 @@ LTest(objreq, names_distinct)
 			    (bc_objreq_state_t)j)), 0, "%s twice", a);
 	}
 	cr_assert_str_eq(bc_objreq_state_name(BC_OBJREQ_META), "meta");
-	cr_assert_str_eq(bc_objreq_state_name(BC_OBJREQ_WAIT_FILE),
-	    "wait_file");
+	cr_assert_str_eq(bc_objreq_state_name(BC_OBJREQ_WAIT_LOOKUP),
+	    "wait_lookup");
 	cr_assert_str_eq(bc_objreq_state_name(BC_OBJREQ__COUNT), "?");
 	cr_assert_str_eq(bc_objreq_state_name((bc_objreq_state_t)-1), "?");
 }
@@ -37,9 +37,7 @@ LTest(objreq, kinds)
 	/* each suspension resumes through a step */
 	cr_assert_eq(bc_objreq_state_kind(BC_OBJREQ_WAIT_META),
 	    BC_OBJREQ_WAIT);
-	cr_assert_eq(bc_objreq_state_kind(BC_OBJREQ_WAIT_FILE),
-	    BC_OBJREQ_WAIT);
-	cr_assert_eq(bc_objreq_state_kind(BC_OBJREQ_WAIT_CHUNK),
+	cr_assert_eq(bc_objreq_state_kind(BC_OBJREQ_WAIT_LOOKUP),
 	    BC_OBJREQ_WAIT);
 	cr_assert_eq(bc_objreq_state_kind(BC_OBJREQ_READ_WAIT),
 	    BC_OBJREQ_WAIT);
@@ -66,5 +64,5 @@ LTest(objreq, answered)
 	cr_assert_eq(n, 4);
 	cr_assert(bc_objreq_state_answered(BC_OBJREQ_READ_WAIT));
 	cr_assert_not(bc_objreq_state_answered(BC_OBJREQ_SENT));
-	cr_assert_not(bc_objreq_state_answered(BC_OBJREQ_WAIT_CHUNK));
+	cr_assert_not(bc_objreq_state_answered(BC_OBJREQ_WAIT_LOOKUP));
 }
