@@ -1,31 +1,61 @@
 /*
  * http_object.c — bc_handler_object: GET and HEAD Object served through
- * the cache (cache.h).
+ * the cache (cache.h), as a state machine.
  *
- * finish() first makes sure the object's metadata is known and fresh
- * (waiting, suspended, on the fetch that learns it), then answers
- * conditionals and Range locally and picks a response:
- *   - every chunk of the range in memory: zero-copy, a buffer or iovec
- *     response holding chunk references (x-bucketcache: hit);
- *   - with lower tiers (disk), a range within one chunk that memory lacks
- *     is asked for first (suspended on its fill, which asks the lower
- *     tiers before the origin): a chunk a disk tier just read goes out
- *     from its file with sendfile (MHD's fd response, on a dup of the
- *     chunk's descriptor; hit), one the origin is bringing streams as
- *     below (miss);
- *   - otherwise a streaming response whose reader takes the chunks in
- *     order, waiting on single-flight fills for missing ones and reading
- *     `readahead` chunks ahead (x-bucketcache: miss or partial). A chunk
- *     being fetched is sent as its bytes arrive (the waiter takes filling
- *     chunks), so the first byte does not wait for a whole chunk. It
- *     holds one chunk at a time: memory per slow client stays bounded.
- * When the object changes between fetches, a request that has sent
- * nothing restarts (at most MAX_RESTARTS times); one that has sent bytes
- * is cut off, never stitched.
+ * A request is in one state (objreq_t.state), named in one enum from one
+ * table (http_object_steps.h; varnish's REQ_STEPS in cache_req_fsm.c is
+ * the model). Each state but the END ones has a step function that does
+ * its work and returns the next state; drive() runs steps until a
+ * request suspends (a WAIT state: the step that entered it called
+ * bc_http_wait) or ends (END). The access handler's finish runs drive(),
+ * and so does a resume: MHD calls finish again, and the WAIT state's step
+ * takes the wake's outcome. The transitions:
+ *
+ *   META        metadata known and fresh → COND; a fetch under way →
+ *               WAIT_META; the object changed → RESTART; failed → ERROR
+ *   WAIT_META   woken → META (RESTART, SENT: the upstream's refusal
+ *               passed on as it came, ERROR: the fill failed)
+ *   RESTART     the object is looked up afresh (a request that has sent
+ *               nothing restarts at most MAX_RESTARTS times) → META, or
+ *               ERROR (503)
+ *   COND        conditionals → SENT (304) or ERROR (412); Range past the
+ *               end → SENT (416); an empty object or a HEAD → DELIVER
+ *               (hit when the metadata was cached); else LOOKUP
+ *   LOOKUP      one call asks the cache how the range goes out
+ *               (bc_cache_read, cache_read.h): every chunk in memory →
+ *               DELIVER a zero-copy buffer or iovec holding chunk
+ *               references (hit); a disk tier's file → DELIVER it by
+ *               sendfile, MHD's fd response (hit); a wait for that file
+ *               or for the one chunk memory lacks (its fill asks the
+ *               lower tiers before the origin) → WAIT_LOOKUP; else
+ *               STREAM (hit, partial or miss by the chunks it had)
+ *   WAIT_LOOKUP woken → LOOKUP (RESTART, SENT, ERROR as WAIT_META)
+ *   STREAM      a streaming response whose reader takes the chunks in
+ *               order, a filling chunk as its bytes arrive → DELIVER
+ *   DELIVER     object headers, Content-Range, x-bucketcache, the hit
+ *               counters; the answer queued → DELIVERED
+ *   DELIVERED   END: the reader (obj_reader) runs here. It waits on
+ *               single-flight fills for missing chunks and on a filling
+ *               chunk's bytes (READ_WAIT: a resume comes back through
+ *               drive() → DELIVERED, or CUT), reads `readahead` chunks
+ *               ahead, and holds one chunk at a time: memory per slow
+ *               client stays bounded. Memory full of chunks that
+ *               responses hold → PASS: the rest from the upstream,
+ *               uncached. An object that changed after bytes went out is
+ *               cut off (CUT), never stitched.
+ *   SENT, ERROR END: answered without the object, or not answered (the
+ *               server sends q->err).
+ *
+ * A request that reached DELIVERED (or READ_WAIT, PASS, CUT) is told, at
+ * its end, as one read event (read_event_t) to the job's stats, scale
+ * and the prefetcher (read_event_emit).
  * An unsigned request (the upstream decides, http_server.c) is served
  * only an object the upstream let an unsigned fetch read; the cache
  * checks that first and passes a refusal on as it came (cache.h).
+ * Threads: one MHD worker at a time runs a request's steps and reader;
+ * a waiter's wake (bc_http_resume_cb) only resumes the connection.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,7 +65,9 @@
 
 #include "cache/cache.h"
 #include "cache/cache_math.h"
+#include "cache/cache_read.h"
 #include "cache/cache_window.h"
+#include "http/http_object.h"
 #include "http/http_req.h"
 #include "http/http_server.h"
 #include "prefetch/prefetch.h"
@@ -61,7 +93,7 @@ fill_failed(bc_http_req_t *r)
 }
 
 #define MAX_RESTARTS   3
-#define MAX_IOV_CHUNKS 1024
+#define MAX_IOV_CHUNKS 1024   /* a zero-copy answer's, at most */
 /* MHD's buffer for a streamed (callback) response: allocated per
  * response, so it stays under malloc's mmap threshold (64 KiB, main.c);
  * a 256 KiB block cost an mmap, page faults and a munmap per cold GET. */
@@ -70,51 +102,43 @@ fill_failed(bc_http_req_t *r)
  * of the plan on the heap, at most once a prefetch tick per job): the
  * keys due behind the cursor of a loader with many workers and the window
  * ahead. */
-/* Waits for the one chunk of a range before answering, at most (a fill
- * that ends in RECHECK is asked again; past this the answer streams). */
-#define MAX_CHUNK_WAITS 3
 
 typedef enum hit_e { HIT, MISS, PARTIAL } hit_t;
 
 static const char *const hit_names[] = { "hit", "miss", "partial" };
 
+/* Where the metadata came from, when a wait was needed (a fact for
+ * x-bucketcache, not a state): a wait for it went to the origin unless a
+ * lower tier answered one. */
+typedef enum meta_from_e { META_CACHE, META_ORIGIN, META_TIER } meta_from_t;
+
 typedef struct objreq_s {
+	bc_objreq_state_t state;     /* http_object_steps.h */
+	bc_s3err_t       err;        /* what finish returns: ERROR's, or
+				      InternalError when queuing failed */
 	bc_cache_t      *c;
 	bc_object_t     *o;
 	bc_waiter_t      w;
-	bool             waiting;
 	bool             head;
 	bool             has_range;
 	bc_range_spec_t  spec;
 	uint32_t         hint;
 	int              restarts;
-	bool             have_meta;
 	bool             meta_cached;  /* no upstream request was needed */
-	bool             meta_waited;
-	bool             meta_tier;    /* a lower tier answered that wait */
-	bc_objmeta_t     meta;
+	meta_from_t      meta_from;
+	bc_objmeta_t     meta;       /* zeroed until META fills it */
 	bc_range_t       range;      /* resolved; empty object: unused */
-	uint32_t         c0, c1;
-	bc_chunk_t      *first;      /* chunk delivered with the metadata, or
-				      waited for (chunk_waits) */
-	bool             first_tier; /* first came from a lower tier */
-	int              first_fd;   /* the file first was read from (a
-				      disk tier; owned), or -1 */
-	uint64_t         first_fd_off;   /* where first starts in it */
-	uint64_t         first_fd_len;   /* a file hit: the chunk's bytes */
-	/* the chunk asked for as a disk file (bc_cache_chunk_file): not
-	 * yet, waiting, or done (file_hit: first_fd is that file) */
-	enum { FILE_UNTRIED, FILE_PENDING, FILE_DONE } file_state;
-	bool             file_hit;
-	bool             first_mem;  /* first was in memory (or filling for
-				      another request) */
-	unsigned         chunk_waits;
+	bc_read_t        rd;         /* the cache's read of range */
+	/* the answer DELIVER queues (a step that sets resp goes there) */
+	struct MHD_Response *resp;
+	unsigned         status;     /* 200 or 206 */
+	uint64_t         len;        /* bytes of the answer */
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bc_read_window_t win;        /* streaming: chunks to fetch ahead */
 	bool             cur_waited; /* the chunk entered next was waited for */
 	bool             cur_fetched;
 	bool             cur_tier;   /* cur came from a lower tier */
-	bc_exchange_t   *pass;       /* the rest, uncached (memory full) */
+	bc_exchange_t   *pass;       /* PASS: the rest, uncached */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 	/* the job it is for (hint, access key or "anonymous") and what it
 	 * cost: per-job stats (the prefetcher's rate too), at done */
@@ -122,15 +146,14 @@ typedef struct objreq_s {
 	bc_stats_job_id_t job_id;    /* its stats, once read-ahead needs it */
 	bc_scale_t      *scale;      /* told its waits and its read; NULL */
 	hit_t            hit;
-	bool             answered;
 	uint64_t         wait_t0;    /* monotonic: a wait began; 0: none */
 	uint64_t         wait_ns;    /* waited for fills, in all */
 } objreq_t;
 
-typedef struct held_s {          /* zero-copy response's references */
-	size_t       n;
-	bc_chunk_t  *v[];
-} held_t;
+typedef bc_objreq_state_t (*step_fn)(bc_http_req_t *r, objreq_t *q);
+
+static void drive(bc_http_req_t *r, objreq_t *q);
+
 
 /* The version r reads: its versionId, or NULL for the current version
  * (bc_object_cacheable let only one in). */
@@ -191,7 +214,6 @@ bc_object_cacheable(const bc_http_req_t *r)
 static void
 wait_begin(objreq_t *q)
 {
-	q->waiting = true;
 	if (q->wait_t0 == 0) {
 		q->wait_t0 = bc_mono_ns();
 		bc_scale_wait(q->scale, q->job, true);
@@ -201,7 +223,6 @@ wait_begin(objreq_t *q)
 static void
 wait_end(objreq_t *q)
 {
-	q->waiting = false;
 	if (q->wait_t0 != 0) {
 		q->wait_ns += bc_mono_ns() - q->wait_t0;
 		bc_scale_wait(q->scale, q->job, false);
@@ -294,7 +315,9 @@ obj_start(bc_http_req_t *r)
 	if (q == NULL)
 		return BC_S3E_InternalError;
 	r->hdata = q;
-	q->first_fd = -1;
+	q->state = BC_OBJREQ_META;
+	bc_cache_read_init(&q->rd, r->srv->cache, NULL, &q->w,
+	    MAX_IOV_CHUNKS);
 	job_hints(r, q);
 	q->c = r->srv->cache;
 	q->scale = r->srv->scale;
@@ -313,33 +336,31 @@ obj_start(bc_http_req_t *r)
 	    read_version(r));
 	if (q->o == NULL)
 		return BC_S3E_InternalError;
+	q->rd.o = q->o;
 	return BC_S3E_NONE;
 }
 
-/* Takes the waiter's outcome after a wake. Returns 1 to go on, 0 to keep
- * waiting, or -1 with *e set. */
-static int
-take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
+/*
+ * The outcome of the wait q->state names, once woken: the state to go to,
+ * `on` when the wait brought what it waited for (a chunk, a file, or a
+ * "look again"). Still pending: suspends again and stays. RESTART when
+ * the object changed; SENT after passing the upstream's error on as it
+ * came; ERROR (q->err) when the fill failed.
+ */
+static bc_objreq_state_t
+woken(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t on)
 {
 	bc_wait_result_t res = bc_waiter_result(q->c, &q->w);
 
 	if (res == BC_WAIT_PENDING) {
 		bc_http_wait(r);
-		return 0;
+		return q->state;
 	}
 	wait_end(q);
 	switch (res) {
 	case BC_WAIT_CHUNK:
-		bc_chunk_unref(q->first);
-		q->first = q->w.chunk;
-		q->first_tier = q->w.tier_hit;
-		q->first_mem = false;
-		q->w.chunk = NULL;
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;   /* taken: reset would close it */
-		q->first_fd_off = q->w.fd_off;
-		q->w.fd = -1;
+	case BC_WAIT_FILE:   /* LOOKUP sends a file a file ask brought */
+		bc_cache_read_take(&q->rd, res);
 		break;
 	case BC_WAIT_UPSTREAM: {
 		/* pass the upstream's error on as it came */
@@ -349,56 +370,67 @@ take_wake(bc_http_req_t *r, objreq_t *q, bc_s3err_t *e)
 		bc_buf_init(&q->w.up_body, 0);
 		if (bc_http_respond_buf(r, status, body.len > 0 ?
 		    "application/xml" : NULL, &body) < 0)
-			*e = BC_S3E_InternalError;
+			q->err = BC_S3E_InternalError;
 		bc_buf_fini(&body);
-		return -1;
+		return BC_OBJREQ_SENT;
 	}
 	case BC_WAIT_FAILED:
-		*e = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
+		q->err = q->w.err == BC_ETIMEDOUT ? BC_S3E_GatewayTimeout :
 		    fill_failed(r);
-		return -1;
-	case BC_WAIT_FILE:
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;   /* taken: reset would close it */
-		q->first_fd_off = q->w.fd_off;
-		q->first_fd_len = q->w.fd_len;
-		q->w.fd = -1;
-		q->file_hit = true;
-		q->file_state = FILE_DONE;
-		break;
+		return BC_OBJREQ_ERROR;
 	case BC_WAIT_RECHECK:
-		if (q->file_state == FILE_PENDING)
-			q->file_state = FILE_DONE;   /* no file: fill it */
-		else if (q->w.tier_hit)
-			q->meta_tier = true;
+		/* a lower tier may have answered the metadata's wait */
+		if (q->state == BC_OBJREQ_WAIT_META && q->w.tier_hit)
+			q->meta_from = META_TIER;
 		break;
 	case BC_WAIT_RESTART:
+		on = BC_OBJREQ_RESTART;
+		break;
 	case BC_WAIT_PENDING:
 		break;
 	}
 	bc_waiter_reset(&q->w);
-	return res == BC_WAIT_RESTART ? 2 : 1;
+	return on;
 }
 
-/* Looks the object up afresh (it changed or was invalidated). */
-static bc_s3err_t
-restart(bc_http_req_t *r, objreq_t *q)
+/* Suspends q on its waiter, in the WAIT state wait. */
+static bc_objreq_state_t
+suspend(bc_http_req_t *r, objreq_t *q, bc_objreq_state_t wait)
 {
-	if (++q->restarts > MAX_RESTARTS)
-		return BC_S3E_ServiceUnavailable;
-	bc_chunk_unref(q->first);
-	q->first = NULL;
-	q->first_tier = q->first_mem = false;
-	q->chunk_waits = 0;
-	if (q->have_meta) {
-		bc_objmeta_fini(&q->meta);
-		q->have_meta = false;
+	wait_begin(q);
+	bc_http_wait(r);
+	return wait;
+}
+
+/* WAIT_META, WAIT_LOOKUP: the wake's outcome, on to `on`. */
+#define WAIT_STEP(l, on)                                                \
+	static bc_objreq_state_t                                        \
+	step_##l(bc_http_req_t *r, objreq_t *q)                         \
+	{                                                               \
+		return woken(r, q, BC_OBJREQ_##on);                     \
 	}
+WAIT_STEP(wait_meta, META)
+WAIT_STEP(wait_lookup, LOOKUP)
+#undef WAIT_STEP
+
+/* RESTART: looks the object up afresh (it changed or was invalidated). */
+static bc_objreq_state_t
+step_restart(bc_http_req_t *r, objreq_t *q)
+{
+	if (++q->restarts > MAX_RESTARTS) {
+		q->err = BC_S3E_ServiceUnavailable;
+		return BC_OBJREQ_ERROR;
+	}
+	bc_objmeta_fini(&q->meta);
 	bc_object_unref(q->c, q->o);
 	q->o = bc_cache_object_version(q->c, r->s3.bucket, r->s3.key,
 	    read_version(r));
-	return q->o != NULL ? BC_S3E_NONE : BC_S3E_InternalError;
+	bc_cache_read_restart(&q->rd, q->o);
+	if (q->o == NULL) {
+		q->err = BC_S3E_InternalError;
+		return BC_OBJREQ_ERROR;
+	}
+	return BC_OBJREQ_META;
 }
 
 static void
@@ -414,11 +446,7 @@ add_meta_headers(struct MHD_Response *resp, const objreq_t *q)
 static void
 free_held(void *cls)
 {
-	held_t *h = cls;
-
-	for (size_t i = 0; i < h->n; i++)
-		bc_chunk_unref(h->v[i]);
-	free(h);
+	bc_cache_read_held_free(cls);
 }
 
 static void
@@ -485,26 +513,24 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	uint64_t cs = r->srv->cfg->chunk_size;
 	uint64_t off = q->range.first + pos, in_chunk;
 	uint32_t i = bc_chunk_of(off, cs);
-	bc_s3err_t e = BC_S3E_NONE;
 	size_t n;
 	int rv;
 
-	if (q->pass != NULL)
+	if (q->state == BC_OBJREQ_PASS)
 		return pass_read(r, q, off, buf, max);
-	if (q->waiting) {   /* for a chunk, or for a filling chunk's bytes */
-		rv = take_wake(r, q, &e);
-		if (rv == 0)
+	if (q->state == BC_OBJREQ_READ_WAIT) {   /* resumed */
+		drive(r, q);
+		if (q->state == BC_OBJREQ_READ_WAIT)
 			return 0;
-		if (rv != 1)
+		if (q->state != BC_OBJREQ_DELIVERED)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (q->cur == NULL || q->cur->index != i) {
-		if (q->first != NULL && q->first->index == i) {
+		if (q->rd.chunk != NULL && q->rd.chunk->index == i) {
 			bc_chunk_unref(q->cur);
-			q->cur = q->first;
-			q->first = NULL;
-			q->cur_fetched = !q->first_mem;
-			q->cur_tier = q->first_tier;
+			q->cur_fetched = !q->rd.chunk_mem;
+			q->cur_tier = q->rd.chunk_tier;
+			q->cur = bc_cache_read_take_chunk(&q->rd);
 		} else {
 			bc_chunk_unref(q->cur);
 			q->cur = NULL;
@@ -512,12 +538,14 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			    &q->w, &q->cur);
 			if (rv == BC_EAGAIN) {
 				q->cur_waited = true;
-				wait_begin(q);
-				bc_http_wait(r);
+				q->state = suspend(r, q,
+				    BC_OBJREQ_READ_WAIT);
 				return 0;
 			}
-			if (rv == BC_ENOSPC)
+			if (rv == BC_ENOSPC) {
+				q->state = BC_OBJREQ_PASS;
 				return pass_read(r, q, off, buf, max);
+			}
 			if (rv < 0) {
 				BC_WARN("%s/%s: chunk %u: %s; cutting the "
 				    "response off", r->s3.bucket, r->s3.key,
@@ -526,9 +554,9 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 			q->cur_fetched = false;
 		}
-		if (i < q->c1 && q->job_id == BC_STATS_JOB_NONE)
+		if (i < q->rd.c1 && q->job_id == BC_STATS_JOB_NONE)
 			q->job_id = bc_stats_job_id(q->job);
-		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->c1,
+		bc_cache_read_ahead(q->c, q->o, q->meta.etag, i, q->rd.c1,
 		    bc_read_window_step(&q->win, i, q->cur_waited ||
 		    bc_chunk_state(q->cur) != BC_CHUNK_COMPLETE), q->w.anon,
 		    q->job_id);
@@ -546,9 +574,8 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 			if (more > 0)
 				bc_cache_read_ahead(q->c, q->o, q->meta.etag,
-				    i, q->c1, more, q->w.anon, q->job_id);
-			wait_begin(q);
-			bc_http_wait(r);
+				    i, q->rd.c1, more, q->w.anon, q->job_id);
+			q->state = suspend(r, q, BC_OBJREQ_READ_WAIT);
 			return 0;
 		}
 		if (got < 0 || (size_t)got <= in_chunk) {
@@ -579,65 +606,38 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-/* Tries the zero-copy response: every chunk of the span in memory.
- * Returns the response, or NULL (nothing held) with *present counting
- * the chunks in memory or being fetched by another request (no fetch
- * of this request's own: they make a hit, not a miss). */
+/* The zero-copy response of h (every chunk of the range, in memory; it
+ * takes h), or NULL (h freed). */
 static struct MHD_Response *
-zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
+mem_response(bc_http_req_t *r, objreq_t *q, bc_read_held_t *h)
 {
 	uint64_t cs = r->srv->cfg->chunk_size;
-	uint32_t n = q->c1 - q->c0 + 1;
+	uint32_t c0 = q->rd.c0;
 	struct MHD_Response *resp = NULL;
-	struct MHD_IoVec *iov = NULL;
-	held_t *h;
+	struct MHD_IoVec *iov;
 
-	*present = 0;
-	h = malloc(sizeof(*h) + (size_t)n * sizeof(h->v[0]));
-	if (h == NULL)
-		return NULL;
-	h->n = 0;
-	for (uint32_t i = q->c0; i <= q->c1; i++) {
-		bc_chunk_t *ch = NULL;
-
-		if (q->first != NULL && q->first->index == i) {
-			ch = q->first;   /* fetched for this request: not a hit */
-			bc_chunk_ref(ch);
-			h->v[h->n++] = ch;
-			continue;
-		} else {
-			int rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i,
-			    false, NULL, &ch);
-
-			if (rv == BC_EINPROGRESS)
-				(*present)++;   /* another request fetches it */
-			if (rv < 0)
-				continue;
-		}
-		h->v[h->n++] = ch;
-		(*present)++;
-	}
-	if (h->n != n || q->first != NULL || n > MAX_IOV_CHUNKS)
-		goto out;   /* fetched now, or not all there: stream */
-	if (n == 1) {
+	if (h->n == 1) {
 		bc_chunk_t *ch = h->v[0];
 
 		resp = MHD_create_response_from_buffer_with_free_callback_cls(
 		    (size_t)bc_range_length(&q->range),
-		    ch->data + (q->range.first - bc_chunk_start(q->c0, cs)),
+		    ch->data + (q->range.first - bc_chunk_start(c0, cs)),
 		    free_chunk, ch);
 		if (resp != NULL) {
-			h->n = 0;   /* the response owns the reference now */
-			goto out;
+			free(h);   /* the response owns the reference now */
+			return resp;
 		}
-		goto out;
+		bc_cache_read_held_free(h);
+		return NULL;
 	}
-	iov = calloc(n, sizeof(*iov));
-	if (iov == NULL)
-		goto out;
-	for (uint32_t k = 0; k < n; k++) {
+	iov = calloc(h->n, sizeof(*iov));
+	if (iov == NULL) {
+		bc_cache_read_held_free(h);
+		return NULL;
+	}
+	for (size_t k = 0; k < h->n; k++) {
 		bc_chunk_t *ch = h->v[k];
-		uint64_t start = bc_chunk_start(q->c0 + k, cs);
+		uint64_t start = bc_chunk_start(c0 + (uint32_t)k, cs);
 		uint64_t from = q->range.first > start ?
 		    q->range.first - start : 0;
 		uint64_t to = q->range.last < start + ch->len - 1 ?
@@ -646,132 +646,12 @@ zero_copy(bc_http_req_t *r, objreq_t *q, uint32_t *present)
 		iov[k].iov_base = ch->data + from;
 		iov[k].iov_len = (size_t)(to - from + 1);
 	}
-	resp = MHD_create_response_from_iovec(iov, n, free_held, h);
+	resp = MHD_create_response_from_iovec(iov, (unsigned int)h->n,
+	    free_held, h);
 	free(iov);
-	if (resp != NULL)
-		return resp;
-out:
-	if (resp == NULL || h->n > 0) {
-		for (size_t i = 0; i < h->n; i++)
-			bc_chunk_unref(h->v[i]);
-	}
-	free(h);
+	if (resp == NULL)
+		bc_cache_read_held_free(h);
 	return resp;
-}
-
-/*
- * The range lies in one chunk that memory lacks and lower tiers exist:
- * asks for the chunk before answering (its fill asks them first). Returns
- * 1 when q->first holds the chunk a wait brought (*hit: from a lower
- * tier, or the origin's, filling), 0 after suspending on its fill
- * (obj_finish answers on the wake), or -1 when the answer streams as it
- * would without lower tiers (a chunk in memory by now or being fetched by
- * another request, several chunks, no lower tier, or an error the reader
- * meets again and acts on).
- */
-static int
-chunk_first(bc_http_req_t *r, objreq_t *q, hit_t *hit)
-{
-	bc_chunk_t *ch = NULL;
-	int rv;
-
-	if (q->first != NULL) {
-		if (q->chunk_waits == 0 || q->first->index != q->c0)
-			return -1;   /* a first fill's chunk: streamed */
-		*hit = q->first_tier ? HIT : MISS;
-		return 1;
-	}
-	if (q->c0 != q->c1 || q->chunk_waits >= MAX_CHUNK_WAITS ||
-	    bc_tier_chain_count(bc_cache_tiers(q->c)) < 2)
-		return -1;
-	rv = bc_cache_chunk(q->c, q->o, q->meta.etag, q->c0, true, &q->w, &ch);
-	if (rv == 0) {   /* the reader takes it from memory */
-		q->first = ch;
-		q->first_mem = true;
-		return -1;
-	}
-	if (rv != BC_EAGAIN)
-		return -1;
-	q->chunk_waits++;
-	wait_begin(q);
-	bc_http_wait(r);
-	return 0;
-}
-
-/* q->first, a chunk a disk tier just read, as an fd response of the
- * range from the file it was read from (sendfile; MHD takes q->first_fd
- * and closes it), or NULL. The file is never written in place (the disk
- * tier renames new files over old ones), so its bytes are the ones the
- * tier checked. */
-static struct MHD_Response *
-disk_response(bc_http_req_t *r, objreq_t *q)
-{
-	bc_chunk_t *ch = q->first;
-	uint64_t from = q->range.first - bc_chunk_start(q->c0,
-	    r->srv->cfg->chunk_size);
-	struct MHD_Response *resp;
-
-	if (q->first_fd < 0 || bc_chunk_state(ch) != BC_CHUNK_COMPLETE ||
-	    from + bc_range_length(&q->range) > ch->len)
-		return NULL;
-	resp = MHD_create_response_from_fd_at_offset64(
-	    bc_range_length(&q->range), q->first_fd, q->first_fd_off + from);
-	if (resp != NULL)
-		q->first_fd = -1;
-	return resp;
-}
-
-/*
- * The range lies in one chunk that memory lacks and no fill brings: asks
- * the disk tier for the chunk's file (bc_cache_chunk_file), to send it
- * with sendfile without reading it. Returns 1 with *resp, the range from
- * the file (MHD takes q->first_fd); 0 after suspending on the ask; -1
- * when there is no file to send (the chunk path goes on as before).
- */
-static int
-file_first(bc_http_req_t *r, objreq_t *q, struct MHD_Response **resp)
-{
-	uint64_t cs = r->srv->cfg->chunk_size;
-	uint64_t from = q->range.first - bc_chunk_start(q->c0, cs);
-	uint64_t len = bc_range_length(&q->range);
-	int rv;
-
-	if (q->file_hit) {
-		q->file_hit = false;
-		if (q->first_fd < 0 || from + len > q->first_fd_len ||
-		    q->first_fd_len != bc_chunk_len(q->c0, q->meta.size, cs))
-			return -1;
-		*resp = MHD_create_response_from_fd_at_offset64(len,
-		    q->first_fd, q->first_fd_off + from);
-		if (*resp == NULL)
-			return -1;
-		q->first_fd = -1;
-		return 1;
-	}
-	if (q->file_state != FILE_UNTRIED || q->c0 != q->c1 ||
-	    q->first != NULL)
-		return -1;
-	q->file_state = FILE_PENDING;
-	rv = bc_cache_chunk_file(q->c, q->o, q->meta.etag, q->c0, &q->w);
-	if (rv == 0) {   /* opened at once */
-		if (q->first_fd >= 0)
-			close(q->first_fd);
-		q->first_fd = q->w.fd;
-		q->first_fd_off = q->w.fd_off;
-		q->first_fd_len = q->w.fd_len;
-		q->w.fd = -1;
-		bc_waiter_reset(&q->w);
-		q->file_state = FILE_DONE;
-		q->file_hit = true;
-		return file_first(r, q, resp);
-	}
-	if (rv != BC_EAGAIN) {
-		q->file_state = FILE_DONE;
-		return -1;
-	}
-	wait_begin(q);
-	bc_http_wait(r);
-	return 0;
 }
 
 /* S3's answer to a Range that starts past the end: 416 with its XML error
@@ -809,17 +689,51 @@ respond_416(bc_http_req_t *r, const objreq_t *q)
 	    BC_S3E_NONE;
 }
 
-static bc_s3err_t
-respond(bc_http_req_t *r, objreq_t *q)
+/* An fd response of q's range from the disk tier's file the read holds,
+ * at `from` past the chunk's start in it (MHD takes the descriptor), or
+ * NULL. The file is never written in place (the disk tier renames new
+ * files over old ones), so its bytes are the ones the tier checked. */
+static struct MHD_Response *
+fd_range(objreq_t *q, uint64_t from)
 {
-	struct MHD_Response *resp = NULL;
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_fd_at_offset64(
+	    bc_range_length(&q->range), q->rd.fd, q->rd.fd_off + from);
+	if (resp != NULL)
+		q->rd.fd = -1;
+	return resp;
+}
+
+/* META: makes sure the metadata is known and fresh (bc_cache_meta). */
+static bc_objreq_state_t
+step_meta(bc_http_req_t *r, objreq_t *q)
+{
+	int rv = bc_cache_meta(q->c, q->o, q->hint, &q->w, &q->meta,
+	    &q->meta_cached);
+
+	if (rv == 0) {
+		if (q->meta_from == META_ORIGIN)
+			q->meta_cached = false;
+		return BC_OBJREQ_COND;
+	}
+	if (rv == BC_EAGAIN) {
+		if (q->meta_from == META_CACHE)
+			q->meta_from = META_ORIGIN;
+		return suspend(r, q, BC_OBJREQ_WAIT_META);
+	}
+	if (rv == BC_ECANCELED)
+		return BC_OBJREQ_RESTART;
+	q->err = fill_failed(r);
+	return BC_OBJREQ_ERROR;
+}
+
+/* COND: conditionals and Range, then the answers that need no chunk. */
+static bc_objreq_state_t
+step_cond(bc_http_req_t *r, objreq_t *q)
+{
+	struct MHD_Response *resp;
 	bc_cond_t cond;
-	char cr[96];
-	unsigned status = 200;
-	uint64_t len = q->meta.size;
-	uint32_t present = 0;
-	bool from_file = false;
-	hit_t hit;
 	bc_s3err_t e;
 
 	bc_cond_from_headers(&cond, &r->s3.headers);
@@ -828,111 +742,132 @@ respond(bc_http_req_t *r, objreq_t *q)
 	if (e == BC_S3E_NotModified) {
 		resp = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
-		if (resp == NULL)
-			return BC_S3E_InternalError;
+		if (resp == NULL) {
+			q->err = BC_S3E_InternalError;
+			return BC_OBJREQ_ERROR;
+		}
 		MHD_add_response_header(resp, "ETag", q->meta.etag);
 		if (bc_kv_get(&q->meta.headers, "Last-Modified") != NULL)
 			MHD_add_response_header(resp, "Last-Modified",
 			    bc_kv_get(&q->meta.headers, "Last-Modified"));
-		return bc_http_respond(r, 304, resp) < 0 ?
-		    BC_S3E_InternalError : BC_S3E_NONE;
+		if (bc_http_respond(r, 304, resp) < 0)
+			q->err = BC_S3E_InternalError;
+		return BC_OBJREQ_SENT;
 	}
-	if (e != BC_S3E_NONE)
-		return e;
+	if (e != BC_S3E_NONE) {
+		q->err = e;
+		return BC_OBJREQ_ERROR;
+	}
 
+	q->status = 200;
+	q->len = q->meta.size;
 	q->range.first = 0;
 	q->range.last = q->meta.size > 0 ? q->meta.size - 1 : 0;
 	if (q->has_range) {
 		bc_range_result_t rr = bc_range_resolve(&q->spec, q->meta.size,
 		    &q->range);
 
-		if (rr == BC_RANGE_UNSATISFIABLE)
-			return respond_416(r, q);
+		if (rr == BC_RANGE_UNSATISFIABLE) {
+			q->err = respond_416(r, q);
+			return BC_OBJREQ_SENT;
+		}
 		if (rr == BC_RANGE_OK) {
-			status = 206;
-			len = bc_range_length(&q->range);
+			q->status = 206;
+			q->len = bc_range_length(&q->range);
 		}
 	}
 
 	if (q->meta.size == 0) {
-		hit = q->meta_cached ? HIT : MISS;
-		resp = MHD_create_response_from_buffer(0, (void *)"",
+		q->hit = q->meta_cached ? HIT : MISS;
+		q->resp = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
-	} else if (q->head) {
-		hit = q->meta_cached ? HIT : MISS;
-		/* MHD sends a HEAD response's size and never reads it */
-		resp = MHD_create_response_from_callback(len, READER_BLOCK,
-		    obj_reader, r, NULL);
-	} else {
-		bc_chunk_span(&q->range, r->srv->cfg->chunk_size, &q->c0,
-		    &q->c1);
-		/* a file asked for is sent, even when the chunk's promotion
-		 * got it into memory meanwhile */
-		if (q->file_hit && file_first(r, q, &resp) == 1)
-			from_file = true;
-		else
-			resp = zero_copy(r, q, &present);
-		if (from_file) {
-			hit = HIT;
-		} else if (resp != NULL) {
-			hit = HIT;
-			BC_STATS_ADD(cache_bytes_memory, len);
-			bc_stats_bucket_add(r->s3.bucket,
-			    BC_BSTAT_cache_bytes_memory, len);
-		} else {
-			hit = present == q->c1 - q->c0 + 1 ? HIT :
-			    present > 0 ? PARTIAL : MISS;
-			switch (present == 0 ? file_first(r, q, &resp) : -1) {
-			case 0:
-				return BC_S3E_NONE;   /* suspended */
-			case 1:
-				hit = HIT;
-				from_file = true;
-				break;
-			default:
-				break;
-			}
-			switch (from_file ? -1 : chunk_first(r, q, &hit)) {
-			case 0:
-				return BC_S3E_NONE;   /* suspended */
-			case 1:
-				if (!q->first_tier)
-					break;
-				resp = disk_response(r, q);
-				if (resp == NULL)
-					break;
-				BC_STATS_INC(cache_disk_sendfile);
-				BC_STATS_ADD(cache_bytes_disk, len);
-				bc_chunk_unref(q->first);
-				q->first = NULL;
-				break;
-			default:
-				break;
-			}
-			if (resp == NULL)
-				resp = MHD_create_response_from_callback(len,
-				    READER_BLOCK, obj_reader, r, NULL);
-		}
-		if (from_file) {   /* the chunk's disk file, by sendfile */
-			BC_STATS_INC(cache_disk_sendfile);
-			BC_STATS_ADD(cache_bytes_disk, len);
-		}
+		return BC_OBJREQ_DELIVER;
 	}
-	if (resp == NULL)
-		return BC_S3E_InternalError;
+	if (q->head) {
+		q->hit = q->meta_cached ? HIT : MISS;
+		/* MHD sends a HEAD response's size and never reads it */
+		q->resp = MHD_create_response_from_callback(q->len,
+		    READER_BLOCK, obj_reader, r, NULL);
+		return BC_OBJREQ_DELIVER;
+	}
+	bc_cache_read_span(&q->rd, q->meta.etag, q->meta.size, &q->range);
+	return BC_OBJREQ_LOOKUP;
+}
+
+/*
+ * LOOKUP: asks the cache how the range goes out (bc_cache_read): every
+ * chunk in memory, a zero-copy answer (a hit); a disk tier's file, sent
+ * with sendfile (a hit); a wait for the file or for the one chunk's fill
+ * (WAIT_LOOKUP, then asked again); or a stream, a hit, partial or miss by
+ * the chunks the cache had.
+ */
+static bc_objreq_state_t
+step_lookup(bc_http_req_t *r, objreq_t *q)
+{
+	bc_read_t *rd = &q->rd;
+	uint32_t n = rd->c1 - rd->c0 + 1;
+
+	switch (bc_cache_read(rd)) {
+	case BC_READ_MEM:
+		q->resp = mem_response(r, q, rd->held);
+		rd->held = NULL;
+		if (q->resp == NULL)
+			break;
+		q->hit = HIT;
+		BC_STATS_ADD(cache_bytes_memory, q->len);
+		bc_stats_bucket_add(r->s3.bucket,
+		    BC_BSTAT_cache_bytes_memory, q->len);
+		return BC_OBJREQ_DELIVER;
+	case BC_READ_FILE:
+		q->resp = fd_range(q, rd->from);
+		if (q->resp == NULL)
+			break;
+		q->hit = HIT;
+		BC_STATS_INC(cache_disk_sendfile);
+		BC_STATS_ADD(cache_bytes_disk, q->len);
+		return BC_OBJREQ_DELIVER;
+	case BC_READ_WAIT:
+		return suspend(r, q, BC_OBJREQ_WAIT_LOOKUP);
+	case BC_READ_STREAM:
+		break;
+	}
+	q->hit = rd->present == n ? HIT : rd->present > 0 ? PARTIAL : MISS;
+	return BC_OBJREQ_STREAM;
+}
+
+/* STREAM: the reader takes the chunks in order (obj_reader). */
+static bc_objreq_state_t
+step_stream(bc_http_req_t *r, objreq_t *q)
+{
+	q->resp = MHD_create_response_from_callback(q->len, READER_BLOCK,
+	    obj_reader, r, NULL);
+	return BC_OBJREQ_DELIVER;
+}
+
+/* DELIVER: queues q->resp with the object's headers, and counts the hit.
+ * A failure to queue it still counts as answered (its read is told). */
+static bc_objreq_state_t
+step_deliver(bc_http_req_t *r, objreq_t *q)
+{
+	struct MHD_Response *resp = q->resp;
+	char cr[96];
+
+	if (resp == NULL) {
+		q->err = BC_S3E_InternalError;
+		return BC_OBJREQ_ERROR;
+	}
+	q->resp = NULL;
 	add_meta_headers(resp, q);
-	if (status == 206) {
+	if (q->status == 206) {
 		bc_range_content_range(cr, sizeof(cr), &q->range,
 		    q->meta.size);
 		MHD_add_response_header(resp, "Content-Range", cr);
 	}
-	MHD_add_response_header(resp, "x-bucketcache", hit_names[hit]);
-	q->hit = hit;
-	q->answered = true;
-	if (hit == HIT) {
+	MHD_add_response_header(resp, "x-bucketcache", hit_names[q->hit]);
+	if (q->hit == HIT) {
 		BC_STATS_INC(cache_hits);
 		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_hits, 1);
-	} else if (hit == MISS) {
+	} else if (q->hit == MISS) {
 		BC_STATS_INC(cache_misses);
 		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_misses, 1);
 	} else {
@@ -940,55 +875,85 @@ respond(bc_http_req_t *r, objreq_t *q)
 		bc_stats_bucket_add(r->s3.bucket, BC_BSTAT_cache_partial_hits,
 		    1);
 	}
-	r->bytes_out = q->head ? 0 : len;
-	return bc_http_respond(r, status, resp) < 0 ? BC_S3E_InternalError :
-	    BC_S3E_NONE;
+	r->bytes_out = q->head ? 0 : q->len;
+	if (bc_http_respond(r, q->status, resp) < 0)
+		q->err = BC_S3E_InternalError;
+	return BC_OBJREQ_DELIVERED;
+}
+
+/* READ_WAIT: the reader's wait, resumed: it reads on (DELIVERED) or cuts
+ * the answer off (CUT). */
+static bc_objreq_state_t
+step_read_wait(bc_http_req_t *r, objreq_t *q)
+{
+	bc_objreq_state_t next = woken(r, q, BC_OBJREQ_DELIVERED);
+
+	return next == BC_OBJREQ_DELIVERED || next == BC_OBJREQ_READ_WAIT ?
+	    next : BC_OBJREQ_CUT;
+}
+
+/* ---- the states: one table (http_object_steps.h) --------------------- */
+
+#define STEP_FN_RUN(l)  step_##l
+#define STEP_FN_WAIT(l) step_##l
+#define STEP_FN_END(l)  NULL
+
+static const step_fn steps[BC_OBJREQ__COUNT] = {
+#define BC_OBJREQ_STEP(U, l, kind, doc) [BC_OBJREQ_##U] = STEP_FN_##kind(l),
+#include "http/http_object_steps.h"
+#undef BC_OBJREQ_STEP
+};
+
+static const struct {
+	const char       *name;
+	bc_objreq_kind_t  kind;
+} states[BC_OBJREQ__COUNT] = {
+#define BC_OBJREQ_STEP(U, l, kind, doc) \
+	[BC_OBJREQ_##U] = { #l, BC_OBJREQ_##kind },
+#include "http/http_object_steps.h"
+#undef BC_OBJREQ_STEP
+};
+
+const char *
+bc_objreq_state_name(bc_objreq_state_t s)
+{
+	return (unsigned)s < BC_OBJREQ__COUNT ? states[s].name : "?";
+}
+
+bc_objreq_kind_t
+bc_objreq_state_kind(bc_objreq_state_t s)
+{
+	return (unsigned)s < BC_OBJREQ__COUNT ? states[s].kind :
+	    BC_OBJREQ_END;
+}
+
+bool
+bc_objreq_state_answered(bc_objreq_state_t s)
+{
+	return s == BC_OBJREQ_DELIVERED || s == BC_OBJREQ_READ_WAIT ||
+	    s == BC_OBJREQ_PASS || s == BC_OBJREQ_CUT;
+}
+
+/* Runs q's steps from its state until it suspends (WAIT) or ends (END).
+ * A step that returns a WAIT state has called bc_http_wait. */
+static void
+drive(bc_http_req_t *r, objreq_t *q)
+{
+	while (bc_objreq_state_kind(q->state) != BC_OBJREQ_END) {
+		assert(steps[q->state] != NULL);
+		q->state = steps[q->state](r, q);
+		if (bc_objreq_state_kind(q->state) == BC_OBJREQ_WAIT)
+			break;
+	}
 }
 
 static bc_s3err_t
 obj_finish(bc_http_req_t *r)
 {
 	objreq_t *q = r->hdata;
-	bc_s3err_t e = BC_S3E_NONE;
-	int rv;
 
-	for (;;) {
-		if (q->waiting) {
-			rv = take_wake(r, q, &e);
-			if (rv == 0)
-				return BC_S3E_NONE;
-			if (rv < 0)
-				return e;
-			if (rv == 2) {
-				e = restart(r, q);
-				if (e != BC_S3E_NONE)
-					return e;
-			}
-		}
-		if (q->have_meta)   /* it waited for its one chunk */
-			return respond(r, q);
-		rv = bc_cache_meta(q->c, q->o, q->hint, &q->w, &q->meta,
-		    &q->meta_cached);
-		if (rv == 0)
-			break;
-		if (rv == BC_EAGAIN) {
-			wait_begin(q);
-			q->meta_waited = true;
-			bc_http_wait(r);
-			return BC_S3E_NONE;
-		}
-		if (rv == BC_ECANCELED) {
-			e = restart(r, q);
-			if (e != BC_S3E_NONE)
-				return e;
-			continue;
-		}
-		return fill_failed(r);
-	}
-	q->have_meta = true;
-	if (q->meta_waited && !q->meta_tier)
-		q->meta_cached = false;
-	return respond(r, q);
+	drive(r, q);
+	return q->err;
 }
 
 static bc_s3err_t
@@ -998,29 +963,60 @@ obj_body(bc_http_req_t *r, const char *data, size_t *len)
 	return BC_S3E_NONE;
 }
 
-/* q's read in its job's stats (its rate and mean object size size the
- * job's prefetch window), and out of the prefetcher's list. */
+/* One object read, told once when the request ends (obj_done), to the
+ * three that learn from reads. */
+typedef struct read_event_s {
+	const char *job;         /* the job it counts toward */
+	const char *bucket, *key;
+	uint64_t    conn;        /* the client connection: one reader */
+	hit_t       hit;
+	bool        ok;          /* the whole answer went out */
+	bool        body;        /* a GET's bytes went out (not a HEAD) */
+	uint64_t    bytes;       /* answer bytes sent (0 unless ok) */
+	uint64_t    wait_ns;     /* waited for fills, in all */
+	uint64_t    size;        /* the object's */
+	uint64_t    first, last; /* the range read; first > last: none */
+} read_event_t;
+
+/* ev to the job's stats (its rate and mean object size size the job's
+ * prefetch window), to scale (rates, dataset sizes; a read whose bytes
+ * went out) and to the prefetcher (the key leaves its list). */
 static void
-job_account(bc_http_req_t *r, objreq_t *q, bool ok)
+read_event_emit(bc_server_t *srv, bc_scale_t *scale, const read_event_t *ev)
 {
 	uint64_t d[BC_JSTAT__COUNT] = { 0 };
 
+	d[BC_JSTAT_requests] = 1;
+	d[BC_JSTAT_bytes] = ev->bytes;
+	d[ev->hit == HIT ? BC_JSTAT_cache_hits : ev->hit == MISS ?
+	    BC_JSTAT_cache_misses : BC_JSTAT_cache_partial_hits] = 1;
+	d[BC_JSTAT_wait_us] = ev->wait_ns / 1000;
+	bc_stats_job_add(ev->job, d);
+	if (ev->body && ev->ok)
+		bc_scale_read(scale, ev->job, ev->conn, ev->wait_ns,
+		    ev->bucket, ev->key, ev->size, ev->first, ev->last,
+		    ev->bytes);
+	if (srv->prefetch != NULL)
+		bc_prefetch_read(srv->prefetch, ev->job, ev->bucket, ev->key);
+}
+
+/* q's read as an event (a wait still open ends here). */
+static void
+read_event(bc_http_req_t *r, objreq_t *q, bool ok)
+{
+	read_event_t ev;
+
 	if (q->wait_t0 != 0)
 		wait_end(q);
-	d[BC_JSTAT_requests] = 1;
-	d[BC_JSTAT_bytes] = ok ? r->bytes_out : 0;
-	d[q->hit == HIT ? BC_JSTAT_cache_hits : q->hit == MISS ?
-	    BC_JSTAT_cache_misses : BC_JSTAT_cache_partial_hits] = 1;
-	d[BC_JSTAT_wait_us] = q->wait_ns / 1000;
-	bc_stats_job_add(q->job, d);
-	if (q->have_meta && !q->head && ok)
-		bc_scale_read(q->scale, q->job, (uint64_t)(uintptr_t)r->conn,
-		    q->wait_ns, r->s3.bucket, r->s3.key,
-		    q->meta.size, q->meta.size > 0 ? q->range.first : 1,
-		    q->meta.size > 0 ? q->range.last : 0, r->bytes_out);
-	if (r->srv->prefetch != NULL)
-		bc_prefetch_read(r->srv->prefetch, q->job, r->s3.bucket,
-		    r->s3.key);
+	ev = (read_event_t){
+		.job = q->job, .bucket = r->s3.bucket, .key = r->s3.key,
+		.conn = (uint64_t)(uintptr_t)r->conn, .hit = q->hit,
+		.ok = ok, .body = !q->head, .bytes = ok ? r->bytes_out : 0,
+		.wait_ns = q->wait_ns, .size = q->meta.size,
+		.first = q->meta.size > 0 ? q->range.first : 1,
+		.last = q->meta.size > 0 ? q->range.last : 0,
+	};
+	read_event_emit(r->srv, q->scale, &ev);
 }
 
 static void
@@ -1030,16 +1026,15 @@ obj_done(bc_http_req_t *r, bool ok)
 
 	if (q == NULL)
 		return;
-	if (q->answered)
-		job_account(r, q, ok);
+	if (bc_objreq_state_answered(q->state))
+		read_event(r, q, ok);
 	bc_waiter_fini(q->c, &q->w);
 	bc_exchange_release(q->pass);
-	if (q->first_fd >= 0)
-		close(q->first_fd);
-	bc_chunk_unref(q->first);
+	bc_cache_read_fini(&q->rd);
 	bc_chunk_unref(q->cur);
-	if (q->have_meta)
-		bc_objmeta_fini(&q->meta);
+	if (q->resp != NULL)
+		MHD_destroy_response(q->resp);
+	bc_objmeta_fini(&q->meta);
 	bc_object_unref(q->c, q->o);
 	free(q);
 	r->hdata = NULL;

@@ -4,7 +4,8 @@
  * caching, object changes between chunk fetches, invalidation during a
  * fill, the metadata TTL and revalidation, stale-while-revalidate, empty
  * objects, chunk references across eviction, waiter life, streaming
- * fills, read-ahead, passthrough reads, unsigned requests, and object
+ * fills, read-ahead, passthrough reads, one read of a range (cache_read.h:
+ * memory or a stream), unsigned requests, and object
  * metadata kept in the lower tiers (asked before the origin, by age;
  * learned and revalidated metadata queued for them; a restart over the
  * disk tier).
@@ -50,6 +51,7 @@
 #include "cache/cache.h"
 #include "cache/cache_math.h"
 #include "cache/cache_metablob.h"
+#include "cache/cache_read.h"
 #include "config/config.h"
 #include "s3/s3_cond.h"
 #include "stats/stats.h"
@@ -4289,5 +4291,72 @@ LTest(cache, a_version_keeps_no_metadata_in_the_lower_tiers)
 	bc_objmeta_fini(&mv);
 	tw_fini(&t);
 	bc_object_unref(E.c, ov);
+	env_stop();
+}
+
+/* ---- one read (cache_read.h) ---------------------------------------------- */
+
+/* bc_cache_read over memory alone: a range whose chunks memory holds is a
+ * zero-copy answer (every chunk held, a hit); one memory lacks streams,
+ * the chunks memory had counted (partial, or a miss), and with no lower
+ * tier it asks nothing of the origin (no file, no chunk fill). */
+LTest(cache, read_answers_memory_or_stream)
+{
+	bc_objmeta_t meta;
+	bc_object_t *o;
+	bc_chunk_t *a = NULL;
+	bc_read_t rd;
+	bc_range_t rg;
+	unsigned n;
+	tw_t t;
+
+	env_start();
+	o = warm_object(&meta);
+	tw_init(&t);
+	cr_assert_eq(get_chunk(o, meta.etag, 1, &t, &a), 0);
+	bc_chunk_unref(a);
+	n = org_count(NULL, NULL);
+	bc_cache_read_init(&rd, E.c, o, &t.w, 16);
+
+	rg.first = 100;   /* chunks 0 and 1: in memory */
+	rg.last = 2000;
+	bc_cache_read_span(&rd, meta.etag, sizeof(obj_a), &rg);
+	cr_assert_eq(bc_cache_read(&rd), BC_READ_MEM);
+	cr_assert_eq(rd.present, 2);
+	cr_assert_not_null(rd.held);
+	cr_assert_eq(rd.held->n, 2);
+	check_chunk(rd.held->v[0], 0, obj_a, sizeof(obj_a), CS);
+	check_chunk(rd.held->v[1], 1, obj_a, sizeof(obj_a), CS);
+	bc_cache_read_held_free(rd.held);
+	rd.held = NULL;
+
+	rg.first = 2048;  /* chunk 2: not in memory, no lower tier */
+	rg.last = 2999;
+	bc_cache_read_span(&rd, meta.etag, sizeof(obj_a), &rg);
+	cr_assert_eq(bc_cache_read(&rd), BC_READ_STREAM);
+	cr_assert_eq(rd.present, 0);
+	cr_assert_null(rd.held);
+	cr_assert_null(rd.chunk);
+
+	rg.first = 1100;  /* chunks 1 and 2: partial */
+	bc_cache_read_span(&rd, meta.etag, sizeof(obj_a), &rg);
+	cr_assert_eq(bc_cache_read(&rd), BC_READ_STREAM);
+	cr_assert_eq(rd.present, 1);
+	cr_assert_null(rd.held);
+	cr_assert_eq(org_count(NULL, NULL), n, "a read asked the origin");
+	cr_assert_null(t.w.list, "a read registered its waiter");
+
+	/* more chunks than a zero-copy answer may hold: it streams */
+	rd.max_held = 1;
+	rg.first = 0;
+	rg.last = 2047;
+	bc_cache_read_span(&rd, meta.etag, sizeof(obj_a), &rg);
+	cr_assert_eq(bc_cache_read(&rd), BC_READ_STREAM);
+	cr_assert_eq(rd.present, 2, "a hit that streams");
+
+	bc_cache_read_fini(&rd);
+	tw_fini(&t);
+	bc_objmeta_fini(&meta);
+	bc_object_unref(E.c, o);
 	env_stop();
 }
