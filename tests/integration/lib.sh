@@ -116,7 +116,11 @@ bc__cleanup() {
 	# where its pid was not recorded; test_disk_tier's outlived a timed-out
 	# run) goes too.
 	if pkill -TERM -f -- "$BC_TMP/" 2>/dev/null; then
-		sleep 1
+		# up to 1 s for them to go, then KILL (a poll, not a fixed wait)
+		for i in $(seq 20); do
+			pgrep -f -- "$BC_TMP/" >/dev/null 2>&1 || break
+			sleep 0.05
+		done
 		pkill -KILL -f -- "$BC_TMP/" 2>/dev/null
 	fi
 	if [ "${BC_KEEP_TMP:-0}" = 1 ]; then
@@ -293,7 +297,10 @@ bc_skip_unless_tool() {
 
 bc_require_basics() {
 	bc_skip_unless_tool "$BC_PY" curl cmp sha256sum dd
-	"$BC_PY" -c 'import botocore, boto3' 2>/dev/null ||
+	# found, not imported: an import of boto3 is half a second of CPU,
+	# in each of ~120 scripts of a run (the scripts that use it import it)
+	"$BC_PY" -c 'import importlib.util as u, sys
+sys.exit(not (u.find_spec("botocore") and u.find_spec("boto3")))' 2>/dev/null ||
 		{ echo "SKIP: $BC_NAME: /usr/bin/python3 lacks boto3/botocore" >&2; exit 77; }
 	[ -x "$BC_BIN" ] || bc_fail "daemon binary BC_BIN=$BC_BIN missing (build it first)"
 }
@@ -312,7 +319,48 @@ bc__wait_http() {
 # bc_start_s3rver [--configure-bucket NAME]...: starts s3rver on a free port
 # with an empty data dir. Sets BC_S3RVER_PORT, BC_S3RVER_URL, BC_S3RVER_DIR.
 bc_start_s3rver() {
-	local bin=$BC_IT_DIR/node_modules/.bin/s3rver try pid log
+	bc__start_s3rver_and 0 "$@"
+}
+
+# bc_start_s3rver_fixture [verify_proxy.py args]: bc_start_s3rver, then
+# bc_start_fixture with the args, but both started at once (the fixture
+# only needs s3rver's port; each takes seconds of start-up on a loaded
+# machine). The same variables; the fixture's PID is BC_PIDS's last.
+bc_start_s3rver_fixture() {
+	bc__start_s3rver_and 1 "$@"
+}
+
+# bc__node_legacy: prints --openssl-legacy-provider when node needs it for
+# DES (s3rver encrypts ListObjectsV2 continuation tokens with DES, which
+# OpenSSL 3 only has in its legacy provider). The probe (a node start:
+# 1.6 s on a loaded machine) is remembered per node binary.
+bc__node_legacy() {
+	local node id cache=${TMPDIR:-/tmp}/bc-node-legacy.$(id -u) line
+	node=$(command -v node)
+	id=$(stat -L -c '%n %s %Y %i' "$node")
+	if [ -f "$cache" ] && IFS= read -r line <"$cache" && [ "${line% *}" = "$id" ]; then
+		[ "${line##* }" = yes ] && echo --openssl-legacy-provider
+		return 0
+	fi
+	if node --openssl-legacy-provider -e \
+		"require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
+		>/dev/null 2>&1; then
+		line=yes
+		echo --openssl-legacy-provider
+	else
+		line=no
+	fi
+	printf '%s %s\n' "$id" "$line" >"$cache.$$" && mv -f "$cache.$$" "$cache" || true
+}
+
+# bc__start_s3rver_and WITH-FIXTURE ARGS...: bc_start_s3rver (ARGS are
+# s3rver's) or bc_start_s3rver_fixture (ARGS are the fixture's).
+bc__start_s3rver_and() {
+	local with_fx=$1 bin=$BC_IT_DIR/node_modules/.bin/s3rver try pid log
+	local nodeopt fxpid= fxport=
+	shift
+	local s3args=() fxargs=()
+	if [ "$with_fx" = 1 ]; then fxargs=("$@"); else s3args=("$@"); fi
 	if [ ! -x "$bin" ]; then
 		echo "SKIP: $BC_NAME: s3rver not installed; run \`npm ci --prefix tests/integration\`" >&2
 		exit 77
@@ -321,23 +369,28 @@ bc_start_s3rver() {
 	BC_S3RVER_DIR=$BC_TMP/s3rver-data
 	mkdir -p "$BC_S3RVER_DIR"
 	log=$BC_TMP/s3rver.log
-	# s3rver encrypts ListObjectsV2 continuation tokens with DES, which
-	# OpenSSL 3 only has in its legacy provider.
-	local nodeopt=
-	if node --openssl-legacy-provider -e \
-		"require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
-		>/dev/null 2>&1; then
-		nodeopt=--openssl-legacy-provider
-	fi
+	nodeopt=$(bc__node_legacy)
 	for try in 1 2 3; do
 		BC_S3RVER_PORT=$(bc_free_port)
 		NODE_OPTIONS="${NODE_OPTIONS:-} $nodeopt" "$bin" --directory "$BC_S3RVER_DIR" --address 127.0.0.1 \
-			--port "$BC_S3RVER_PORT" --silent "$@" >>"$log" 2>&1 &
+			--port "$BC_S3RVER_PORT" --silent "${s3args[@]}" >>"$log" 2>&1 &
 		pid=$!
+		if [ "$with_fx" = 1 ] && [ -z "$fxpid" ]; then
+			bc__fixture_spawn "${fxargs[@]}"
+			fxpid=$BC__FX_PID fxport=$BC_S3RVER_PORT
+		fi
 		if bc__wait_http "http://127.0.0.1:$BC_S3RVER_PORT/" "$pid" 20; then
 			BC_PIDS+=("$pid")
 			BC_LOGS+=("$log")
 			BC_S3RVER_URL=http://127.0.0.1:$BC_S3RVER_PORT
+			[ "$with_fx" = 1 ] || return 0
+			# a fixture started for a port s3rver could not take: anew
+			if [ "$fxport" != "$BC_S3RVER_PORT" ]; then
+				kill -KILL "$fxpid" 2>/dev/null || true
+				wait "$fxpid" 2>/dev/null || true
+				bc__fixture_spawn "${fxargs[@]}"
+			fi
+			bc__fixture_wait
 			return 0
 		fi
 		kill -KILL "$pid" 2>/dev/null || true
@@ -350,12 +403,22 @@ bc_start_s3rver() {
 # bc_start_fixture [verify_proxy.py args]: starts the verifying proxy in
 # front of s3rver (start s3rver first). Sets BC_FIXTURE_PORT, BC_FIXTURE_URL.
 bc_start_fixture() {
-	local pf=$BC_TMP/fixture.port log=$BC_TMP/fixture.log pid i
-	rm -f "$pf"
+	bc__fixture_spawn "$@"
+	bc__fixture_wait
+}
+
+# bc__fixture_spawn ARGS: starts the fixture (sets BC__FX_PID); then
+# bc__fixture_wait.
+bc__fixture_spawn() {
+	rm -f "$BC_TMP/fixture.port"
 	"$BC_PY" "$BC_IT_DIR/fixture/verify_proxy.py" \
-		--upstream "127.0.0.1:$BC_S3RVER_PORT" --port 0 --port-file "$pf" \
-		"$@" >>"$log" 2>&1 &
-	pid=$!
+		--upstream "127.0.0.1:$BC_S3RVER_PORT" --port 0 --port-file "$BC_TMP/fixture.port" \
+		"$@" >>"$BC_TMP/fixture.log" 2>&1 &
+	BC__FX_PID=$!
+}
+
+bc__fixture_wait() {
+	local pf=$BC_TMP/fixture.port log=$BC_TMP/fixture.log pid=$BC__FX_PID i
 	BC_PIDS+=("$pid")
 	BC_LOGS+=("$log")
 	for i in $(seq 100); do
@@ -387,8 +450,7 @@ bc_start_fixture() {
 bc_start_upstream() {
 	case $BC_UPSTREAM in
 	s3rver)
-		bc_start_s3rver
-		bc_start_fixture "$@"
+		bc_start_s3rver_fixture "$@"
 		BC_UP_URL=$BC_S3RVER_URL
 		BC_UP_KEY=S3RVER
 		BC_UP_SECRET=S3RVER
@@ -657,6 +719,26 @@ for p in sys.argv[2].split('.'):
     else:
         d = None
 print('' if d is None else (json.dumps(d) if isinstance(d, (dict, list)) else d))
+PYEOF
+}
+
+# bc_json_keys FILE EXPR...: "EXPR=value" per EXPR, each as bc_json FILE
+# EXPR prints it (one Python start for them all).
+bc_json_keys() {
+	"$BC_PY" - "$@" <<'PYEOF'
+import json, sys
+with open(sys.argv[1]) as f:
+    top = json.load(f)
+for expr in sys.argv[2:]:
+    d = top
+    for p in expr.split('.'):
+        if isinstance(d, list):
+            d = d[int(p)] if p.isdigit() and int(p) < len(d) else None
+        elif isinstance(d, dict):
+            d = d.get(p)
+        else:
+            d = None
+    print(expr + '=' + ('' if d is None else (json.dumps(d) if isinstance(d, (dict, list)) else str(d))))
 PYEOF
 }
 

@@ -33,8 +33,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 S3=$BC_S3RVER_URL
 TOKEN=tok-9f3e1
 B=data

@@ -16,8 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 bc_start_gateway --upstream "$BC_FIXTURE_URL" --log-level debug
 GW=$BC_GW_URL
 

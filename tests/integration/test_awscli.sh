@@ -89,9 +89,7 @@ flow() {
 		echo "== down"; sed -E "s#( to ).*/#\1#" "$o/down-small.raw" "$o/down-big.raw"
 		for f in range range2 head-small head-big; do
 			echo "== $f"
-			for k in ContentLength ContentRange ETag AcceptRanges ContentType; do
-				echo "$k=$(bc_json "$o/$f.json" $k)"
-			done
+			bc_json_keys "$o/$f.json" ContentLength ContentRange ETag AcceptRanges ContentType
 		done
 		echo "== rm"; cat "$o/rm.raw"
 		echo "== ls after rm"; awk '{ print $3, $4 }' "$o/ls-after.raw"

@@ -18,8 +18,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 
 bc_py "$BC_FIXTURE_PORT" <<'EOF'
 import hashlib, sys

@@ -32,8 +32,7 @@ set -euo pipefail
 
 bc_require_basics
 bc_skip_unless_tool "$BC_AWS_BIN"
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 S3=$BC_S3RVER_URL
 B=lcache

@@ -17,8 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 S3=$BC_S3RVER_URL
 SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)

@@ -49,8 +49,7 @@ NC=16             # part c reads 16 objects of each
 SCALE_FLAGS=(--mem-size auto --mem-min 8M --scale-interval 500ms
 	--anonymous --chunk-size 1M)
 
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 
 # ---- the data: three prefixes of one bucket, uploaded through the fixture --

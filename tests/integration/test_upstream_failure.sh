@@ -11,8 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_skip_unless_tool "$BC_PY" curl
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 S3REQ=("$BC_PY" "$BC_IT_DIR/fixture/s3req.py")
 SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)

@@ -13,8 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 FX_PID=${BC_PIDS[-1]}   # bc_start_fixture's process
 SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)

@@ -40,8 +40,7 @@ set -euo pipefail
 
 bc_require_basics
 bc_skip_unless_tool redis-server redis-cli
-bc_start_s3rver
-bc_start_fixture
+bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 S3=$BC_S3RVER_URL
 B=warm
