@@ -351,7 +351,7 @@ fi
 # ---- header -------------------------------------------------------------------------
 
 BC_VERSION=$("$BC_BIN" --version 2>&1 | head -n 1)
-DEF_PC=$("$BC_BIN" --help 2>&1 | awk '/--prefetch-concurrency/ { f = 1 } f && /default:/ { sub(/.*default: /, ""); sub(/\).*/, ""); print; exit }')
+DEF_PC=$("$BC_BIN" --help 2>&1 | awk '/--prefetch-concurrency/ { f = 1 } f && !done && /default:/ { sub(/.*default: /, ""); sub(/\).*/, ""); print; done = 1 }')  # reads all: an early exit would end --help with SIGPIPE, and pipefail the script
 say "# bucketcache as a sidecar: issue 25's targets$([ "$QUICK" = 1 ] && echo ' (--quick)')"
 say ""
 say "Written by \`tests/bench/bench_sidecar.sh\` (its header comment says what it does);"
