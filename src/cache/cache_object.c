@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cache/cache_int.h"
+#include "chunk/chunk_pages.h"
 #include "cache/cache_list.h"
 #include "cache/cache_math.h"
 #include "cache/cache_metablob.h"
@@ -389,6 +390,7 @@ bc_cache_new(const bc_cache_opts_t *o, bc_cache_t **out)
 	c->first_guess = c->cs < BC_FIRST_GUESS_INIT ? c->cs :
 	    BC_FIRST_GUESS_INIT;
 	atomic_init(&c->mem_size, o->cfg->mem_size);
+	bc_chunk_pages_set_max((size_t)(o->cfg->mem_size / 8));
 	c->meta_ttl_ns = o->cfg->meta_ttl * 1000000u;
 	c->meta_stale_ns = o->cfg->meta_stale * 1000000u;
 	if (c->cs == 0) {
@@ -471,6 +473,8 @@ bc_cache_set_mem_size(bc_cache_t *c, uint64_t bytes)
 	BC_STATS_SET(cache_evictions, bc_tier_evictions(c->mem));
 	BC_STATS_SET(cache_objects, c->nobjects);
 	pthread_mutex_unlock(&c->mu);
+	/* the recycled pages follow the bound (chunk_pages.h) */
+	bc_chunk_pages_set_max((size_t)(bytes / 8));
 	return rv;
 }
 

@@ -24,6 +24,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static slot_t slots[BC_CHUNK_PAGES_SLOTS];
 static unsigned n;
 static size_t bytes;
+static size_t max_bytes = BC_CHUNK_PAGES_MAX;
 
 /* Asks for transparent huge pages on p's whole 2 MiB spans (THP
  * "madvise", Debian's default): one fault per 2 MiB instead of 512.
@@ -125,7 +126,8 @@ bc_chunk_pages_put(uint8_t *p, size_t len)
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&mu);
-	if (n < BC_CHUNK_PAGES_SLOTS && len <= BC_CHUNK_PAGES_MAX - bytes) {
+	if (n < BC_CHUNK_PAGES_SLOTS && bytes <= max_bytes &&
+	    len <= max_bytes - bytes) {
 		slots[n++] = (slot_t){ p, len };
 		bytes += len;
 		kept = true;
@@ -134,6 +136,28 @@ bc_chunk_pages_put(uint8_t *p, size_t len)
 	pthread_mutex_unlock(&mu);
 	if (!kept)
 		munmap(p, len);
+}
+
+void
+bc_chunk_pages_set_max(size_t b)
+{
+	slot_t s;
+
+	pthread_mutex_lock(&mu);
+	max_bytes = b < BC_CHUNK_PAGES_MAX ? b : BC_CHUNK_PAGES_MAX;
+	pthread_mutex_unlock(&mu);
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		if (bytes <= max_bytes || n == 0) {
+			pthread_mutex_unlock(&mu);
+			return;
+		}
+		s = slots[--n];
+		bytes -= s.len;
+		BC_STATS_SET(chunk_pool_bytes, bytes);
+		pthread_mutex_unlock(&mu);
+		munmap(s.p, s.len);
+	}
 }
 
 void

@@ -11,7 +11,10 @@
  * fresh).
  *
  * The pool holds at most BC_CHUNK_PAGES_MAX bytes in BC_CHUNK_PAGES_SLOTS
- * mappings; a mapping that does not fit is returned to the kernel. Its
+ * mappings, and no more than its owner's bound (bc_chunk_pages_set_max:
+ * the cache keeps it at an eighth of the memory bound, so a bound lowered
+ * by --mem-size auto lowers RSS too); a mapping that does not fit is
+ * returned to the kernel. Its
  * bytes are resident but belong to no chunk: they are outside every
  * cache bound (cache_bytes_held) and counted in the gauge
  * chunk_pool_bytes. Thread-safe (one mutex, held for a few pointer moves;
@@ -37,6 +40,9 @@ uint8_t *bc_chunk_pages_get(size_t len, bool populate);
 /* Gives p (len bytes, from bc_chunk_pages_get) back: pooled, or
  * unmapped. NULL is a no-op. */
 void     bc_chunk_pages_put(uint8_t *p, size_t len);
+/* The pool holds at most min(bytes, BC_CHUNK_PAGES_MAX) from now on;
+ * what it holds beyond that is returned to the kernel at once. */
+void     bc_chunk_pages_set_max(size_t bytes);
 /* Returns every pooled mapping to the kernel (at exit, and for tests). */
 void     bc_chunk_pages_drain(void);
 /* Bytes and mappings in the pool now. */

@@ -56,7 +56,7 @@ BC_STAT(prefetch_rejected,   COUNTER, "Prefetched chunks the memory tier's polic
 BC_STAT(prefetch_declined,   COUNTER, "Prefetches not started: the memory tier's policy would not keep the chunk, or only unread prefetched chunks could make room.")
 BC_STAT(prefetch_late,       COUNTER, "Client reads that found their chunk's prefetch still in flight (and waited on it).")
 BC_STAT(prefetch_unread_bytes, GAUGE, "Bytes of prefetched chunks no client has read yet (the prefetch byte budget counts them).")
-BC_STAT(chunk_pool_bytes,   GAUGE,   "Bytes of freed chunk mappings kept for the next chunks (at most 16 MiB; resident, outside every cache bound): recycled pages cost no page faults.")
+BC_STAT(chunk_pool_bytes,   GAUGE,   "Bytes of freed chunk mappings kept for the next chunks (at most an eighth of the memory bound, and 16 MiB; resident, outside every cache bound): recycled pages cost no page faults.")
 BC_STAT(chunk_pool_reused,  COUNTER, "Chunk data mappings taken from that pool instead of made fresh.")
 BC_STAT(cache_revalidations, COUNTER, "Metadata revalidations sent upstream after meta-ttl.")
 BC_STAT(cache_transit_fills,  COUNTER, "Chunk fills that memory had no room for (its chunks all in use) run for the lower tiers only, outside the memory bound (at most half of mem-size, or 8 chunks, at once).")

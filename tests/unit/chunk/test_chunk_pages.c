@@ -3,8 +3,9 @@
  * again (the same pages, counted in chunk_pool_reused), best fit first,
  * trimmed when bigger and grown when smaller (its bytes kept, the new
  * tail writable); the pool stays within BC_CHUNK_PAGES_MAX bytes and
- * BC_CHUNK_PAGES_SLOTS mappings, its gauge says what it holds, and
- * drain empties it. Chunks made by bc_chunk_new_filling() recycle
+ * BC_CHUNK_PAGES_SLOTS mappings and its owner's bound (lowering it
+ * trims the pool at once), its gauge says what it holds, and drain
+ * empties it. Chunks made by bc_chunk_new_filling() recycle
  * through it.
  */
 #include <stdint.h>
@@ -25,6 +26,7 @@ static void
 setup(void)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
+	bc_chunk_pages_set_max(BC_CHUNK_PAGES_MAX);
 	bc_chunk_pages_drain();
 }
 
@@ -127,4 +129,29 @@ Test(chunk_pages, chunks_recycle_through_the_pool)
 	cr_assert_eq(c->map_len, 0);
 	bc_chunk_unref(c);
 	cr_assert_eq(bc_chunk_pages_pooled(&n), 0);
+}
+
+Test(chunk_pages, a_lower_bound_trims_the_pool)
+{
+	uint8_t *v[8];
+	size_t n;
+
+	for (int i = 0; i < 8; i++)
+		v[i] = bc_chunk_pages_get(16 * page, false);
+	for (int i = 0; i < 8; i++)
+		bc_chunk_pages_put(v[i], 16 * page);
+	cr_assert_eq(bc_chunk_pages_pooled(&n), 128 * page);
+	bc_chunk_pages_set_max(40 * page);   /* at most two fit now */
+	cr_assert_eq(bc_chunk_pages_pooled(&n), 32 * page);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(bc_stats_get(BC_STAT_chunk_pool_bytes), 32 * page);
+	v[0] = bc_chunk_pages_get(16 * page, false);
+	v[1] = bc_chunk_pages_get(16 * page, false);
+	v[2] = bc_chunk_pages_get(16 * page, false);
+	for (int i = 0; i < 3; i++)
+		bc_chunk_pages_put(v[i], 16 * page);
+	cr_assert_eq(bc_chunk_pages_pooled(&n), 32 * page, "puts keep to it");
+	bc_chunk_pages_set_max(0);
+	cr_assert_eq(bc_chunk_pages_pooled(&n), 0);
+	bc_chunk_pages_set_max(BC_CHUNK_PAGES_MAX);
 }
