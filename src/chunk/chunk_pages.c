@@ -138,17 +138,16 @@ bc_chunk_pages_put(uint8_t *p, size_t len)
 		munmap(p, len);
 }
 
-void
-bc_chunk_pages_set_max(size_t b)
+/* Returns pooled mappings to the kernel until the pool holds keep bytes
+ * or fewer (mu taken per mapping; munmap runs without it). */
+static void
+trim_to(size_t keep)
 {
 	slot_t s;
 
-	pthread_mutex_lock(&mu);
-	max_bytes = b < BC_CHUNK_PAGES_MAX ? b : BC_CHUNK_PAGES_MAX;
-	pthread_mutex_unlock(&mu);
 	for (;;) {
 		pthread_mutex_lock(&mu);
-		if (bytes <= max_bytes || n == 0) {
+		if (bytes <= keep || n == 0) {
 			pthread_mutex_unlock(&mu);
 			return;
 		}
@@ -161,22 +160,20 @@ bc_chunk_pages_set_max(size_t b)
 }
 
 void
+bc_chunk_pages_set_max(size_t b)
+{
+	size_t keep = b < BC_CHUNK_PAGES_MAX ? b : BC_CHUNK_PAGES_MAX;
+
+	pthread_mutex_lock(&mu);
+	max_bytes = keep;
+	pthread_mutex_unlock(&mu);
+	trim_to(keep);
+}
+
+void
 bc_chunk_pages_drain(void)
 {
-	slot_t s;
-
-	for (;;) {
-		pthread_mutex_lock(&mu);
-		if (n == 0) {
-			pthread_mutex_unlock(&mu);
-			return;
-		}
-		s = slots[--n];
-		bytes -= s.len;
-		BC_STATS_SET(chunk_pool_bytes, bytes);
-		pthread_mutex_unlock(&mu);
-		munmap(s.p, s.len);
-	}
+	trim_to(0);
 }
 
 size_t

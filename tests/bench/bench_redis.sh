@@ -264,16 +264,7 @@ wait_port_file() {
 	return 1
 }
 
-stop_pid() {
-	local pid=$1
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+stop_pid() { tl_stop_pids "$1"; }
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 

@@ -495,16 +495,7 @@ start_gw() {
 	fail "$label: bucketcache did not become healthy"
 }
 
-stop_pid() {
-	local pid=$1
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+stop_pid() { tl_stop_pids "$1"; }
 
 REPORT_ARGS=()
 T0=$(date +%s)
