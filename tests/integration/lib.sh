@@ -45,6 +45,7 @@ BC_SRCDIR=${BC_SRCDIR:-$(cd "$BC_IT_DIR/../.." && pwd)}
 BC_BUILDDIR=${BC_BUILDDIR:-$BC_SRCDIR/build}
 BC_BIN=${BC_BIN:-$BC_BUILDDIR/bucketcache}
 BC_PY=/usr/bin/python3
+BC_PY_REAL=/usr/bin/python3
 BC_AWS_BIN=/usr/bin/aws
 BC_NAME=$(basename "$0" .sh)
 BC_CHECKS=0
@@ -60,6 +61,32 @@ BC_CLEANUP_HOOKS=()
 export BC_UPSTREAM=${BC_UPSTREAM:-s3rver}
 
 BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
+
+# Python runs fork from a server that has json, boto3 and botocore
+# imported (tests/lib/pyfork.py: what a run sees is what python3 gives
+# it). A run that makes a boto3 client costs 0.2 s of CPU so, against
+# 0.6 s in a fresh python3; a trivial one costs the same either way, and
+# the server's start 0.5 s. So it is started for scripts that use boto3
+# (by name, or through bc_py's itlib or fixture/s3req.py; an RGW wrapper
+# is read with the script it sources), and "$BC_PY" is its client, which
+# runs python3 itself until the server is up, or when there is none.
+# Fixtures a test stops with SIGSTOP (verify_proxy.py) run on
+# BC_PY_REAL. BC_NO_PYFORK=1: no server.
+BC_PYFORK=$BC_BUILDDIR/tests/lib/pyfork
+bc__uses_boto3() {
+	local f=$0 inc
+	inc=$(sed -n 's|^\. "\$(dirname "\$0")/\(test_[A-Za-z0-9_]*\.sh\)"$|\1|p' "$f")
+	grep -qE 'boto3|bc_py |itlib|s3req\.py' "$f" ${inc:+"$BC_IT_DIR/$inc"}
+}
+if [ -x "$BC_PYFORK" ] && [ "${BC_NO_PYFORK:-0}" != 1 ]; then
+	export BC_PYFORK_SOCK=$BC_TMP/pyfork.sock BC_PYFORK_PYTHON=$BC_PY_REAL
+	BC_PY=$BC_PYFORK
+	if bc__uses_boto3; then
+		"$BC_PY_REAL" "$BC_IT_DIR/../lib/pyfork.py" "$BC_PYFORK_SOCK" \
+			</dev/null >>"$BC_TMP/pyfork.log" 2>&1 &
+		BC_PIDS+=($!)
+	fi
+fi
 
 # Clients sign with the upstream pair unless a test says otherwise; s3rver
 # knows only S3RVER/S3RVER.
@@ -285,12 +312,21 @@ bc_assert_same_file() {
 }
 
 # bc_skip_unless_tool TOOL...: exit 77 unless every TOOL is runnable.
+# A test that needs "$BC_AWS_BIN" gets the aws-cli fork server (bc_aws).
 bc_skip_unless_tool() {
 	local t
 	for t in "$@"; do
 		if ! command -v "$t" >/dev/null 2>&1; then
 			echo "SKIP: $BC_NAME: $t not found" >&2
 			exit 77
+		fi
+		if [ "$t" = "$BC_AWS_BIN" ] && [ -n "${BC_PYFORK_SOCK:-}" ] &&
+		    [ "$BASHPID" = "$BC_MAIN_PID" ] && [ -z "${BC__AWS_FORK:-}" ]; then
+			"$BC_PY_REAL" "$BC_IT_DIR/../lib/pyfork.py" --aws \
+				"$BC_TMP/pyfork-aws.sock" </dev/null \
+				>>"$BC_TMP/pyfork.log" 2>&1 &
+			BC__AWS_FORK=$!
+			BC_PIDS+=("$BC__AWS_FORK")
 		fi
 	done
 }
@@ -411,7 +447,7 @@ bc_start_fixture() {
 # bc__fixture_wait.
 bc__fixture_spawn() {
 	rm -f "$BC_TMP/fixture.port"
-	"$BC_PY" "$BC_IT_DIR/fixture/verify_proxy.py" \
+	"$BC_PY_REAL" "$BC_IT_DIR/fixture/verify_proxy.py" \
 		--upstream "127.0.0.1:$BC_S3RVER_PORT" --port 0 --port-file "$BC_TMP/fixture.port" \
 		"$@" >>"$BC_TMP/fixture.log" 2>&1 &
 	BC__FX_PID=$!
@@ -600,11 +636,22 @@ print(sum(v for k, v in d["rejected_by_code"].items() if k not in allowed))
 # ---- clients ---------------------------------------------------------------
 
 # bc_aws ENDPOINT ARGS...: aws-cli v2 against ENDPOINT, bounded in time.
+# /usr/bin/aws runs in a fork of a server with aws-cli imported (its own:
+# Debian's aws-cli v2 brings a botocore of its own, which cannot share an
+# interpreter with boto3's) once bc_skip_unless_tool "$BC_AWS_BIN" has
+# started it and it is up; before, /usr/bin/aws itself (its start is
+# 1.2 s of CPU here).
 bc_aws() {
 	local ep=$1
 	shift
-	"$BC_AWS_BIN" --endpoint-url "$ep" --cli-read-timeout 30 \
-		--cli-connect-timeout 5 "$@"
+	if [ -S "$BC_TMP/pyfork-aws.sock" ]; then
+		BC_PYFORK_SOCK=$BC_TMP/pyfork-aws.sock "$BC_PYFORK" "$BC_AWS_BIN" \
+			--endpoint-url "$ep" --cli-read-timeout 30 \
+			--cli-connect-timeout 5 "$@"
+	else
+		"$BC_AWS_BIN" --endpoint-url "$ep" --cli-read-timeout 30 \
+			--cli-connect-timeout 5 "$@"
+	fi
 }
 
 # bc_req NAME CURL-ARGS...: one HTTP request; body in $BC_TMP/NAME.body,
@@ -705,42 +752,13 @@ bc_slice() {
 }
 
 # bc_json FILE EXPR: a value from a JSON file; EXPR is a dotted path
-# ("ContentLength", "Contents.0.Key"); prints "" when absent.
-bc_json() {
-	"$BC_PY" - "$1" "$2" <<'PYEOF'
-import json, sys
-with open(sys.argv[1]) as f:
-    d = json.load(f)
-for p in sys.argv[2].split('.'):
-    if isinstance(d, list):
-        d = d[int(p)] if p.isdigit() and int(p) < len(d) else None
-    elif isinstance(d, dict):
-        d = d.get(p)
-    else:
-        d = None
-print('' if d is None else (json.dumps(d) if isinstance(d, (dict, list)) else d))
-PYEOF
-}
+# ("ContentLength", "Contents.0.Key"); prints "" when absent
+# (fixture/jsonpath.py).
+bc_json() { "$BC_PY" "$BC_IT_DIR/fixture/jsonpath.py" "$1" "$2"; }
 
 # bc_json_keys FILE EXPR...: "EXPR=value" per EXPR, each as bc_json FILE
 # EXPR prints it (one Python start for them all).
-bc_json_keys() {
-	"$BC_PY" - "$@" <<'PYEOF'
-import json, sys
-with open(sys.argv[1]) as f:
-    top = json.load(f)
-for expr in sys.argv[2:]:
-    d = top
-    for p in expr.split('.'):
-        if isinstance(d, list):
-            d = d[int(p)] if p.isdigit() and int(p) < len(d) else None
-        elif isinstance(d, dict):
-            d = d.get(p)
-        else:
-            d = None
-    print(expr + '=' + ('' if d is None else (json.dumps(d) if isinstance(d, (dict, list)) else str(d))))
-PYEOF
-}
+bc_json_keys() { "$BC_PY" "$BC_IT_DIR/fixture/jsonpath.py" --keys "$@"; }
 
 # bc_stats_save FILE: saves the gateway's counters for bc_stats_delta.
 bc_stats_save() {
