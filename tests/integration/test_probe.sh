@@ -8,7 +8,8 @@
 #      asks /_bucketcache/ready; a second gateway on the same port exits 2
 #      ("Address already in use"), the first still serves;
 #   3. a port nobody serves: exit 1, the URL and the reason on stderr;
-#   4. a wedged gateway (SIGSTOP): exit 1 within the probe's 2 s deadline;
+#   4. a wedged gateway (SIGSTOP): exit 1 at the probe's 2 s deadline (as
+#      its curl counted it: the error message);
 #      healthy again after SIGCONT; a stopped gateway: exit 1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -79,11 +80,21 @@ rc=$(probe "$BC_TMP/o7" "$BC_TMP/e7" --listen "127.0.0.1:$port" --probe)
 t1=$(date +%s%N)
 kill -CONT "$BC_GW_PID"
 bc_assert_eq 1 "$rc" "a wedged gateway (SIGSTOP): exit 1"
-bc_assert_ge 3000 $(( (t1 - t0) / 1000000 )) "within the probe's deadline (ms)"
+# The deadline as the probe's curl counted it (its error says after how
+# many ms it gave up): the wall time around the command also holds the
+# start of the binary, which an ASan build on a loaded machine once
+# stretched past 1 s (3,146 ms in all, docs/decisions.md "Tests on a
+# loaded machine"). The wall time only shows it did not hang.
+err=$(cat "$BC_TMP/e7")
+ms=$(sed -n 's/.*timed out after \([0-9]*\) milliseconds.*/\1/p' <<<"$err")
+[ -n "$ms" ] || bc_fail "the wedged gateway's probe says it timed out: [$err]"
+bc_assert_ge "$ms" 2000 "it waited its 2 s deadline (curl's ms: $ms)"
+bc_assert_ge 3999 "$ms" "and gave up then (curl's ms: $ms)"
+bc_assert_ge 30000 $(( (t1 - t0) / 1000000 )) "it returned (wall ms, the start included)"
 rc=$(probe "$BC_TMP/o8" "$BC_TMP/e8" --listen "127.0.0.1:$port" --probe)
 bc_assert_eq 0 "$rc" "after SIGCONT: healthy again"
 bc_stop_gateway
 rc=$(probe "$BC_TMP/o9" "$BC_TMP/e9" --listen "127.0.0.1:$port" --probe)
 bc_assert_eq 1 "$rc" "a stopped gateway: exit 1"
 
-bc_done 18
+bc_done 20
