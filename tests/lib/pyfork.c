@@ -15,6 +15,7 @@
  * run; a run that dies without an answer (a signal) ends this with
  * 128 + the signal forwarded, or 1.
  */
+#define _GNU_SOURCE   /* sigaction, kill, SCM_RIGHTS under -std=c11 */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -38,7 +39,7 @@ static void forward(int sig)
 		kill((pid_t)run_pid, sig);
 }
 
-static void exec_python(int argc, char **argv)
+static _Noreturn void exec_python(int argc, char **argv)
 {
 	const char *py = getenv("BC_PYFORK_PYTHON");
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -196,7 +197,7 @@ int main(int argc, char **argv)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 	struct sigaction sa;
-	int64_t pid, status;
+	int64_t pid = 0, status;
 	int fd;
 
 	if (!server_runs(argc, argv) || (fd = connect_server()) < 0)
