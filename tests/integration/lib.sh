@@ -73,6 +73,13 @@ BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
 # Fixtures a test stops with SIGSTOP (verify_proxy.py) run on
 # BC_PY_REAL. BC_NO_PYFORK=1: no server.
 BC_PYFORK=$BC_BUILDDIR/tests/lib/pyfork
+# bc__pyfork_start --boto3|--aws SOCKET: starts a fork server in the
+# background (it binds SOCKET once its imports are done).
+bc__pyfork_start() {
+	"$BC_PY_REAL" "$BC_IT_DIR/../lib/pyfork.py" "$1" "$2" </dev/null \
+		>>"$BC_TMP/pyfork.log" 2>&1 &
+	BC_PIDS+=($!)
+}
 bc__uses_boto3() {
 	local f=$0 inc
 	inc=$(sed -n 's|^\. "\$(dirname "\$0")/\(test_[A-Za-z0-9_]*\.sh\)"$|\1|p' "$f")
@@ -82,9 +89,7 @@ if [ -x "$BC_PYFORK" ] && [ "${BC_NO_PYFORK:-0}" != 1 ]; then
 	export BC_PYFORK_SOCK=$BC_TMP/pyfork.sock BC_PYFORK_PYTHON=$BC_PY_REAL
 	BC_PY=$BC_PYFORK
 	if bc__uses_boto3; then
-		"$BC_PY_REAL" "$BC_IT_DIR/../lib/pyfork.py" "$BC_PYFORK_SOCK" \
-			</dev/null >>"$BC_TMP/pyfork.log" 2>&1 &
-		BC_PIDS+=($!)
+		bc__pyfork_start --boto3 "$BC_PYFORK_SOCK"
 	fi
 fi
 
@@ -322,11 +327,8 @@ bc_skip_unless_tool() {
 		fi
 		if [ "$t" = "$BC_AWS_BIN" ] && [ -n "${BC_PYFORK_SOCK:-}" ] &&
 		    [ "$BASHPID" = "$BC_MAIN_PID" ] && [ -z "${BC__AWS_FORK:-}" ]; then
-			"$BC_PY_REAL" "$BC_IT_DIR/../lib/pyfork.py" --aws \
-				"$BC_TMP/pyfork-aws.sock" </dev/null \
-				>>"$BC_TMP/pyfork.log" 2>&1 &
-			BC__AWS_FORK=$!
-			BC_PIDS+=("$BC__AWS_FORK")
+			bc__pyfork_start --aws "$BC_TMP/pyfork-aws.sock"
+			BC__AWS_FORK=1
 		fi
 	done
 }
@@ -642,16 +644,11 @@ print(sum(v for k, v in d["rejected_by_code"].items() if k not in allowed))
 # started it and it is up; before, /usr/bin/aws itself (its start is
 # 1.2 s of CPU here).
 bc_aws() {
-	local ep=$1
+	local ep=$1 run=("$BC_AWS_BIN")
 	shift
-	if [ -S "$BC_TMP/pyfork-aws.sock" ]; then
-		BC_PYFORK_SOCK=$BC_TMP/pyfork-aws.sock "$BC_PYFORK" "$BC_AWS_BIN" \
-			--endpoint-url "$ep" --cli-read-timeout 30 \
-			--cli-connect-timeout 5 "$@"
-	else
-		"$BC_AWS_BIN" --endpoint-url "$ep" --cli-read-timeout 30 \
-			--cli-connect-timeout 5 "$@"
-	fi
+	[ ! -S "$BC_TMP/pyfork-aws.sock" ] || run=("$BC_PYFORK" "$BC_AWS_BIN")
+	BC_PYFORK_SOCK=$BC_TMP/pyfork-aws.sock "${run[@]}" --endpoint-url "$ep" \
+		--cli-read-timeout 30 --cli-connect-timeout 5 "$@"
 }
 
 # bc_req NAME CURL-ARGS...: one HTTP request; body in $BC_TMP/NAME.body,

@@ -145,20 +145,16 @@ def run_main(argv):
     import types
     status = 0
     try:
-        if argv[0] == "-":
-            src = sys.stdin.read()
+        if argv[0] in ("-", "-c"):
+            if argv[0] == "-":
+                src, name = sys.stdin.read(), "<stdin>"
+            else:
+                src, name = argv.pop(1), "<string>"
+                sys.argv[:] = argv
             mod = types.ModuleType("__main__")
             mod.__dict__["__builtins__"] = __builtins__
             sys.modules["__main__"] = mod
-            exec(compile(src, "<stdin>", "exec"), mod.__dict__)
-        elif argv[0] == "-c":
-            src = argv[1]
-            del argv[1]
-            sys.argv[:] = argv
-            mod = types.ModuleType("__main__")
-            mod.__dict__["__builtins__"] = __builtins__
-            sys.modules["__main__"] = mod
-            exec(compile(src, "<string>", "exec"), mod.__dict__)
+            exec(compile(src, name, "exec"), mod.__dict__)
         else:
             runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as e:
