@@ -66,13 +66,23 @@ BC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bc-$BC_NAME.XXXXXX")
 # imported (tests/lib/pyfork.py: what a run sees is what python3 gives
 # it). A run that makes a boto3 client costs 0.2 s of CPU so, against
 # 0.6 s in a fresh python3; a trivial one costs the same either way, and
-# the server's start 0.5 s. So it is started for scripts that use boto3
-# (by name, or through bc_py's itlib or fixture/s3req.py; an RGW wrapper
-# is read with the script it sources), and "$BC_PY" is its client, which
-# runs python3 itself until the server is up, or when there is none.
-# Fixtures a test stops with SIGSTOP (verify_proxy.py) run on
-# BC_PY_REAL. BC_NO_PYFORK=1: no server.
+# the server's start 0.5 s. tests/run starts one boto3 server and one
+# aws-cli server for the whole run and names their directory in
+# BC_PYFORK_DIR (boto3.sock, aws.sock). A script run alone starts its
+# own, where it pays: the boto3 one for scripts that use boto3 (by name,
+# or through bc_py's itlib or fixture/s3req.py; an RGW wrapper is read
+# with the script it sources), the aws-cli one in bc_skip_unless_tool
+# "$BC_AWS_BIN". "$BC_PY" is the client, which runs python3 itself until
+# the server is up, or when there is none. The verifying fixture runs on
+# it too (its botocore imports are a second of CPU in a fresh python3);
+# a test that stops it with SIGSTOP sets BC_FIXTURE_PY=$BC_PY_REAL (the
+# signal would stop the client, not the run). BC_NO_PYFORK=1: no server.
 BC_PYFORK=$BC_BUILDDIR/tests/lib/pyfork
+# tests/lib/tq: the small readers (stats and JSON values, an S3 error's
+# Code), mkfile's content and free ports, in C: each was a python3 start
+# (40-50 ms of CPU here, ~3,500 a run) for microseconds of work.
+BC_TQ=$BC_BUILDDIR/tests/lib/tq
+BC__AWS_SOCK=
 # bc__pyfork_start --boto3|--aws SOCKET: starts a fork server in the
 # background (it binds SOCKET once its imports are done).
 bc__pyfork_start() {
@@ -86,10 +96,16 @@ bc__uses_boto3() {
 	grep -qE 'boto3|bc_py |itlib|s3req\.py' "$f" ${inc:+"$BC_IT_DIR/$inc"}
 }
 if [ -x "$BC_PYFORK" ] && [ "${BC_NO_PYFORK:-0}" != 1 ]; then
-	export BC_PYFORK_SOCK=$BC_TMP/pyfork.sock BC_PYFORK_PYTHON=$BC_PY_REAL
+	export BC_PYFORK_PYTHON=$BC_PY_REAL
 	BC_PY=$BC_PYFORK
-	if bc__uses_boto3; then
-		bc__pyfork_start --boto3 "$BC_PYFORK_SOCK"
+	if [ -n "${BC_PYFORK_DIR:-}" ]; then
+		export BC_PYFORK_SOCK=$BC_PYFORK_DIR/boto3.sock
+		BC__AWS_SOCK=$BC_PYFORK_DIR/aws.sock
+	else
+		export BC_PYFORK_SOCK=$BC_TMP/pyfork.sock
+		if bc__uses_boto3; then
+			bc__pyfork_start --boto3 "$BC_PYFORK_SOCK"
+		fi
 	fi
 fi
 
@@ -326,9 +342,9 @@ bc_skip_unless_tool() {
 			exit 77
 		fi
 		if [ "$t" = "$BC_AWS_BIN" ] && [ -n "${BC_PYFORK_SOCK:-}" ] &&
-		    [ "$BASHPID" = "$BC_MAIN_PID" ] && [ -z "${BC__AWS_FORK:-}" ]; then
-			bc__pyfork_start --aws "$BC_TMP/pyfork-aws.sock"
-			BC__AWS_FORK=1
+		    [ -z "$BC__AWS_SOCK" ] && [ "$BASHPID" = "$BC_MAIN_PID" ]; then
+			BC__AWS_SOCK=$BC_TMP/pyfork-aws.sock
+			bc__pyfork_start --aws "$BC__AWS_SOCK"
 		fi
 	done
 }
@@ -341,12 +357,17 @@ bc_require_basics() {
 sys.exit(not (u.find_spec("botocore") and u.find_spec("boto3")))' 2>/dev/null ||
 		{ echo "SKIP: $BC_NAME: /usr/bin/python3 lacks boto3/botocore" >&2; exit 77; }
 	[ -x "$BC_BIN" ] || bc_fail "daemon binary BC_BIN=$BC_BIN missing (build it first)"
+	[ -x "$BC_TQ" ] ||
+		bc_fail "$BC_TQ missing (the tests' tools: make check TESTS= in $BC_BUILDDIR)"
 }
 
 # ---- ports and processes -------------------------------------------------
 
-# Prints a loopback TCP port that was free a moment ago (tests/lib).
-bc_free_port() { tl_free_port; }
+# Prints a loopback TCP port that was free a moment ago (tq; tests/lib's
+# python3 one where tq is not built).
+bc_free_port() {
+	if [ -x "$BC_TQ" ]; then "$BC_TQ" port; else tl_free_port; fi
+}
 
 # bc__wait_http URL PID SECONDS: waits until URL answers any HTTP status
 # (or exactly 200 when BC_WANT_200=1). Fails if PID dies (tests/lib).
@@ -368,27 +389,27 @@ bc_start_s3rver_fixture() {
 	bc__start_s3rver_and 1 "$@"
 }
 
-# bc__node_legacy: prints --openssl-legacy-provider when node needs it for
-# DES (s3rver encrypts ListObjectsV2 continuation tokens with DES, which
-# OpenSSL 3 only has in its legacy provider). The probe (a node start:
-# 1.6 s on a loaded machine) is remembered per node binary.
-bc__node_legacy() {
-	local node id cache=${TMPDIR:-/tmp}/bc-node-legacy.$(id -u) line
-	node=$(command -v node)
-	id=$(stat -L -c '%n %s %Y %i' "$node")
-	if [ -f "$cache" ] && IFS= read -r line <"$cache" && [ "${line% *}" = "$id" ]; then
-		[ "${line##* }" = yes ] && echo --openssl-legacy-provider
-		return 0
-	fi
-	if node --openssl-legacy-provider -e \
-		"require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
-		>/dev/null 2>&1; then
-		line=yes
-		echo --openssl-legacy-provider
-	else
-		line=no
-	fi
-	printf '%s %s\n' "$id" "$line" >"$cache.$$" && mv -f "$cache.$$" "$cache" || true
+# bc__s3rver_from_farm [--configure-bucket NAME]...: an s3rver of the
+# run's farm (tests/run starts fixture/s3rver_farm.js and names its port
+# in BC_S3RVER_FARM) on BC_S3RVER_DIR; sets BC_S3RVER_PORT. False when
+# there is no farm (then the script starts s3rver itself) or for args
+# the farm does not take. It stops the s3rver when BC_S3RVER_DIR is gone.
+bc__s3rver_from_farm() {
+	local q="dir=$BC_S3RVER_DIR" port
+	[ -n "${BC_S3RVER_FARM:-}" ] || return 1
+	while [ $# -gt 0 ]; do
+		[ "$1" = --configure-bucket ] && [ $# -ge 2 ] || return 1
+		q="$q&bucket=$2"
+		shift 2
+	done
+	port=$(curl -sf --max-time 20 -X POST "http://127.0.0.1:$BC_S3RVER_FARM/new?$q") ||
+		bc_fail "the run's s3rver farm (port $BC_S3RVER_FARM) gave no s3rver"
+	BC_S3RVER_PORT=$port
+	BC_CLEANUP_HOOKS+=(bc__s3rver_farm_close)
+}
+bc__s3rver_farm_close() {
+	curl -sf --max-time 5 -X POST -o /dev/null \
+		"http://127.0.0.1:$BC_S3RVER_FARM/close?port=$BC_S3RVER_PORT" || true
 }
 
 # bc__start_s3rver_and WITH-FIXTURE ARGS...: bc_start_s3rver (ARGS are
@@ -406,8 +427,14 @@ bc__start_s3rver_and() {
 	bc_skip_unless_tool node
 	BC_S3RVER_DIR=$BC_TMP/s3rver-data
 	mkdir -p "$BC_S3RVER_DIR"
+	if bc__s3rver_from_farm "${s3args[@]}"; then
+		BC_S3RVER_URL=http://127.0.0.1:$BC_S3RVER_PORT
+		[ "$with_fx" = 1 ] || return 0
+		bc_start_fixture "${fxargs[@]}"
+		return 0
+	fi
 	log=$BC_TMP/s3rver.log
-	nodeopt=$(bc__node_legacy)
+	nodeopt=$(tl_node_legacy)
 	for try in 1 2 3; do
 		BC_S3RVER_PORT=$(bc_free_port)
 		NODE_OPTIONS="${NODE_OPTIONS:-} $nodeopt" "$bin" --directory "$BC_S3RVER_DIR" --address 127.0.0.1 \
@@ -449,7 +476,7 @@ bc_start_fixture() {
 # bc__fixture_wait.
 bc__fixture_spawn() {
 	rm -f "$BC_TMP/fixture.port"
-	"$BC_PY_REAL" "$BC_IT_DIR/fixture/verify_proxy.py" \
+	"${BC_FIXTURE_PY:-$BC_PY}" "$BC_IT_DIR/fixture/verify_proxy.py" \
 		--upstream "127.0.0.1:$BC_S3RVER_PORT" --port 0 --port-file "$BC_TMP/fixture.port" \
 		"$@" >>"$BC_TMP/fixture.log" 2>&1 &
 	BC__FX_PID=$!
@@ -569,20 +596,8 @@ bc_stop_gateway() {
 # missing components of a dotted path read as 0). A missing counter fails.
 bc_stats_get() {
 	local name=$1 url=${2:-$BC_GW_URL}
-	curl -sf --max-time 10 "$url/_bucketcache/stats" | "$BC_PY" -c '
-import json, sys
-name = sys.argv[1]
-d = json.load(sys.stdin)
-if "." not in name:
-    c = d.get("counters", {})
-    if name not in c:
-        sys.exit("stats has no counter %r (have: %s)" % (name, ", ".join(sorted(c))))
-    print(c[name])
-else:
-    for p in name.split("."):
-        d = d.get(p, 0) if isinstance(d, dict) else 0
-    print(d)
-' "$name" || bc_fail "cannot read gateway stats $name"
+	curl -sf --max-time 10 "$url/_bucketcache/stats" | "$BC_TQ" stat - "$name" ||
+		bc_fail "cannot read gateway stats $name"
 }
 
 # bc_fixture_stats [PATH]: the fixture's stats JSON, or one value by dotted
@@ -593,13 +608,8 @@ bc_fixture_stats() {
 		curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats"
 		return
 	fi
-	curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats" | "$BC_PY" -c '
-import json, sys
-d = json.load(sys.stdin)
-for p in sys.argv[1].split("."):
-    d = d.get(p, 0) if isinstance(d, dict) else 0
-print(json.dumps(d) if isinstance(d, (dict, list)) else d)
-' "$path" || bc_fail "cannot read fixture stats"
+	curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats" | "$BC_TQ" get - "$path" ||
+		bc_fail "cannot read fixture stats"
 }
 
 bc_fixture_reset() {
@@ -620,12 +630,7 @@ bc_fixture_fail() {
 bc_assert_fixture_clean() {
 	local msg=${1:-fixture} n
 	shift || true
-	n=$(bc_fixture_stats | "$BC_PY" -c '
-import json, sys
-d = json.load(sys.stdin)
-allowed = set(sys.argv[1:])
-print(sum(v for k, v in d["rejected_by_code"].items() if k not in allowed))
-' "$@")
+	n=$(bc_fixture_stats | "$BC_TQ" sum - rejected_by_code "$@")
 	if [ "$n" != 0 ]; then
 		bc_fixture_stats rejections >&2
 		bc_fail "$msg: the verifying fixture rejected $n upstream request(s)"
@@ -640,14 +645,15 @@ print(sum(v for k, v in d["rejected_by_code"].items() if k not in allowed))
 # bc_aws ENDPOINT ARGS...: aws-cli v2 against ENDPOINT, bounded in time.
 # /usr/bin/aws runs in a fork of a server with aws-cli imported (its own:
 # Debian's aws-cli v2 brings a botocore of its own, which cannot share an
-# interpreter with boto3's) once bc_skip_unless_tool "$BC_AWS_BIN" has
-# started it and it is up; before, /usr/bin/aws itself (its start is
-# 1.2 s of CPU here).
+# interpreter with boto3's): tests/run's, or the one bc_skip_unless_tool
+# "$BC_AWS_BIN" started, once it is up; before, /usr/bin/aws itself (its
+# start is 1.2 s of CPU here).
 bc_aws() {
 	local ep=$1 run=("$BC_AWS_BIN")
 	shift
-	[ ! -S "$BC_TMP/pyfork-aws.sock" ] || run=("$BC_PYFORK" "$BC_AWS_BIN")
-	BC_PYFORK_SOCK=$BC_TMP/pyfork-aws.sock "${run[@]}" --endpoint-url "$ep" \
+	[ -z "$BC__AWS_SOCK" ] || [ ! -S "$BC__AWS_SOCK" ] ||
+		run=("$BC_PYFORK" "$BC_AWS_BIN")
+	BC_PYFORK_SOCK=$BC__AWS_SOCK "${run[@]}" --endpoint-url "$ep" \
 		--cli-read-timeout 30 --cli-connect-timeout 5 "$@"
 }
 
@@ -678,16 +684,7 @@ bc_hdr() {
 }
 
 # bc_s3_code FILE: the <Code> of an S3 XML error body ("" if not S3 XML).
-bc_s3_code() {
-	"$BC_PY" - "$1" <<'EOF' 2>/dev/null || true
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-tag = root.tag.split('}')[-1]
-code = root.find('Code')
-if tag == 'Error' and code is not None and code.text:
-    print(code.text)
-EOF
-}
+bc_s3_code() { "$BC_TQ" s3code "$1" 2>/dev/null || true; }
 
 # bc_assert_s3_error NAME STATUS CODE MSG: bc_req NAME answered STATUS with an
 # S3 XML <Error> whose <Code> is CODE (CODE may be a regex; HEAD has no body).
@@ -726,21 +723,7 @@ bc_expect() {
 }
 
 # bc_mkfile PATH BYTES: deterministic pseudo-random content.
-bc_mkfile() {
-	"$BC_PY" - "$1" "$2" <<'EOF'
-import hashlib, sys
-path, n = sys.argv[1], int(sys.argv[2])
-seed = hashlib.sha256(path.encode()).digest()
-with open(path, 'wb') as f:
-    block = b''
-    i = 0
-    while n > 0:
-        block = hashlib.sha256(seed + i.to_bytes(8, 'big')).digest() * 2048
-        f.write(block[:n])
-        n -= min(n, len(block))
-        i += 1
-EOF
-}
+bc_mkfile() { "$BC_TQ" mkfile "$1" "$2"; }
 
 # bc_slice FILE FIRST LAST: bytes FIRST..LAST (inclusive) of FILE to stdout.
 bc_slice() {
@@ -749,13 +732,13 @@ bc_slice() {
 }
 
 # bc_json FILE EXPR: a value from a JSON file; EXPR is a dotted path
-# ("ContentLength", "Contents.0.Key"); prints "" when absent
-# (fixture/jsonpath.py).
-bc_json() { "$BC_PY" "$BC_IT_DIR/fixture/jsonpath.py" "$1" "$2"; }
+# ("ContentLength", "Contents.0.Key"); prints "" when absent; values as
+# Python prints them (tq json).
+bc_json() { "$BC_TQ" json "$1" "$2"; }
 
 # bc_json_keys FILE EXPR...: "EXPR=value" per EXPR, each as bc_json FILE
-# EXPR prints it (one Python start for them all).
-bc_json_keys() { "$BC_PY" "$BC_IT_DIR/fixture/jsonpath.py" --keys "$@"; }
+# EXPR prints it (one read for them all).
+bc_json_keys() { "$BC_TQ" json --keys "$@"; }
 
 # bc_stats_save FILE: saves the gateway's counters for bc_stats_delta.
 bc_stats_save() {
@@ -766,18 +749,7 @@ bc_stats_save() {
 # bc_stats_delta FILE NAME: NAME now minus NAME in the saved FILE.
 bc_stats_delta() {
 	local before now
-	before=$("$BC_PY" - "$1" "$2" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-name = sys.argv[2]
-if '.' not in name:
-    d = d.get('counters', {}).get(name, 0)
-else:
-    for p in name.split('.'):
-        d = d.get(p, 0) if isinstance(d, dict) else 0
-print(d)
-PYEOF
-)
+	before=$("$BC_TQ" stat --or-0 "$1" "$2")
 	now=$(bc_stats_get "$2")
 	echo $(( now - before ))
 }

@@ -14,11 +14,11 @@ set -euo pipefail
 	{ echo "SKIP: $BC_NAME: no tests/lib/pyfork in $BC_BUILDDIR" >&2; exit 77; }
 bc_skip_unless_tool "$BC_AWS_BIN"
 for i in $(seq 200); do
-	[ -S "$BC_PYFORK_SOCK" ] && [ -S "$BC_TMP/pyfork-aws.sock" ] && break
+	[ -S "$BC_PYFORK_SOCK" ] && [ -S "$BC__AWS_SOCK" ] && break
 	sleep 0.05
 done
 [ -S "$BC_PYFORK_SOCK" ] || bc_fail "the Python fork server never bound $BC_PYFORK_SOCK"
-[ -S "$BC_TMP/pyfork-aws.sock" ] || bc_fail "the aws-cli fork server never came up"
+[ -S "$BC__AWS_SOCK" ] || bc_fail "the aws-cli fork server never came up"
 
 # checks MODE: the contract's checks through "$BC_PY" (MODE: the name in
 # the messages); the answers must be python3's.

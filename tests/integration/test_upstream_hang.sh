@@ -13,7 +13,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bc_require_basics
-bc_start_s3rver_fixture
+# the fixture is stopped with SIGSTOP below: a python3 of its own, not a
+# fork server's run (the signal would stop the client only)
+BC_FIXTURE_PY=$BC_PY_REAL bc_start_s3rver_fixture
 FX=$BC_FIXTURE_URL
 FX_PID=${BC_PIDS[-1]}   # bc_start_fixture's process
 SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER)

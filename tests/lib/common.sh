@@ -52,3 +52,26 @@ tl_stop_pids() {
 	done
 	return 0
 }
+
+# tl_node_legacy: prints --openssl-legacy-provider when node needs it for
+# DES (s3rver encrypts ListObjectsV2 continuation tokens with DES, which
+# OpenSSL 3 only has in its legacy provider). The probe (a node start:
+# 1.6 s on a loaded machine) is remembered per node binary.
+tl_node_legacy() {
+	local node id cache=${TMPDIR:-/tmp}/bc-node-legacy.$(id -u) line
+	node=$(command -v node)
+	id=$(stat -L -c '%n %s %Y %i' "$node")
+	if [ -f "$cache" ] && IFS= read -r line <"$cache" && [ "${line% *}" = "$id" ]; then
+		[ "${line##* }" = yes ] && echo --openssl-legacy-provider
+		return 0
+	fi
+	if node --openssl-legacy-provider -e \
+		"require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))" \
+		>/dev/null 2>&1; then
+		line=yes
+		echo --openssl-legacy-provider
+	else
+		line=no
+	fi
+	printf '%s %s\n' "$id" "$line" >"$cache.$$" && mv -f "$cache.$$" "$cache" || true
+}
