@@ -77,6 +77,14 @@ checks "fork server"
 # the server has boto3 imported (a script that names boto3 gets a server)
 out=$("$BC_PY" -c 'import sys; print("boto3" in sys.modules)')
 bc_assert_eq True "$out" "a run finds boto3 imported already"
+# a run's default session and credentials are its own environment's
+out=$(AWS_ACCESS_KEY_ID=RUNKEY AWS_SECRET_ACCESS_KEY=RUNSECRET AWS_DEFAULT_REGION=eu-west-3 \
+	"$BC_PY" -c 'import boto3
+print(boto3.DEFAULT_SESSION is None, end=" ")
+c = boto3.client("s3", endpoint_url="http://127.0.0.1:9")
+print(c._request_signer._credentials.access_key, c.meta.region_name)')
+bc_assert_eq "True RUNKEY eu-west-3" "$out" \
+	"a run's boto3 client takes its own environment's key and region, no default session made before"
 # the run ends when its client is KILLed (a client that cannot forward)
 "$BC_PY" -c 'import os, time, sys
 open(sys.argv[1], "w").write(str(os.getpid())); time.sleep(30)' "$BC_TMP/k.pid" &
@@ -96,4 +104,4 @@ grep -q '^aws-cli/2\.' <<<"$out" || bc_fail "aws --version through the aws-cli s
 bc_pass "aws-cli v2 runs in its fork server"
 rc=0; bc_aws http://127.0.0.1:1 s3api no-such-command >/dev/null 2>&1 || rc=$?
 bc_assert_eq 252 "$rc" "aws-cli's usage error keeps its status (252)"
-bc_done 26
+bc_done 27
