@@ -558,12 +558,30 @@ static jcur_t load(const char *path, char **buf)
 	return c;
 }
 
+/* take_flag: true, and the flag dropped, when the first argument is FLAG. */
+static bool take_flag(int *argc, char ***argv, const char *flag)
+{
+	if (*argc > 0 && strcmp((*argv)[0], flag) == 0) {
+		(*argc)--, (*argv)++;
+		return true;
+	}
+	return false;
+}
+
+/* print_or_0: the value the cursor is at, or 0 when nothing was found. */
+static void print_or_0(jcur_t *c, bool found)
+{
+	if (found)
+		print_top(c, stdout);
+	else
+		putchar('0');
+	putchar('\n');
+}
+
 static int cmd_json(int argc, char **argv)
 {
-	bool keys = argc > 0 && strcmp(argv[0], "--keys") == 0;
+	bool keys = take_flag(&argc, &argv, "--keys");
 	char *buf;
-	if (keys)
-		argc--, argv++;
 	if (argc < 1)
 		die(2, "usage: tq json [--keys] FILE EXPR...");
 	jcur_t top = load(argv[0], &buf);
@@ -590,10 +608,8 @@ static enum jnext list_key(jcur_t *c, const char *key, size_t keylen,
 
 static int cmd_stat(int argc, char **argv)
 {
-	bool or0 = argc > 0 && strcmp(argv[0], "--or-0") == 0;
+	bool or0 = take_flag(&argc, &argv, "--or-0");
 	char *buf;
-	if (or0)
-		argc--, argv++;
 	if (argc != 2)
 		die(2, "usage: tq stat [--or-0] FILE NAME");
 	const char *name = argv[1];
@@ -607,16 +623,13 @@ static int cmd_stat(int argc, char **argv)
 			if (jwalk(&k, "counters", false) && *k.p == '{')
 				jmembers(&k, 1, list_key, stderr);
 			fputs(")\n", stderr);
+			free(buf);
 			return 1;
 		}
 	} else {
 		found = jwalk(&c, name, false);
 	}
-	if (found)
-		print_top(&c, stdout);
-	else
-		putchar('0');
-	putchar('\n');
+	print_or_0(&c, found);
 	free(buf);
 	return 0;
 }
@@ -627,11 +640,7 @@ static int cmd_get(int argc, char **argv)
 	if (argc != 2)
 		die(2, "usage: tq get FILE PATH");
 	jcur_t c = load(argv[0], &buf);
-	if (jwalk(&c, argv[1], false))
-		print_top(&c, stdout);
-	else
-		putchar('0');
-	putchar('\n');
+	print_or_0(&c, jwalk(&c, argv[1], false));
 	free(buf);
 	return 0;
 }
