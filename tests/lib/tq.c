@@ -120,6 +120,30 @@ static bool jlit(jcur_t *c, const char *lit)
 	return false;
 }
 
+/* jvalue: skips space to the next value; its first character (fails at
+ * the end of the text). */
+static char jvalue(jcur_t *c)
+{
+	jws(c);
+	if (c->p >= c->end)
+		jfail(c, "a value expected");
+	return *c->p;
+}
+
+enum jlitval { J_NULL, J_FALSE, J_TRUE };
+
+/* jliteral: reads true, false or null (fails on anything else). */
+static enum jlitval jliteral(jcur_t *c)
+{
+	if (jlit(c, "true"))
+		return J_TRUE;
+	if (jlit(c, "false"))
+		return J_FALSE;
+	if (!jlit(c, "null"))
+		jfail(c, "bad literal");
+	return J_NULL;
+}
+
 static int hexval(char ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -226,7 +250,6 @@ static char *jstring(jcur_t *c, size_t *n)
 
 static void jnumber(jcur_t *c)
 {
-	const char *s = c->p;
 	if (c->p < c->end && *c->p == '-')
 		c->p++;
 	if (c->p >= c->end || *c->p < '0' || *c->p > '9')
@@ -235,7 +258,6 @@ static void jnumber(jcur_t *c)
 				 *c->p == 'e' || *c->p == 'E' || *c->p == '+' ||
 				 *c->p == '-'))
 		c->p++;
-	(void)s;
 }
 
 static void jskip(jcur_t *c, int depth);
@@ -298,15 +320,10 @@ static bool jmembers(jcur_t *c, int depth, jmember_fn each, void *arg)
 static void jskip(jcur_t *c, int depth)
 {
 	size_t n;
-	jws(c);
-	if (c->p >= c->end)
-		jfail(c, "a value expected");
-	switch (*c->p) {
+	switch (jvalue(c)) {
 	case '{': case '[': jmembers(c, depth, NULL, NULL); break;
 	case '"': free(jstring(c, &n)); break;
-	case 't': if (!jlit(c, "true")) jfail(c, "bad literal"); break;
-	case 'f': if (!jlit(c, "false")) jfail(c, "bad literal"); break;
-	case 'n': if (!jlit(c, "null")) jfail(c, "bad literal"); break;
+	case 't': case 'f': case 'n': jliteral(c); break;
 	default: jnumber(c);
 	}
 }
@@ -488,12 +505,10 @@ static enum jnext dump_member(jcur_t *c, const char *key, size_t keylen,
 /* dump_value: as json.dumps (", " and ": " separators) writes it. */
 static void dump_value(jcur_t *c, int depth, FILE *out)
 {
+	static const char *const lits[] = { "null", "false", "true" };
 	size_t n;
 	char *s;
-	jws(c);
-	if (c->p >= c->end)
-		jfail(c, "a value expected");
-	switch (*c->p) {
+	switch (jvalue(c)) {
 	case '{': case '[': {
 		struct dump_arg d = { out, depth };
 		char open = *c->p;
@@ -508,10 +523,7 @@ static void dump_value(jcur_t *c, int depth, FILE *out)
 		free(s);
 		break;
 	case 't': case 'f': case 'n':
-		if (jlit(c, "true")) fputs("true", out);
-		else if (jlit(c, "false")) fputs("false", out);
-		else if (jlit(c, "null")) fputs("null", out);
-		else jfail(c, "bad literal");
+		fputs(lits[jliteral(c)], out);
 		break;
 	default:
 		print_number(c, out);
@@ -522,21 +534,17 @@ static void dump_value(jcur_t *c, int depth, FILE *out)
  * text unquoted, containers as json.dumps. */
 static void print_top(jcur_t *c, FILE *out)
 {
+	static const char *const lits[] = { "", "False", "True" };
 	size_t n;
 	char *s;
-	jws(c);
-	if (c->p >= c->end)
-		jfail(c, "a value expected");
-	switch (*c->p) {
+	switch (jvalue(c)) {
 	case '"':
 		s = jstring(c, &n);
 		fwrite(s, 1, n, out);
 		free(s);
 		break;
 	case 't': case 'f': case 'n':
-		if (jlit(c, "true")) fputs("True", out);
-		else if (jlit(c, "false")) fputs("False", out);
-		else if (!jlit(c, "null")) jfail(c, "bad literal");
+		fputs(lits[jliteral(c)], out);
 		break;
 	default:
 		dump_value(c, 0, out);
