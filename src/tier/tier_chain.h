@@ -3,6 +3,12 @@
  * SYNC tier) first, then the lower tiers (disk, Redis) in the order a
  * miss asks them.
  *
+ * Callbacks: a probe made on the loop thread is called back after it
+ * returned. One made from another thread is called back on the loop,
+ * which may be before the call has returned to its thread: a caller that
+ * writes its own state after the call holds a lock the callback takes
+ * (the cache's mu) across both.
+ *
  * Reads: bc_tier_chain_lookup() asks the top at once (under the caller's
  * lock). On a miss, bc_tier_chain_probe() asks the lower tiers in order,
  * on the loop thread: a tier that is down and not yet due for a retry is
@@ -136,8 +142,8 @@ bc_chunk_t *bc_tier_chain_lookup(bc_tier_chain_t *ch, const bc_chunk_key_t *k,
     const bc_policy_ctx_t *ctx);
 /*
  * Asks the lower tiers for k, for ctx (see the top). Returns 0, and
- * cb(req, ...) fires later on the loop thread, never before this returns;
- * or returns a negative code and cb never fires: BC_ENOENT when no lower
+ * cb(req, ...) fires later on the loop thread, never from inside this
+ * call; or returns a negative code and cb never fires: BC_ENOENT when no lower
  * tier can be asked now (none, or all down: a miss known at once),
  * BC_ENOMEM, or bc_loop_call's BC_ECANCELED once the loop stops. k, ctx
  * and their strings are borrowed for the call only. A probe's clock is
@@ -174,8 +180,8 @@ void bc_tier_chain_meta_put(bc_tier_chain_t *ch, const char *bucket,
  * metadata, as bc_tier_chain_probe() asks for chunks: a down tier not yet
  * due for a retry is skipped (stats.skips), a failing one is marked down
  * and the probe goes on, the first hit wins; the clock is bc_mono_ns().
- * Returns 0 and cb fires later on the loop thread (never before this
- * returns), or a negative code and cb never fires: BC_ENOENT when no such
+ * Returns 0 and cb fires later on the loop thread (never from inside
+ * this call), or a negative code and cb never fires: BC_ENOENT when no such
  * tier can be asked now, BC_ENOMEM, BC_ECANCELED once the loop stops.
  * bucket and key are borrowed for the call only.
  */

@@ -294,12 +294,15 @@ EOF
 bc_assert_fixture_clean "after the first refresh"
 
 # ---- 4. failures ----------------------------------------------------------
+# IMDS fails first and T1 is taken once the fixture has answered that: a
+# refresh between T1 and the switch would be a pair handed out "since the
+# failures" that came before them (CI saw one)
+ctl "fail?kind=imds&count=-1&mode=status"
 T1=$(date +%s.%N)
 ctl "fail?kind=ecs&count=1&mode=garbage"
 ctl "fail?kind=sts&count=1&mode=code"
 printf 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.c2lnLTI\n' >"$WEB_TOKEN.new"
 mv "$WEB_TOKEN.new" "$WEB_TOKEN"
-ctl "fail?kind=imds&count=-1&mode=status"
 # 16 s: the IMDS pair in force at T1 may have been fetched just before it,
 # and lives LIFE (12 s) from then; its reads must outlast it
 reader ri2 16 "$GI" & R1=$!
