@@ -82,6 +82,7 @@ BC_PYFORK=$BC_BUILDDIR/tests/lib/pyfork
 # Code), mkfile's content and free ports, in C: each was a python3 start
 # (40-50 ms of CPU here, ~3,500 a run) for microseconds of work.
 BC_TQ=$BC_BUILDDIR/tests/lib/tq
+TL_TQ=$BC_TQ     # tl_wait_http polls with it (tests/lib/common.sh)
 BC__AWS_SOCK=
 # bc__pyfork_start --boto3|--aws SOCKET: starts a fork server in the
 # background (it binds SOCKET once its imports are done).
@@ -402,14 +403,14 @@ bc__s3rver_from_farm() {
 		q="$q&bucket=$2"
 		shift 2
 	done
-	port=$(curl -sf --max-time 20 -X POST "http://127.0.0.1:$BC_S3RVER_FARM/new?$q") ||
+	port=$("$BC_TQ" http -m 20 -X POST "http://127.0.0.1:$BC_S3RVER_FARM/new?$q") ||
 		bc_fail "the run's s3rver farm (port $BC_S3RVER_FARM) gave no s3rver"
 	BC_S3RVER_PORT=$port
 	BC_CLEANUP_HOOKS+=(bc__s3rver_farm_close)
 }
 bc__s3rver_farm_close() {
-	curl -sf --max-time 5 -X POST -o /dev/null \
-		"http://127.0.0.1:$BC_S3RVER_FARM/close?port=$BC_S3RVER_PORT" || true
+	"$BC_TQ" http -m 5 -X POST \
+		"http://127.0.0.1:$BC_S3RVER_FARM/close?port=$BC_S3RVER_PORT" >/dev/null || true
 }
 
 # bc__start_s3rver_and WITH-FIXTURE ARGS...: bc_start_s3rver (ARGS are
@@ -596,7 +597,7 @@ bc_stop_gateway() {
 # missing components of a dotted path read as 0). A missing counter fails.
 bc_stats_get() {
 	local name=$1 url=${2:-$BC_GW_URL}
-	curl -sf --max-time 10 "$url/_bucketcache/stats" | "$BC_TQ" stat - "$name" ||
+	"$BC_TQ" stat "$url/_bucketcache/stats" "$name" ||
 		bc_fail "cannot read gateway stats $name"
 }
 
@@ -605,22 +606,22 @@ bc_stats_get() {
 bc_fixture_stats() {
 	local path=${1:-}
 	if [ -z "$path" ]; then
-		curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats"
+		"$BC_TQ" http "$BC_FIXTURE_URL/__fixture/stats"
 		return
 	fi
-	curl -sf --max-time 10 "$BC_FIXTURE_URL/__fixture/stats" | "$BC_TQ" get - "$path" ||
+	"$BC_TQ" get "$BC_FIXTURE_URL/__fixture/stats" "$path" ||
 		bc_fail "cannot read fixture stats"
 }
 
 bc_fixture_reset() {
-	curl -sf --max-time 10 -X POST "$BC_FIXTURE_URL/__fixture/reset" >/dev/null ||
+	"$BC_TQ" http -X POST "$BC_FIXTURE_URL/__fixture/reset" >/dev/null ||
 		bc_fail "fixture reset failed"
 }
 
 # bc_fixture_fail STATUS COUNT [DELAY_MS]: the next COUNT requests get STATUS
 # (0: connection closed without an answer).
 bc_fixture_fail() {
-	curl -sf --max-time 10 -X POST \
+	"$BC_TQ" http -X POST \
 		"$BC_FIXTURE_URL/__fixture/fail?status=$1&count=$2&delay=${3:-0}" >/dev/null ||
 		bc_fail "fixture fail setup failed"
 }
@@ -630,7 +631,8 @@ bc_fixture_fail() {
 bc_assert_fixture_clean() {
 	local msg=${1:-fixture} n
 	shift || true
-	n=$(bc_fixture_stats | "$BC_TQ" sum - rejected_by_code "$@")
+	n=$("$BC_TQ" sum "$BC_FIXTURE_URL/__fixture/stats" rejected_by_code "$@") ||
+		bc_fail "cannot read fixture stats"
 	if [ "$n" != 0 ]; then
 		bc_fixture_stats rejections >&2
 		bc_fail "$msg: the verifying fixture rejected $n upstream request(s)"
@@ -742,7 +744,7 @@ bc_json_keys() { "$BC_TQ" json --keys "$@"; }
 
 # bc_stats_save FILE: saves the gateway's counters for bc_stats_delta.
 bc_stats_save() {
-	curl -sf --max-time 10 "$BC_GW_URL/_bucketcache/stats" >"$1" ||
+	"$BC_TQ" http "$BC_GW_URL/_bucketcache/stats" >"$1" ||
 		bc_fail "cannot read gateway stats"
 }
 

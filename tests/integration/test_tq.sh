@@ -7,7 +7,9 @@
 # missing counter's error, --or-0), get and sum (the fixture's stats),
 # s3code (xml.etree's root.find('Code') of an <Error>, nothing for other
 # or malformed XML), mkfile (the same bytes as hashlib's SHA-256 blocks),
-# port (bindable); bad input is exit 1, a usage error 2.
+# port (bindable), http (curl's bodies, statuses and exit codes, against a
+# Python server; stat and the others reading a URL as they read its file);
+# bad input is exit 1, a usage error 2.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -178,6 +180,113 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)' "$p" 
 	bc_fail "tq port: $p cannot be bound"
 bc_pass "tq port: a loopback port that can be bound ($p)"
 
+# ---- http -------------------------------------------------------------------
+# curl is the reference: a Python server answers with a length, chunked,
+# empty, big, error, late and no answers; tq http's body and exit status
+# must be `curl -sf`'s, its -w line curl's -w '%{http_code}'
+HP=$("$BC_TQ" port)
+cp "$D/ascii.json" "$D/srv.json"
+"$BC_PY" - "$HP" "$D" >"$D/srv.log" 2>&1 <<'EOF' &
+import http.server, os, socket, sys, time
+port, d = int(sys.argv[1]), sys.argv[2]
+big = os.urandom(1 << 20)
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def answer(self, code, body, chunked=False):
+        self.send_response(code)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        elif code != 204:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command == "HEAD" or code == 204:
+            return
+        if chunked:
+            for i in range(0, len(body), 7):
+                part = body[i:i + 7]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.wfile.write(body)
+    def do_GET(self):
+        p = self.path
+        if p == "/json":
+            return self.answer(200, open(d + "/srv.json", "rb").read())
+        if p == "/chunked":
+            return self.answer(200, b"chunked body, a line\nand more " * 50, True)
+        if p == "/big":
+            return self.answer(200, big)
+        if p == "/204":
+            return self.answer(204, b"")
+        if p == "/slow":
+            time.sleep(3)
+            return self.answer(200, b"late")
+        if p == "/cut":
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"only ten b")
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        return self.answer(404, b"<Error><Code>NoSuchKey</Code></Error>")
+    do_HEAD = do_GET
+    def do_POST(self):
+        n = self.headers.get("Content-Length")
+        return self.answer(200, ("%s %s %s" % (self.command, self.path, n)).encode())
+    do_DELETE = do_POST
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+EOF
+HPID=$!
+BC_PIDS+=("$HPID")
+bc__wait_http "http://127.0.0.1:$HP/json" "$HPID" 20 ||
+	bc_fail "the http reference server did not start"
+U=http://127.0.0.1:$HP
+# http_case NAME TQ-ARGS... -- CURL-ARGS...: the same output and exit status
+http_case() {
+	local name=$1 rt=0 rc=0 a=()
+	shift
+	while [ "$1" != -- ]; do a+=("$1"); shift; done
+	shift
+	"$BC_TQ" http "${a[@]}" >"$D/h-$name.tq" 2>/dev/null || rt=$?
+	curl -s "$@" >"$D/h-$name.curl" 2>/dev/null || rc=$?
+	cmp -s "$D/h-$name.tq" "$D/h-$name.curl" ||
+		bc_fail "tq http $name: the output differs from curl's"
+	[ "$rt" = "$rc" ] || bc_fail "tq http $name: exit $rt, curl's $rc"
+}
+n=0
+for path in json chunked big 204 missing; do
+	http_case "$path" "$U/$path" -- -f "$U/$path"
+	http_case "$path-w" -w "$U/$path" -- -o /dev/null -w '%{http_code}\n' "$U/$path"
+	http_case "$path-head" -X HEAD -w "$U/$path" -- -I -o /dev/null -w '%{http_code}\n' "$U/$path"
+	n=$((n + 3))
+done
+http_case post -X POST "$U/ctl?x=1" -- -f -X POST "$U/ctl?x=1"
+http_case delete -X DELETE "$U/d" -- -f -X DELETE "$U/d"
+http_case slow -m 1 "$U/slow" -- -f --max-time 1 "$U/slow"
+http_case slow-w -m 1 -w "$U/slow" -- --max-time 1 -o /dev/null -w '%{http_code}\n' "$U/slow"
+RU=http://127.0.0.1:$("$BC_TQ" port)/
+http_case refused "$RU" -- -f "$RU"
+http_case refused-w -w "$RU" -- -o /dev/null -w '%{http_code}\n' "$RU"
+bc_pass "tq http: $((n + 6)) requests answered as curl answers them (bodies, statuses, exit codes)"
+rc=0; "$BC_TQ" http "$U/cut" >/dev/null 2>&1 || rc=$?
+want=0; curl -sf "$U/cut" >/dev/null 2>&1 || want=$?
+bc_assert_eq "18 18" "$rc $want" "tq http: an answer cut short is exit 18, as curl's"
+for c in "stat counters.requests" "stat requests_by_op.GetObject.2xx" \
+	"get f.1" "sum rejected_by_code X" "json s"; do
+	set -- $c
+	want=$("$BC_TQ" "$1" "$D/srv.json" "${@:2}")
+	got=$("$BC_TQ" "$1" "$U/json" "${@:2}")
+	bc_assert_eq "$want" "$got" "tq $1 of a URL reads what it reads from the file ($2)"
+done
+rc=0; "$BC_TQ" stat "$U/missing" requests >/dev/null 2>&1 || rc=$?
+bc_assert_eq 1 "$rc" "tq stat of a URL that answers 404 is exit 1"
+rc=0; "$BC_TQ" http "https://127.0.0.1:$HP/" >/dev/null 2>&1 || rc=$?
+bc_assert_eq 2 "$rc" "tq http: a URL it does not speak is exit 2"
+
 # ---- errors -----------------------------------------------------------------
 printf '{"a": [1, 2}' >"$D/bad.json"
 rc=0; "$BC_TQ" json "$D/bad.json" a >/dev/null 2>&1 || rc=$?
@@ -190,4 +299,4 @@ bc_assert_eq 2 "$rc" "tq: an unknown command is exit 2"
 rc=0; "$BC_TQ" mkfile "$D/x" 12x >/dev/null 2>&1 || rc=$?
 bc_assert_eq 2 "$rc" "tq mkfile: a size that is not a number is exit 2"
 
-bc_done 18
+bc_done 27

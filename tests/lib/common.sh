@@ -20,7 +20,8 @@ s.close()'
 # status (any, the default) or with 200; non-zero when PID dies first or
 # SECONDS pass. Polls every 0.1 s, each try at most 2 s; while an
 # http://HOST:PORT URL's port is closed, by a connect from bash, not a
-# curl (a curl start is 24 ms of CPU here, a subshell's connect 2).
+# curl (a curl start is 24 ms of CPU here, a subshell's connect 2); the
+# request itself by TL_TQ (tests/lib/tq http) when set, else by curl.
 tl_wait_http() {
 	local url=$1 pid=$2 secs=$3 want=${4:-any} code hp
 	hp=${url#http://}
@@ -32,7 +33,11 @@ tl_wait_http() {
 			sleep 0.1
 			continue
 		fi
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
+		if [ -x "${TL_TQ:-}" ]; then
+			code=$("$TL_TQ" http -m 2 -w "$url" 2>/dev/null) || true
+		else
+			code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null) || true
+		fi
 		if [ "$want" = 200 ]; then
 			[ "$code" = 200 ] && return 0
 		elif [ -n "$code" ] && [ "$code" != 000 ]; then

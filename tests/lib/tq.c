@@ -24,6 +24,17 @@
  *        64 KiB blocks, block i the SHA-256 of (SHA-256(PATH) || i as 8
  *        big-endian bytes) repeated 2048 times.
  *   tq port                         a loopback TCP port free a moment ago.
+ *   tq http [-X METHOD] [-m SECS] [-w] URL
+ *        one HTTP/1.1 request with no body to an http://IPv4-or-localhost
+ *        URL (the harness's stats reads, fixture controls and health
+ *        polls; curl's start is ~45 ms of CPU on the suite's VM, tq's 4):
+ *        prints the body and exits as `curl -sf` does (0; 22 for a status
+ *        of 400 or more, the body unprinted; 7 no connection, 28 the time
+ *        (default 10 s) ran out, 8 an answer that is not HTTP, 18 one cut
+ *        short). With -w it prints only the status, as `curl -s -o
+ *        /dev/null -w '%{http_code}'` does: 000 when nothing answered.
+ * A FILE of json, stat, get and sum may be such a URL: it is read with a
+ * GET (10 s), and anything but a 2xx answer is exit 1.
  *
  * Exit status: 0; 1 for a file it cannot read or parse, or stat's missing
  * counter; 2 for a usage error. Inputs are the tests' own (the gateway's
@@ -34,7 +45,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_DEPTH 64
@@ -59,8 +73,25 @@ static _Noreturn void die(int status, const char *fmt, ...)
 }
 
 /* read_all: the whole file ("-": stdin), NUL-terminated; *len its size. */
+static char *http_read(const char *url, size_t *len);
+
+/* grow: buf (full, *cap bytes) at twice the size; exits 1 past
+ * MAX_INPUT (what names the input) or out of memory. */
+static char *grow(char *buf, size_t *cap, const char *what)
+{
+	if (*cap >= MAX_INPUT)
+		die(1, "%s: larger than %u bytes", what, MAX_INPUT);
+	*cap *= 2;
+	buf = realloc(buf, *cap);
+	if (!buf)
+		die(1, "out of memory");
+	return buf;
+}
+
 static char *read_all(const char *path, size_t *len)
 {
+	if (strncmp(path, "http://", 7) == 0)
+		return http_read(path, len);
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	size_t cap = 1 << 16, n = 0, got;
 	char *buf;
@@ -72,14 +103,8 @@ static char *read_all(const char *path, size_t *len)
 		die(1, "out of memory");
 	while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
 		n += got;
-		if (n + 1 == cap) {
-			if (cap >= MAX_INPUT)
-				die(1, "%s: larger than %u bytes", path, MAX_INPUT);
-			cap *= 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die(1, "out of memory");
-		}
+		if (n + 1 == cap)
+			buf = grow(buf, &cap, path);
 	}
 	if (ferror(f))
 		die(1, "%s: %s", path, strerror(errno));
@@ -952,6 +977,279 @@ static int cmd_mkfile(int argc, char **argv)
 	return 0;
 }
 
+/* ---- HTTP ------------------------------------------------------------ */
+
+/* curl's exit codes, for the callers that used curl */
+enum { HTTP_ENOCONN = 7, HTTP_EWEIRD = 8, HTTP_ESTATUS = 22,
+       HTTP_ETIME = 28, HTTP_ESHORT = 18 };
+
+struct http_answer {
+	int status;          /* the answer's status code */
+	char *buf;           /* everything read; the body starts at body */
+	char *body;
+	size_t len;          /* the body's length */
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* wait_fd: 0 once fd is ready for events, HTTP_ETIME at the deadline. */
+static int wait_fd(int fd, short events, double deadline)
+{
+	for (;;) {
+		double left = deadline - mono_now();
+		struct pollfd pfd = { fd, events, 0 };
+		if (left <= 0)
+			return HTTP_ETIME;
+		int n = poll(&pfd, 1, (int)(left * 1000) + 1);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			die(1, "poll: %s", strerror(errno));
+	}
+}
+
+/* parse_url: the IPv4 address, port and path of an http:// URL (the
+ * path points into url); exits 2 for any other URL. */
+static const char *parse_url(const char *url, struct sockaddr_in *a)
+{
+	char host[64];
+	const char *hp = url + 7, *path = strchr(hp, '/');
+	size_t hl = path ? (size_t)(path - hp) : strlen(hp);
+	const char *colon = memchr(hp, ':', hl);
+	size_t namel = colon ? (size_t)(colon - hp) : hl;
+	unsigned long port = 80;
+
+	if (strncmp(url, "http://", 7) != 0 || namel == 0 || namel >= sizeof host)
+		die(2, "http: not an http://HOST[:PORT][/PATH] URL: %s", url);
+	memcpy(host, hp, namel);
+	host[namel] = '\0';
+	if (colon) {
+		char *e;
+		errno = 0;
+		port = strtoul(colon + 1, &e, 10);
+		if (e != hp + hl || e == colon + 1 || port == 0 || port > 65535)
+			die(2, "http: bad port in %s", url);
+	}
+	memset(a, 0, sizeof *a);
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	if (strcmp(host, "localhost") == 0)
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		die(2, "http: the host must be IPv4 or localhost: %s", url);
+	return path ? path : "/";
+}
+
+/* header_value: the value of header name in the head [p, end) (the
+ * status line first), or NULL; *vl its length. */
+static const char *header_value(const char *p, const char *end,
+				const char *name, size_t *vl)
+{
+	size_t nl = strlen(name);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - p) > nl && p[nl] == ':' &&
+		    strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1, *ve = eol;
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
+				ve--;
+			*vl = (size_t)(ve - v);
+			return v;
+		}
+		p = eol + 1;
+	}
+	return NULL;
+}
+
+/* dechunk: decodes a chunked body [b, b + n) in place; its length, or
+ * -1 when it is malformed or not all there. */
+static long dechunk(char *b, size_t n)
+{
+	char *r = b, *end = b + n, *w = b;
+	for (;;) {
+		char *e;
+		char *eol = memchr(r, '\n', (size_t)(end - r));
+		if (!eol)
+			return -1;
+		errno = 0;
+		unsigned long sz = strtoul(r, &e, 16);
+		if (e == r || errno || sz > (size_t)(end - eol - 1))
+			return -1;
+		r = eol + 1;
+		if (sz == 0)
+			return (long)(w - b);
+		memmove(w, r, sz);
+		w += sz;
+		r += sz;
+		if (end - r < 2 || r[0] != '\r' || r[1] != '\n')
+			return -1;
+		r += 2;
+	}
+}
+
+/* http_do: one request of method to url, answered within max_time
+ * seconds; 0 with *a filled (the caller frees a->buf), or an HTTP_E*. */
+static int http_do(const char *method, const char *url, double max_time,
+		   struct http_answer *a)
+{
+	struct sockaddr_in sa;
+	const char *path = parse_url(url, &sa);
+	double deadline = mono_now() + max_time;
+	char req[8192];
+	bool head = strcmp(method, "HEAD") == 0;
+	/* no body, so no Content-Length: what `curl -X POST URL` sends */
+	int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: %.*s\r\n"
+			 "User-Agent: tq\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+			 method, path, (int)(strcspn(url + 7, "/")), url + 7);
+	if (n < 0 || (size_t)n >= sizeof req)
+		die(2, "http: the URL is too long");
+
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die(1, "socket: %s", strerror(errno));
+	int rv = 0;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		int err = 0;
+		socklen_t el = sizeof err;
+		if (errno != EINPROGRESS)
+			rv = HTTP_ENOCONN;
+		else if ((rv = wait_fd(fd, POLLOUT, deadline)) == 0 &&
+			 (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err))
+			rv = HTTP_ENOCONN;
+	}
+	for (size_t off = 0; rv == 0 && off < (size_t)n;) {
+		ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+		if (w > 0)
+			off += (size_t)w;
+		else if (w < 0 && errno == EAGAIN)
+			rv = wait_fd(fd, POLLOUT, deadline);
+		else if (w < 0 && errno != EINTR)
+			rv = HTTP_ENOCONN;
+	}
+
+	size_t cap = 1 << 16, got = 0, need = SIZE_MAX;
+	size_t hlen = 0;        /* the head's length, once it is all read */
+	bool chunked = false;
+	char *buf = malloc(cap);
+	if (!buf)
+		die(1, "out of memory");
+	while (rv == 0 && got < need) {
+		if (got + 1 == cap)
+			buf = grow(buf, &cap, url);
+		ssize_t r = recv(fd, buf + got, cap - got - 1, 0);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			if (errno == EAGAIN)
+				rv = wait_fd(fd, POLLIN, deadline);
+			else if (errno != EINTR)
+				rv = got ? HTTP_ESHORT : HTTP_ENOCONN;
+			continue;
+		}
+		got += (size_t)r;
+		buf[got] = '\0';
+		const char *hend;
+		if (hlen == 0 && (hend = strstr(buf, "\r\n\r\n")) != NULL) {
+			size_t vl;
+			const char *v;
+			hlen = (size_t)(hend - buf) + 4;
+			if (head)
+				need = hlen;
+			else if ((v = header_value(buf, buf + hlen, "Transfer-Encoding", &vl)) &&
+				 vl == 7 && strncasecmp(v, "chunked", 7) == 0)
+				chunked = true;
+			else if ((v = header_value(buf, buf + hlen, "Content-Length", &vl)))
+				need = hlen + strtoull(v, NULL, 10);
+		}
+	}
+	close(fd);
+	buf[got] = '\0';
+	if (rv == 0 && (hlen == 0 || strncmp(buf, "HTTP/1.", 7) != 0 ||
+			sscanf(buf + 8, " %3d", &a->status) != 1))
+		rv = got ? HTTP_EWEIRD : HTTP_ESHORT;
+	if (rv == 0 && need != SIZE_MAX && got < need)
+		rv = HTTP_ESHORT;
+	if (rv == 0 && a->status == 204)
+		need = hlen;
+	if (rv == 0) {
+		a->buf = buf;
+		a->body = buf + hlen;
+		a->len = (need != SIZE_MAX ? need : got) - hlen;
+		if (chunked) {
+			long dl = dechunk(a->body, got - hlen);
+			if (dl < 0)
+				rv = HTTP_ESHORT;
+			else
+				a->len = (size_t)dl;
+		}
+		a->body[a->len] = '\0';
+	}
+	if (rv != 0)
+		free(buf);
+	return rv;
+}
+
+/* http_read: read_all() of a URL: a GET's body; exit 1 without a 2xx. */
+static char *http_read(const char *url, size_t *len)
+{
+	struct http_answer a;
+	int rv = http_do("GET", url, 10, &a);
+	if (rv != 0)
+		die(1, "%s: no answer (curl's exit code would be %d)", url, rv);
+	if (a.status / 100 != 2)
+		die(1, "%s: HTTP %d", url, a.status);
+	memmove(a.buf, a.body, a.len + 1);
+	*len = a.len;
+	return a.buf;
+}
+
+static int cmd_http(int argc, char **argv)
+{
+	const char *method = "GET";
+	double max_time = 10;
+	bool code_only = false;
+	for (;;) {
+		if (argc >= 2 && strcmp(argv[0], "-X") == 0) {
+			method = argv[1];
+			argc -= 2, argv += 2;
+		} else if (argc >= 2 && strcmp(argv[0], "-m") == 0) {
+			char *e;
+			max_time = strtod(argv[1], &e);
+			if (*e || !(max_time > 0 && max_time <= 3600))
+				die(2, "http: -m takes seconds, not %s", argv[1]);
+			argc -= 2, argv += 2;
+		} else if (take_flag(&argc, &argv, "-w")) {
+			code_only = true;
+		} else {
+			break;
+		}
+	}
+	if (argc != 1 || !*method || strcspn(method, " \r\n") != strlen(method))
+		die(2, "usage: tq http [-X METHOD] [-m SECS] [-w] URL");
+	struct http_answer a;
+	int rv = http_do(method, argv[0], max_time, &a);
+	if (code_only) {
+		printf("%03d\n", rv == 0 ? a.status : 0);
+	} else if (rv == 0 && a.status < 400) {
+		if (fwrite(a.body, 1, a.len, stdout) != a.len)
+			die(1, "stdout: %s", strerror(errno));
+	} else if (rv == 0) {
+		rv = HTTP_ESTATUS;
+	}
+	if (rv == 0 || rv == HTTP_ESTATUS)
+		free(a.buf);
+	return rv;
+}
+
 static int cmd_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -969,7 +1267,7 @@ static int cmd_port(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		die(2, "usage: tq json|stat|get|sum|s3code|mkfile|port ARGS (see tests/lib/tq.c)");
+		die(2, "usage: tq json|stat|get|sum|s3code|mkfile|port|http ARGS (see tests/lib/tq.c)");
 	const char *cmd = argv[1];
 	argc -= 2;
 	argv += 2;
@@ -987,5 +1285,7 @@ int main(int argc, char **argv)
 		return cmd_mkfile(argc, argv);
 	if (strcmp(cmd, "port") == 0 && argc == 0)
 		return cmd_port();
+	if (strcmp(cmd, "http") == 0)
+		return cmd_http(argc, argv);
 	die(2, "unknown command [%s]", cmd);
 }
