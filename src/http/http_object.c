@@ -55,7 +55,6 @@
  * Threads: one MHD worker at a time runs a request's steps and reader;
  * a waiter's wake (bc_http_resume_cb) only resumes the connection.
  */
-#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -77,6 +76,7 @@
 #include "s3/s3_range.h"
 #include "scale/scale.h"
 #include "stats/stats.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 #include "util/util_log.h"
 #include "util/util_time.h"
@@ -940,7 +940,7 @@ static void
 drive(bc_http_req_t *r, objreq_t *q)
 {
 	while (bc_objreq_state_kind(q->state) != BC_OBJREQ_END) {
-		assert(steps[q->state] != NULL);
+		BC_AN(steps[q->state]);   /* a RUN or WAIT state has a step */
 		q->state = steps[q->state](r, q);
 		if (bc_objreq_state_kind(q->state) == BC_OBJREQ_WAIT)
 			break;

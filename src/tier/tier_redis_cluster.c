@@ -25,7 +25,6 @@
  *
  * The cluster's memory goes when both its timers are closed (free).
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
