@@ -223,6 +223,13 @@ class H(http.server.BaseHTTPRequestHandler):
         if p == "/slow":
             time.sleep(3)
             return self.answer(200, b"late")
+        if p.startswith("/len/"):
+            self.send_response(200)
+            self.send_header("Content-Length", p[5:])
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.close_connection = True
+            return
         if p == "/cut":
             self.send_response(200)
             self.send_header("Content-Length", "100")
@@ -272,6 +279,14 @@ RU=http://127.0.0.1:$("$BC_TQ" port)/
 http_case refused "$RU" -- -f "$RU"
 http_case refused-w -w "$RU" -- -o /dev/null -w '%{http_code}\n' "$RU"
 bc_pass "tq http: $((n + 6)) requests answered as curl answers them (bodies, statuses, exit codes)"
+# a Content-Length past 2^64, negative, not a number or past tq's 256 MiB
+# bound: exit 8 and nothing printed (curl reads some of these to the close)
+got=
+for len in 99999999999999999999 -5 12x 300000000; do
+	rc=0; out=$("$BC_TQ" http "$U/len/$len" 2>/dev/null) || rc=$?
+	got="$got $rc:${#out}"
+done
+bc_assert_eq " 8:0 8:0 8:0 8:0" "$got" "tq http: a Content-Length it cannot trust is exit 8, no body"
 rc=0; "$BC_TQ" http "$U/cut" >/dev/null 2>&1 || rc=$?
 want=0; curl -sf "$U/cut" >/dev/null 2>&1 || want=$?
 bc_assert_eq "18 18" "$rc $want" "tq http: an answer cut short is exit 18, as curl's"
@@ -299,4 +314,4 @@ bc_assert_eq 2 "$rc" "tq: an unknown command is exit 2"
 rc=0; "$BC_TQ" mkfile "$D/x" 12x >/dev/null 2>&1 || rc=$?
 bc_assert_eq 2 "$rc" "tq mkfile: a size that is not a number is exit 2"
 
-bc_done 27
+bc_done 28

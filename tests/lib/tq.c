@@ -30,7 +30,8 @@
  *        polls; curl's start is ~45 ms of CPU on the suite's VM, tq's 4):
  *        prints the body and exits as `curl -sf` does (0; 22 for a status
  *        of 400 or more, the body unprinted; 7 no connection, 28 the time
- *        (default 10 s) ran out, 8 an answer that is not HTTP, 18 one cut
+ *        (default 10 s) ran out, 8 an answer that is not HTTP or has a
+ *        Content-Length that is not a number up to 256 MiB, 18 one cut
  *        short). With -w it prints only the status, as `curl -s -o
  *        /dev/null -w '%{http_code}'` does: 000 when nothing answered.
  * A FILE of json, stat, get and sum may be such a URL: it is read with a
@@ -1167,8 +1168,14 @@ static int http_do(const char *method, const char *url, double max_time,
 			else if ((v = header_value(buf, buf + hlen, "Transfer-Encoding", &vl)) &&
 				 vl == 7 && strncasecmp(v, "chunked", 7) == 0)
 				chunked = true;
-			else if ((v = header_value(buf, buf + hlen, "Content-Length", &vl)))
-				need = hlen + strtoull(v, NULL, 10);
+			else if ((v = header_value(buf, buf + hlen, "Content-Length", &vl))) {
+				char *e;
+				unsigned long long cl = strtoull(v, &e, 10);
+				if (e == v || e != v + vl || *v == '-' || cl > MAX_INPUT)
+					rv = HTTP_EWEIRD;   /* a length not to trust */
+				else
+					need = hlen + (size_t)cl;
+			}
 		}
 	}
 	close(fd);
