@@ -185,7 +185,6 @@ bc_pass "tq port: a loopback port that can be bound ($p)"
 # empty, big, error, late and no answers; tq http's body and exit status
 # must be `curl -sf`'s, its -w line curl's -w '%{http_code}'
 HP=$("$BC_TQ" port)
-cp "$D/ascii.json" "$D/srv.json"
 "$BC_PY" - "$HP" "$D" >"$D/srv.log" 2>&1 <<'EOF' &
 import http.server, os, socket, sys, time
 port, d = int(sys.argv[1]), sys.argv[2]
@@ -213,7 +212,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         p = self.path
         if p == "/json":
-            return self.answer(200, open(d + "/srv.json", "rb").read())
+            return self.answer(200, open(d + "/ascii.json", "rb").read())
         if p == "/chunked":
             return self.answer(200, b"chunked body, a line\nand more " * 50, True)
         if p == "/big":
@@ -293,7 +292,7 @@ bc_assert_eq "18 18" "$rc $want" "tq http: an answer cut short is exit 18, as cu
 for c in "stat counters.requests" "stat requests_by_op.GetObject.2xx" \
 	"get f.1" "sum rejected_by_code X" "json s"; do
 	set -- $c
-	want=$("$BC_TQ" "$1" "$D/srv.json" "${@:2}")
+	want=$("$BC_TQ" "$1" "$D/ascii.json" "${@:2}")
 	got=$("$BC_TQ" "$1" "$U/json" "${@:2}")
 	bc_assert_eq "$want" "$got" "tq $1 of a URL reads what it reads from the file ($2)"
 done

@@ -46,7 +46,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -73,7 +72,6 @@ static _Noreturn void die(int status, const char *fmt, ...)
 	exit(status);
 }
 
-/* read_all: the whole file ("-": stdin), NUL-terminated; *len its size. */
 static char *http_read(const char *url, size_t *len);
 
 /* grow: buf (full, *cap bytes) at twice the size; exits 1 past
@@ -89,6 +87,8 @@ static char *grow(char *buf, size_t *cap, const char *what)
 	return buf;
 }
 
+/* read_all: the whole file ("-": stdin; an http:// URL: a GET's body),
+ * NUL-terminated; *len its size. */
 static char *read_all(const char *path, size_t *len)
 {
 	if (strncmp(path, "http://", 7) == 0)
@@ -1031,7 +1031,6 @@ static const char *parse_url(const char *url, struct sockaddr_in *a)
 	host[namel] = '\0';
 	if (colon) {
 		char *e;
-		errno = 0;
 		port = strtoul(colon + 1, &e, 10);
 		if (e != hp + hl || e == colon + 1 || port == 0 || port > 65535)
 			die(2, "http: bad port in %s", url);
