@@ -22,6 +22,7 @@
 #   sh tests/check_layers.sh            (from the source tree's top)
 # Exits 0 when every include goes down, 1 otherwise.
 
+# one build: it reads the sources, not a build
 src=${BC_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/src
 exec /usr/bin/python3 - "$src" <<'EOF'
 import os, re, sys

@@ -7,6 +7,7 @@
 # a fresh random state; forwarded TERM; a run ended when its client is
 # KILLed; the same answers without the server (python3 itself). And
 # aws-cli v2's script runs in the aws-cli server (bc_aws).
+# one build: it tests a harness tool that every build compiles alike (no sanitizers)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -15,6 +15,7 @@
 #   3. /usr/bin/python3's pip into a --target directory: /usr/bin/python3
 #      imports it with torch hidden.
 # pip builds in the tree it is given: it gets a copy.
+# one build: it runs no gateway; the Python package is the same in every build
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

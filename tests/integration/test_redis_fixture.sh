@@ -13,6 +13,7 @@
 #       slots (nodes.conf) and the cluster is ok again;
 #   (d) cleanup: a script using the fixture leaves no redis-server and no
 #       directory behind, whether it passes or fails.
+# one build: it runs no gateway; the fixture is the same in every build
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis.sh"

@@ -10,6 +10,7 @@
 # port (bindable), http (curl's bodies, statuses and exit codes, against a
 # Python server; stat and the others reading a URL as they read its file);
 # bad input is exit 1, a usage error 2.
+# one build: it tests a harness tool that every build compiles alike (no sanitizers)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -85,7 +85,10 @@ conn_rate_bytes_per_second: 0 unlimited, burst_bytes, conn_burst_bytes,
 conn_rate_mode: "pacing", "bucket" or "none"), throttle_wait_seconds (the
 sum over response body pieces of the time each waited for the aggregate
 bucket's tokens) and conn_throttle_wait_seconds (the same for the
-per-connection buckets, when the kernel does not pace).
+per-connection buckets, when the kernel does not pace); body_busy_seconds,
+the time at least one response body was being sent (what a cache measures
+its origin's bandwidth over: resp_body_bytes / body_busy_seconds is the
+bandwidth delivered, which a loaded machine can hold below --rate).
 Control endpoint, never forwarded, never delayed, not counted:
 
   GET /_delayproxy/stats     JSON counters
@@ -146,6 +149,9 @@ class Stats:
         self.conn_rate_mode = 'none'
         self.throttle_wait = 0.0
         self.conn_throttle_wait = 0.0
+        self.bodies = 0           # response bodies being sent now
+        self.busy_since = 0.0     # when bodies last went from 0 to 1
+        self.body_busy = 0.0      # seconds with bodies > 0, until busy_since
 
     def add(self, name, n):
         with self.lock:
@@ -155,6 +161,18 @@ class Stats:
         with self.lock:
             d = getattr(self, name)
             d[key] = d.get(key, 0) + 1
+
+    def body_begin(self):
+        with self.lock:
+            if self.bodies == 0:
+                self.busy_since = time.monotonic()
+            self.bodies += 1
+
+    def body_end(self):
+        with self.lock:
+            self.bodies -= 1
+            if self.bodies == 0:
+                self.body_busy += time.monotonic() - self.busy_since
 
     def conn_open(self):
         with self.lock:
@@ -188,6 +206,8 @@ class Stats:
                 'conn_rate_mode': self.conn_rate_mode,
                 'throttle_wait_seconds': round(self.throttle_wait, 6),
                 'conn_throttle_wait_seconds': round(self.conn_throttle_wait, 6),
+                'body_busy_seconds': round(self.body_busy + (
+                    time.monotonic() - self.busy_since if self.bodies else 0.0), 6),
             }
 
 
@@ -627,13 +647,17 @@ class Proxy:
         csock.sendall(rhead_bytes)
         st.add('resp_head_bytes', len(rhead_bytes))
         g = cs['resp_gate']
-        if rkind == 'length':
-            copy_length(up, csock, rn, self.count_resp, cs['pipe'], g)
-        elif rkind == 'chunked':
-            copy_chunked(up, csock, self.count_resp, cs['pipe'], g)
-        elif rkind == 'eof':
-            copy_eof(up, csock, self.count_resp, cs['pipe'], g)
-            up_close = True
+        st.body_begin()
+        try:
+            if rkind == 'length':
+                copy_length(up, csock, rn, self.count_resp, cs['pipe'], g)
+            elif rkind == 'chunked':
+                copy_chunked(up, csock, self.count_resp, cs['pipe'], g)
+            elif rkind == 'eof':
+                copy_eof(up, csock, self.count_resp, cs['pipe'], g)
+                up_close = True
+        finally:
+            st.body_end()
         if up_close:
             up.close()
             cs['up'] = None

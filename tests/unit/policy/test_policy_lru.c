@@ -239,7 +239,7 @@ LTest(lru, random_against_model)
 	unsigned               seed = 12345;
 
 	for (int i = 0; i < NMODEL; i++) {
-		char key[8];
+		char key[16];
 
 		snprintf(key, sizeof(key), "k%d", i);
 		ch[i] = mk(key, (uint32_t)i);

@@ -200,7 +200,7 @@ keys_header(size_t n, size_t keylen)
 	bc_buf_t b = BC_BUF_INIT;
 
 	for (size_t i = 0; i < n; i++) {
-		char k[16];
+		char k[32];
 
 		snprintf(k, sizeof(k), "%s%06zu", i > 0 ? "," : "", i);
 		bc_buf_puts(&b, k);

@@ -506,7 +506,7 @@ LTest(tier, many_small)
 LTest(tier, few_large)
 {
 	bc_tier_t *t = opn(8 * MiB, NULL, &bc_policy_lru);
-	char       key[8];
+	char       key[16];
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(key, sizeof(key), "L%d", i);
@@ -651,7 +651,7 @@ LTest(tier, external_bytes)
 	_Atomic uint64_t ext = 4 * MiB;
 	bc_tier_t       *t = opn(8 * MiB, &ext, &bc_policy_lru);
 	size_t           one = charge_of(3 * MiB, "b", "E0", "\"e\"");
-	char             key[8];
+	char             key[16];
 
 	cr_assert_eq(T->usage(t), 4 * MiB);
 	for (int i = 0; i < 3; i++) {
