@@ -258,14 +258,18 @@ ok(mt is not None and abs(mt - want) <= 0.10 * want
    "/metrics: bucketcache_scale_target_bytes and the dataset's size",
    "(%r, %r)" % (mt, md))
 # the last whole epoch as the gateway saw it (from one epoch end to the
-# next) against the consumer's epochs 2 and 3, and its shortfall: this
-# one reader waits on every miss, so at D*(1-B/R) it runs well below R
+# next) against the same epoch of the consumer's, and its shortfall: this
+# one reader waits on every miss, so at D*(1-B/R) it runs well below R.
+# Its number is the count of epoch ends the gateway saw ("epochs": the
+# k-th end is the first read of epoch k+1). A loaded machine made epochs
+# 2 and 3 14.24 and 7.33 s once: their mean matched neither.
 le = d.get("last_epoch_seconds") or 0
-ce = sum(x["seconds"] for x in e[1:3]) / 2
+k = d.get("epochs") or 0
+ce = e[k - 1]["seconds"] if 2 <= k <= len(e) else sum(x["seconds"] for x in e[1:3]) / 2
 sf = d.get("shortfall")
 msf = sl.metric(m, "bucketcache_scale_dataset_shortfall", {"dataset": DS})
-print("# a: the gateway's last epoch %.2f s (consumer's epochs 2-3: %.2f s), "
-      "%s/s, shortfall %s" % (le, ce, sl.mib(d.get("last_epoch_bytes_per_second")), sf),
+print("# a: the gateway's last epoch, %d, %.2f s (the consumer's: %.2f s), "
+      "%s/s, shortfall %s" % (k, le, ce, sl.mib(d.get("last_epoch_bytes_per_second")), sf),
       file=sys.stderr)
 ok(abs(le - ce) <= 0.15 * ce and sf is not None
    and abs(sf - (1 - D / ce / j.get("rate_bytes_per_second", 1))) <= 0.15
