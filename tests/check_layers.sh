@@ -8,7 +8,7 @@
 #
 #   0  util                            buffers, lists, hashing, CRCs, log
 #   1  loop  stats  s3  policy         each on util alone
-#   2  chunk  config                   chunk: policy (its node), stats
+#   2  chunk  config                   chunk: stats
 #   3  creds
 #   4  upstream  tier                  the origin and the tiers: strangers
 #   5  cache

@@ -11,8 +11,8 @@
  * 64-bit mixer so the low bits a power-of-two table uses are well spread.
  *
  * refs (and, while filling, filled/state) are the only fields that change
- * after bc_chunk_new() besides the
- * owning tier's on_free/tier_data/pol_* (its lock held). ref/unref are
+ * after bc_chunk_new() besides the owning holder's on_free/tier_data (its
+ * lock held). ref/unref are
  * atomic; the thread that drops the last reference runs on_free and frees.
  * Touching a chunk whose count is already zero aborts.
  */
@@ -173,14 +173,14 @@ bc_chunk_charge_for(size_t len, size_t id_len)
 	size_t map_len = map_len_for(len);
 
 	return (map_len > 0 ? map_len : len) + sizeof(bc_chunk_t) + id_len +
-	    BC_CHUNK_ALLOC_OVERHEAD;
+	    BC_CHUNK_ALLOC_OVERHEAD + BC_CHUNK_HOLDER_BYTES;
 }
 
 size_t
 bc_chunk_charge(const bc_chunk_t *c)
 {
 	return (c->map_len > 0 ? c->map_len : c->len) + sizeof(*c) +
-	    c->id_len + BC_CHUNK_ALLOC_OVERHEAD;
+	    c->id_len + BC_CHUNK_ALLOC_OVERHEAD + BC_CHUNK_HOLDER_BYTES;
 }
 
 int

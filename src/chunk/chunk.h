@@ -24,15 +24,16 @@
  * bytes and wait (cache.h, bc_cache_chunk_wait) for more.
  *
  * Layers (tests/check_layers.sh): chunk/ sits below tier/ and cache/ and
- * includes only util/, stats/ and policy/. Its own state is the key (id,
- * hash, index), refs, the bytes (data, len, map_len, fd, fd_off) and the
- * fill state (filled, state). Four fields are still kept here for other
- * owners, each written by that owner only: pol (the memory tier's policy
- * node: the reason chunk.h includes policy.h), on_free and tier_data (the
- * holder that charges the chunk: the memory tier, or the cache for a
- * chunk in transit), fill_waiters (the cache's); fetch_us, prefetched and
- * prefetch_job carry what the fill learned to the tiers and the prefetch
- * counters.
+ * includes only util/ and stats/. Its state is the key (id, hash, index);
+ * refs, with the release hook of the one holder that charges the chunk
+ * (on_free and tier_data: the memory tier, or the cache for a chunk in
+ * transit); the bytes (data, len, map_len, fd, fd_off); the fill state
+ * (filled, state, and fill_waiters: the readers waiting for more, a list
+ * whose type and lock are the cache's); and what its fill learned, which
+ * every later holder reads: fetch_us (a policy input), prefetched and
+ * prefetch_job (who brought it, until a client reads it). What one holder
+ * keeps about a chunk it holds lives with that holder: the memory tier's
+ * table link and policy node are its entry's (tier_mem.c).
  */
 #ifndef BC_CHUNK_H
 #define BC_CHUNK_H
@@ -42,7 +43,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/policy.h"
 #include "stats/stats.h"
 
 typedef struct bc_chunk_key_s {
@@ -84,9 +84,6 @@ struct bc_chunk_s {
 	_Atomic bc_stats_job_id_t prefetch_job;
 	bc_chunk_free_fn on_free;     /* NULL, or set once by the owning tier */
 	void            *tier_data;   /* the owning tier's per-chunk state */
-	/* The owning memory tier's policy node (under that tier's lock);
-	 * no one else touches it. */
-	bc_policy_node_t pol;
 	/* Filling (see above); fill_waiters is the cache's, under its lock. */
 	_Atomic size_t      filled;
 	_Atomic int         state;
@@ -141,12 +138,17 @@ void        bc_chunk_unref(bc_chunk_t *c);           /* NULL is a no-op */
  * up to a page instead (under 4 KiB per block, 0.05% of an 8 MiB chunk),
  * which this estimate does not count. */
 #define BC_CHUNK_ALLOC_OVERHEAD (2 * 16)
+/* What the holder that keeps a chunk spends on its record of it, charged
+ * with the chunk so a bound counts it: the memory tier's entry (its table
+ * link, its policy node and the chunk pointer, one malloc block) checks
+ * at compile time that it fits (tier_mem.c). */
+#define BC_CHUNK_HOLDER_BYTES   128
 #define BC_CHUNK_MAP_MIN        (64 * 1024)
 #define BC_CHUNK_POPULATE_MAX   (512 * 1024)
 
 /* Bytes the chunk costs in memory: its data (len, or map_len when it is
- * a mapping) + sizeof(bc_chunk_t) + id_len + BC_CHUNK_ALLOC_OVERHEAD.
- * What a memory bound counts. */
+ * a mapping) + sizeof(bc_chunk_t) + id_len + BC_CHUNK_ALLOC_OVERHEAD +
+ * BC_CHUNK_HOLDER_BYTES. What a memory bound counts. */
 size_t      bc_chunk_charge(const bc_chunk_t *c);
 /* What a chunk of len bytes with an id of id_len bytes, made by
  * bc_chunk_new_filling(), will be charged. */

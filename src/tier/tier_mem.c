@@ -1,13 +1,15 @@
 /*
- * tier_mem.c — the memory tier (bc_tier_mem, see tier.h): chunks in an
- * open-addressing hash table (linear probing, power-of-two size, backward
- * shift deletion, grown at 3/4 load) under one mutex, ordered by a policy.
+ * tier_mem.c — the memory tier (bc_tier_mem, see tier.h): an entry per
+ * chunk held (the chunk, its link in the one hash table, util_htab.h, and
+ * its policy node) under one mutex, ordered by a policy. The entry is the
+ * tier's record of the chunk; the chunk knows nothing of it, and its
+ * charge includes it (BC_CHUNK_HOLDER_BYTES, checked below).
  *
  * Threads: every op takes t->lock; a hit is a lookup, the policy's on_hit
- * and a ref, without allocation. Chunks are freed outside the lock when
- * the tier held the last reference (a "deferred" list through the policy
- * node's link, which is ours once the policy forgot the chunk and no one
- * else holds it).
+ * and a ref, without allocation. Entries leave the table under the lock
+ * and are freed, with the tier's reference to their chunk, outside it (a
+ * "deferred" list through the policy node's link, which is ours once the
+ * policy forgot the entry).
  *
  * Accounting: capacity bounds usage = acct->bytes + *external_bytes, where
  * acct->bytes is the charge (bc_chunk_charge) of every chunk in the table
@@ -41,20 +43,28 @@
 #include "tier/tier.h"
 #include "util/util_assert.h"
 #include "util/util_error.h"
+#include "util/util_htab.h"
 #include "util/util_list.h"
 
-#define MIN_SLOTS 64
-#define NONE      SIZE_MAX
+#define MIN_BUCKETS 64
 
 struct bc_tier_mem_acct_s {
 	_Atomic uint64_t bytes;
 	atomic_int       refs;
 };
 
-typedef struct slot_s {
-	uint64_t    hash;
-	bc_chunk_t *c;          /* NULL: empty */
-} slot_t;
+/* The tier's record of one chunk it holds: made by put, freed (and the
+ * tier's reference to c dropped) once it has left the table. */
+typedef struct entry_s {
+	bc_hnode_t       hn;       /* in mem_t.table, under c->hash */
+	bc_policy_node_t pol;
+	bc_chunk_t      *c;
+} entry_t;
+
+/* An entry is one malloc block: its size and glibc's header. */
+_Static_assert(sizeof(entry_t) + 16 <= BC_CHUNK_HOLDER_BYTES,
+    "the memory tier's entry must fit the holder bytes a chunk's charge "
+    "counts (chunk.h)");
 
 typedef struct mem_s {
 	bc_tier_t              base;         /* priv: this */
@@ -64,9 +74,7 @@ typedef struct mem_s {
 	const bc_policy_ops_t *pol_ops;
 	bc_policy_t           *pol;          /* lock */
 	bc_tier_mem_acct_t    *acct;
-	slot_t                *slots;        /* lock */
-	size_t                 mask;         /* slots - 1 */
-	size_t                 n;            /* chunks in slots */
+	bc_htab_t              table;        /* lock: entries */
 	uint64_t               held_bytes;   /* lock */
 } mem_t;
 
@@ -139,12 +147,18 @@ bc_tier_mem_acct_unref(bc_tier_mem_acct_t *a)
 		acct_unref(a);
 }
 
-/* ---- hash table (lock held) ---------------------------------------- */
+/* ---- entries (lock held) ------------------------------------------ */
+
+static entry_t *
+entry_of(const bc_policy_node_t *n)
+{
+	return BC_POLICY_ENTRY(n, entry_t, pol);
+}
 
 static bc_chunk_t *
 chunk_of(const bc_policy_node_t *n)
 {
-	return BC_POLICY_ENTRY(n, bc_chunk_t, pol);
+	return entry_of(n)->c;
 }
 
 static bool
@@ -154,92 +168,48 @@ same_id(const bc_chunk_t *a, const bc_chunk_t *b)
 	    memcmp(a->id, b->id, a->id_len) == 0;
 }
 
-static size_t
+static entry_t *
 find_key(const mem_t *t, uint64_t h, const bc_chunk_key_t *k)
 {
-	for (size_t i = h & t->mask; t->slots[i].c != NULL;
-	    i = (i + 1) & t->mask)
-		if (t->slots[i].hash == h && bc_chunk_matches(t->slots[i].c, k))
-			return i;
-	return NONE;
+	bc_hnode_t *n;
+
+	for (n = bc_htab_first(&t->table, h); n != NULL; n = bc_htab_next(n)) {
+		entry_t *e = BC_CONTAINER_OF(n, entry_t, hn);
+
+		if (bc_chunk_matches(e->c, k))
+			return e;
+	}
+	return NULL;
 }
 
-static size_t
+/* The entry of the chunk with c's id (c itself, or an older copy). */
+static entry_t *
 find_chunk(const mem_t *t, const bc_chunk_t *c)
 {
-	for (size_t i = c->hash & t->mask; t->slots[i].c != NULL;
-	    i = (i + 1) & t->mask)
-		if (t->slots[i].hash == c->hash && same_id(t->slots[i].c, c))
-			return i;
-	return NONE;
-}
+	bc_hnode_t *n;
 
-/* Places c in a free slot; the caller made room (reserve()). */
-static void
-table_insert(slot_t *slots, size_t mask, bc_chunk_t *c)
-{
-	size_t i = c->hash & mask;
+	for (n = bc_htab_first(&t->table, c->hash); n != NULL;
+	    n = bc_htab_next(n)) {
+		entry_t *e = BC_CONTAINER_OF(n, entry_t, hn);
 
-	while (slots[i].c != NULL)
-		i = (i + 1) & mask;
-	slots[i].hash = c->hash;
-	slots[i].c = c;
-}
-
-/* Makes room for one more chunk. Returns 0 or BC_ENOMEM. */
-static int
-reserve(mem_t *t)
-{
-	size_t  size = t->mask + 1, nsize;
-	slot_t *ns;
-
-	if ((t->n + 1) * 4 <= size * 3)
-		return 0;
-	if (size > SIZE_MAX / 2 / sizeof(*ns))
-		return BC_ENOMEM;
-	nsize = size * 2;
-	ns = calloc(nsize, sizeof(*ns));
-	if (ns == NULL)
-		return BC_ENOMEM;
-	for (size_t i = 0; i < size; i++)
-		if (t->slots[i].c != NULL)
-			table_insert(ns, nsize - 1, t->slots[i].c);
-	free(t->slots);
-	t->slots = ns;
-	t->mask = nsize - 1;
-	return 0;
-}
-
-/* Empties slot i, moving later members of its cluster back so every
- * chunk stays reachable from its home slot. Only slots at or after i (in
- * probe order) change. */
-static void
-table_del(mem_t *t, size_t i)
-{
-	size_t j, home;
-
-	for (j = (i + 1) & t->mask; t->slots[j].c != NULL;
-	    j = (j + 1) & t->mask) {
-		home = t->slots[j].hash & t->mask;
-		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
-			t->slots[i] = t->slots[j];
-			i = j;
-		}
+		if (same_id(e->c, c))
+			return e;
 	}
-	t->slots[i].c = NULL;
-	t->slots[i].hash = 0;
+	return NULL;
 }
 
-/* Takes a chunk the table no longer holds out of the accounting and
- * releases the tier's reference: at once for a chunk others still hold
- * (it stays charged until its on_free), through deferred (unref after
- * unlocking) when the tier held the last reference. */
+/* Takes e out of the table, the policy and the accounting, and puts it
+ * on deferred (freed, and the tier's reference to its chunk dropped,
+ * after unlocking). A chunk others still hold stays charged until its
+ * on_free; one only the tier held is uncharged at once. */
 static void
-release(mem_t *t, bc_chunk_t *c, bc_list_t *deferred)
+drop(mem_t *t, entry_t *e, bc_list_t *deferred)
 {
-	size_t ch = bc_chunk_charge(c);
+	bc_chunk_t *c = e->c;
+	size_t      ch = bc_chunk_charge(c);
 
-	t->pol_ops->on_remove(t->pol, &c->pol);
+	bc_htab_remove(&t->table, &e->hn);
+	t->pol_ops->on_remove(t->pol, &e->pol);
 	t->held_bytes -= ch;
 	if (atomic_load(&c->refs) == 1) {
 		/* No one else can reach c: the tier's lookups are locked. */
@@ -247,20 +217,8 @@ release(mem_t *t, bc_chunk_t *c, bc_list_t *deferred)
 		c->tier_data = NULL;
 		atomic_fetch_sub(&t->acct->bytes, ch);
 		acct_unref(t->acct);
-		bc_list_insert_head(deferred, &c->pol.link);
-	} else {
-		bc_chunk_unref(c);
 	}
-}
-
-static void
-drop(mem_t *t, size_t i, bc_list_t *deferred)
-{
-	bc_chunk_t *c = t->slots[i].c;
-
-	table_del(t, i);
-	t->n--;
-	release(t, c, deferred);
+	bc_list_insert_head(deferred, &e->pol.link);
 }
 
 static void
@@ -269,9 +227,12 @@ free_deferred(bc_list_t *deferred)
 	bc_list_t *l, *tmp;
 
 	BC_LIST_FOREACH_SAFE(l, tmp, deferred) {
+		entry_t *e = entry_of(BC_CONTAINER_OF(l, bc_policy_node_t,
+		    link));
+
 		bc_list_remove(l);
-		bc_chunk_unref(chunk_of(BC_CONTAINER_OF(l, bc_policy_node_t,
-		    link)));
+		bc_chunk_unref(e->c);
+		free(e);
 	}
 }
 
@@ -304,9 +265,8 @@ mem_open(const bc_tier_opts_t *o, bc_tier_t **out)
 	    o->capacity, .oracle = o->oracle, .base = o->policy != NULL ?
 	    o->policy : &bc_policy_lru });
 	t->acct = calloc(1, sizeof(*t->acct));
-	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
-	t->mask = MIN_SLOTS - 1;
-	if (t->pol == NULL || t->acct == NULL || t->slots == NULL) {
+	if (t->pol == NULL || t->acct == NULL ||
+	    bc_htab_init(&t->table, MIN_BUCKETS, false) < 0) {
 		rv = BC_ENOMEM;
 		goto fail;
 	}
@@ -318,7 +278,7 @@ fail:
 	if (t != NULL) {
 		t->pol_ops->free(t->pol);
 		free(t->acct);
-		free(t->slots);
+		bc_htab_fini(&t->table);
 		if (locked)
 			pthread_mutex_destroy(&t->lock);
 		free(t);
@@ -333,14 +293,14 @@ mem_lookup(bc_tier_t *bt, const bc_chunk_key_t *k,
 	mem_t      *t = mem_of(bt);
 	uint64_t    h = bc_chunk_key_hash(k);
 	bc_chunk_t *c = NULL;
-	size_t      i;
+	entry_t    *e;
 
 	pthread_mutex_lock(&t->lock);
-	i = find_key(t, h, k);
-	if (i != NONE) {
-		c = t->slots[i].c;
+	e = find_key(t, h, k);
+	if (e != NULL) {
+		c = e->c;
 		bc_chunk_ref(c);
-		t->pol_ops->on_hit(t->pol, &c->pol, ctx);
+		t->pol_ops->on_hit(t->pol, &e->pol, ctx);
 		COUNT(t, hits, 1);
 		COUNT(t, bytes_read, c->len);
 	} else {
@@ -357,7 +317,7 @@ mem_has(bc_tier_t *bt, const bc_chunk_key_t *k)
 	bool   found;
 
 	pthread_mutex_lock(&t->lock);
-	found = find_key(t, bc_chunk_key_hash(k), k) != NONE;
+	found = find_key(t, bc_chunk_key_hash(k), k) != NULL;
 	pthread_mutex_unlock(&t->lock);
 	return found;
 }
@@ -439,7 +399,6 @@ static int
 evict_to_fit(mem_t *t, uint64_t add, bool keep_unread, bc_list_t *deferred)
 {
 	bc_policy_node_t *v;
-	size_t i;
 
 	while (sat_add(sat_add(atomic_load(&t->acct->bytes), ext_bytes(t)),
 	    add) > t->capacity) {
@@ -447,9 +406,7 @@ evict_to_fit(mem_t *t, uint64_t add, bool keep_unread, bc_list_t *deferred)
 		    busy_or_unread_skip : busy_skip, NULL);
 		if (v == NULL)
 			return BC_E2BIG;
-		i = find_chunk(t, chunk_of(v));
-		BC_CHECK(i != NONE);
-		drop(t, i, deferred);
+		drop(t, entry_of(v), deferred);
 		COUNT(t, evictions, 1);
 	}
 	return 0;
@@ -459,18 +416,22 @@ static int
 mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
 	mem_t      *t = mem_of(bt);
+	entry_t    *e = malloc(sizeof(*e)), *olde;
 	bc_chunk_t *old = NULL;
 	bc_list_t   deferred;
 	uint64_t    ch = bc_chunk_charge(c), add, room;
 	bool        ours;
-	size_t      i;
 	int         rv = 0;
 
+	if (e == NULL)
+		return BC_ENOMEM;
+	memset(e, 0, sizeof(*e));
+	e->c = c;
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
-	i = find_chunk(t, c);
-	if (i != NONE)
-		old = t->slots[i].c;
+	olde = find_chunk(t, c);
+	if (olde != NULL)
+		old = olde->c;
 	if (old == c)
 		goto out;
 	/* Dropped by this tier while others held it: still charged here. */
@@ -479,11 +440,11 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 		rv = BC_EEXIST;
 		goto out;
 	}
-	c->pol.size = ch;
-	c->pol.fetch_us = c->fetch_us;
-	c->pol.key = bc_policy_key_hash(c->id, c->id + strlen(c->id) + 1,
+	e->pol.size = ch;
+	e->pol.fetch_us = c->fetch_us;
+	e->pol.key = bc_policy_key_hash(c->id, c->id + strlen(c->id) + 1,
 	    c->index);
-	if (ch > t->capacity || !t->pol_ops->admit(t->pol, &c->pol, ctx)) {
+	if (ch > t->capacity || !t->pol_ops->admit(t->pol, &e->pol, ctx)) {
 		rv = BC_E2BIG;
 		goto reject;
 	}
@@ -495,19 +456,14 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 		rv = BC_E2BIG;
 		goto reject;
 	}
-	if (old == NULL) {
-		rv = reserve(t);
-		if (rv < 0)
-			goto out;
-	} else {
-		drop(t, i, &deferred);
+	if (old != NULL) {
+		drop(t, olde, &deferred);
 		COUNT(t, deletes, 1);
 	}
 	rv = evict_to_fit(t, add, false, &deferred);
 	if (rv < 0)
 		goto reject;
-	table_insert(t->slots, t->mask, c);
-	t->n++;
+	bc_htab_insert(&t->table, &e->hn, c->hash);
 	bc_chunk_ref(c);
 	if (!ours) {
 		atomic_fetch_add(&t->acct->refs, 1);
@@ -518,12 +474,14 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 	t->held_bytes += ch;
 	COUNT(t, writes, 1);
 	COUNT(t, bytes_written, ch);
-	t->pol_ops->on_insert(t->pol, &c->pol, ctx);
+	t->pol_ops->on_insert(t->pol, &e->pol, ctx);
+	e = NULL;   /* the table's */
 	goto out;
 reject:
 	COUNT(t, rejects, 1);
 out:
 	pthread_mutex_unlock(&t->lock);
+	free(e);
 	free_deferred(&deferred);
 	return rv;
 }
@@ -587,16 +545,16 @@ mem_del(bc_tier_t *bt, const bc_chunk_key_t *k)
 	mem_t      *t = mem_of(bt);
 	uint64_t    h = bc_chunk_key_hash(k);
 	bc_list_t   deferred;
-	size_t      i;
+	entry_t    *e;
 	int         rv = 0;
 
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);
-	i = find_key(t, h, k);
-	if (i == NONE) {
+	e = find_key(t, h, k);
+	if (e == NULL) {
 		rv = BC_ENOENT;
 	} else {
-		drop(t, i, &deferred);
+		drop(t, e, &deferred);
 		COUNT(t, deletes, 1);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -626,25 +584,20 @@ mem_del_object(bc_tier_t *bt, const char *bucket, const char *key,
 {
 	mem_t      *t = mem_of(bt);
 	bc_list_t   deferred;
-	size_t      blen = strlen(bucket), plen, n = 0, i = 0;
+	bc_hnode_t *hn, *tmp;
+	size_t      blen = strlen(bucket), plen, n = 0, i;
 
 	bc_list_init(&deferred);
 	if (prefix == NULL)
 		prefix = "";
 	plen = strlen(prefix);
 	pthread_mutex_lock(&t->lock);
-	/* table_del only moves chunks into slots at or after i, or from
-	 * slots already passed, so one pass that re-reads slot i after a
-	 * drop sees every chunk. */
-	while (i <= t->mask) {
-		bc_chunk_t *c = t->slots[i].c;
+	BC_HTAB_FOREACH(&t->table, i, hn, tmp) {
+		entry_t *e = BC_CONTAINER_OF(hn, entry_t, hn);
 
-		if (c != NULL &&
-		    object_matches(c, bucket, blen, key, prefix, plen)) {
-			drop(t, i, &deferred);
+		if (object_matches(e->c, bucket, blen, key, prefix, plen)) {
+			drop(t, e, &deferred);
 			n++;
-		} else {
-			i++;
 		}
 	}
 	COUNT(t, deletes, n);
@@ -732,7 +685,7 @@ bc_tier_mem_stats(bc_tier_t *bt, bc_tier_mem_stats_t *out)
 	out->bytes = atomic_load(&t->acct->bytes);
 	out->usage = sat_add(out->bytes, ext_bytes(t));
 	out->held_bytes = t->held_bytes;
-	out->chunks = t->n;
+	out->chunks = t->table.n;
 	out->hits = STAT(t, hits);
 	out->misses = STAT(t, misses);
 	out->inserts = STAT(t, writes);
@@ -747,18 +700,19 @@ static void
 mem_close(bc_tier_t *bt)
 {
 	bc_list_t   deferred;
+	bc_hnode_t *hn, *tmp;
 	mem_t      *t;
+	size_t      i;
 
 	if (bt == NULL)
 		return;
 	t = mem_of(bt);
 	bc_list_init(&deferred);
-	for (size_t i = 0; i <= t->mask; i++)
-		if (t->slots[i].c != NULL)
-			release(t, t->slots[i].c, &deferred);
+	BC_HTAB_FOREACH(&t->table, i, hn, tmp)
+		drop(t, BC_CONTAINER_OF(hn, entry_t, hn), &deferred);
 	free_deferred(&deferred);
 	t->pol_ops->free(t->pol);
-	free(t->slots);
+	bc_htab_fini(&t->table);
 	pthread_mutex_destroy(&t->lock);
 	acct_unref(t->acct);
 	free(t);
