@@ -111,6 +111,20 @@ bc_cache_read_take_chunk(bc_read_t *rd)
 	return ch;
 }
 
+int
+bc_cache_read_chunk(bc_read_t *rd, uint32_t i, bc_chunk_t **out,
+    bc_read_from_t *from)
+{
+	if (rd->chunk != NULL && rd->chunk->index == i) {
+		*from = rd->chunk_mem ? BC_FROM_MEM : rd->chunk_tier ?
+		    BC_FROM_TIER : BC_FROM_UPSTREAM;
+		*out = bc_cache_read_take_chunk(rd);
+		return 0;
+	}
+	*from = BC_FROM_MEM;
+	return bc_cache_chunk(rd->c, rd->o, rd->etag, i, true, rd->w, out);
+}
+
 /* Where the range starts in chunk c0. */
 static uint64_t
 from_c0(const bc_read_t *rd)

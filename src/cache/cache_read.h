@@ -12,7 +12,8 @@
  *                   before the origin); take its outcome
  *                   (bc_cache_read_take) and ask again
  *   BC_READ_STREAM  the answer streams: the chunks in order through
- *                   bc_cache_chunk, a filling chunk as its bytes arrive,
+ *                   bc_cache_read_chunk, a filling chunk as its bytes
+ *                   arrive,
  *                   the rest straight from the upstream when memory has
  *                   no room (BC_ENOSPC: bc_cache_passthrough)
  *
@@ -104,6 +105,28 @@ void bc_cache_read_take(bc_read_t *rd, bc_wait_result_t res);
 void bc_cache_read_held_free(bc_read_held_t *h);
 /* The chunk rd holds, handed to the caller (its reference), or NULL. */
 bc_chunk_t *bc_cache_read_take_chunk(bc_read_t *rd);
+
+/* Where a streamed chunk came from (bc_cache_read_chunk). */
+typedef enum bc_read_from_e {
+	BC_FROM_MEM,        /* in memory, or filling for another request */
+	BC_FROM_UPSTREAM,   /* a fill this read waited for, from the origin */
+	BC_FROM_TIER,       /* a fill this read waited for, from a lower tier */
+} bc_read_from_t;
+
+/*
+ * BC_READ_STREAM: chunk i of rd's range for the streaming reader, which
+ * takes the chunks in order. Returns 0 with a reference in *out (a
+ * filling chunk included: read at most its bc_chunk_avail bytes) and
+ * where it came from in *from: the chunk rd holds when it is chunk i
+ * (what a wait brought), else the cache's (bc_cache_chunk, a fetch
+ * started when memory lacks it). BC_EAGAIN: rd->w is registered on
+ * chunk i's fill; take the outcome (bc_cache_read_take) and ask again.
+ * BC_ENOSPC: memory has no room for it; read the rest from the upstream
+ * (bc_cache_passthrough). BC_ECANCELED: the object changed. Another
+ * negative code: the chunk cannot be had.
+ */
+int bc_cache_read_chunk(bc_read_t *rd, uint32_t i, bc_chunk_t **out,
+    bc_read_from_t *from);
 
 /*
  * How rd's range goes out now (the kinds at the top), with rd->present

@@ -136,8 +136,7 @@ typedef struct objreq_s {
 	bc_chunk_t      *cur;        /* streaming: the chunk being sent */
 	bc_read_window_t win;        /* streaming: chunks to fetch ahead */
 	bool             cur_waited; /* the chunk entered next was waited for */
-	bool             cur_fetched;
-	bool             cur_tier;   /* cur came from a lower tier */
+	bc_read_from_t   cur_from;   /* where cur came from */
 	bc_exchange_t   *pass;       /* PASS: the rest, uncached */
 	bool             pass_ok;    /* its answer is the bytes asked for */
 	/* the job it is for (hint, access key or "anonymous") and what it
@@ -526,33 +525,23 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (q->cur == NULL || q->cur->index != i) {
-		if (q->rd.chunk != NULL && q->rd.chunk->index == i) {
-			bc_chunk_unref(q->cur);
-			q->cur_fetched = !q->rd.chunk_mem;
-			q->cur_tier = q->rd.chunk_tier;
-			q->cur = bc_cache_read_take_chunk(&q->rd);
-		} else {
-			bc_chunk_unref(q->cur);
-			q->cur = NULL;
-			rv = bc_cache_chunk(q->c, q->o, q->meta.etag, i, true,
-			    &q->w, &q->cur);
-			if (rv == BC_EAGAIN) {
-				q->cur_waited = true;
-				q->state = suspend(r, q,
-				    BC_OBJREQ_READ_WAIT);
-				return 0;
-			}
-			if (rv == BC_ENOSPC) {
-				q->state = BC_OBJREQ_PASS;
-				return pass_read(r, q, off, buf, max);
-			}
-			if (rv < 0) {
-				BC_WARN("%s/%s: chunk %u: %s; cutting the "
-				    "response off", r->s3.bucket, r->s3.key,
-				    i, bc_strerror(rv));
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-			}
-			q->cur_fetched = false;
+		bc_chunk_unref(q->cur);
+		q->cur = NULL;
+		rv = bc_cache_read_chunk(&q->rd, i, &q->cur, &q->cur_from);
+		if (rv == BC_EAGAIN) {
+			q->cur_waited = true;
+			q->state = suspend(r, q, BC_OBJREQ_READ_WAIT);
+			return 0;
+		}
+		if (rv == BC_ENOSPC) {
+			q->state = BC_OBJREQ_PASS;
+			return pass_read(r, q, off, buf, max);
+		}
+		if (rv < 0) {
+			BC_WARN("%s/%s: chunk %u: %s; cutting the response "
+			    "off", r->s3.bucket, r->s3.key, i,
+			    bc_strerror(rv));
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		if (i < q->rd.c1 && q->job_id == BC_STATS_JOB_NONE)
 			q->job_id = bc_stats_job_id(q->job);
@@ -592,9 +581,9 @@ obj_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (n > q->range.last - off + 1)
 		n = (size_t)(q->range.last - off + 1);
 	memcpy(buf, q->cur->data + in_chunk, n);
-	if (q->cur_fetched && q->cur_tier) {
+	if (q->cur_from == BC_FROM_TIER) {
 		BC_STATS_ADD(cache_bytes_disk, n);
-	} else if (q->cur_fetched) {
+	} else if (q->cur_from == BC_FROM_UPSTREAM) {
 		BC_STATS_ADD(cache_bytes_upstream, n);
 		bc_stats_bucket_add(r->s3.bucket,
 		    BC_BSTAT_cache_bytes_upstream, n);
