@@ -238,7 +238,8 @@ thread_cpu_s(void)
  * 31 bytes, like "train/shard-0042/img-0123456.jpg"). The issue's other
  * bound, under a second of CPU, is tests/bench/bench_plan's to check: the
  * time is printed here, not asserted, as a loaded VM inflates even a
- * thread's CPU time (0.50 s alone, 1.20 s in a loaded tests/run). */
+ * thread's CPU time (0.50 s alone, 1.20 s in a tests/run running four
+ * tests at once on two cores). */
 LTest(plan, million_keys)
 {
 	const size_t n = 1000000;
