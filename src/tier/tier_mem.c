@@ -416,7 +416,7 @@ static int
 mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 {
 	mem_t      *t = mem_of(bt);
-	entry_t    *e = malloc(sizeof(*e)), *olde;
+	entry_t    *e = calloc(1, sizeof(*e)), *olde;
 	bc_chunk_t *old = NULL;
 	bc_list_t   deferred;
 	uint64_t    ch = bc_chunk_charge(c), add, room;
@@ -425,7 +425,6 @@ mem_put(bc_tier_t *bt, bc_chunk_t *c, const bc_policy_ctx_t *ctx)
 
 	if (e == NULL)
 		return BC_ENOMEM;
-	memset(e, 0, sizeof(*e));
 	e->c = c;
 	bc_list_init(&deferred);
 	pthread_mutex_lock(&t->lock);

@@ -12,6 +12,7 @@
  * checks the same parse's result and its memory; time is measured here,
  * not asserted there: a loaded VM inflates a thread's CPU time (2.4x seen).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "prefetch/prefetch_plan.h"
 #include "util/util_buf.h"
+#include "util/util_num.h"
 
 static double
 clock_s(clockid_t id)
@@ -33,31 +35,34 @@ clock_s(clockid_t id)
 int
 main(int argc, char **argv)
 {
-	size_t n = 1000000, rounds = 5;
+	uint64_t n = 1000000, rounds = 5;
 	bc_buf_t body = BC_BUF_INIT;
 	double best = -1, best_b = 0;
-	int opt;
+	int opt, rv = 0;
 
 	while ((opt = getopt(argc, argv, "n:r:")) != -1) {
-		if (opt == 'n' && atol(optarg) > 0)
-			n = (size_t)atol(optarg);
-		else if (opt == 'r' && atol(optarg) > 0)
-			rounds = (size_t)atol(optarg);
-		else {
-			fprintf(stderr, "usage: %s [-n KEYS] [-r ROUNDS]\n",
-			    argv[0]);
+		if (opt == 'n')
+			rv = bc_parse_u64_str(optarg, 10, BC_PLAN_MAX_KEYS, &n);
+		else if (opt == 'r')
+			rv = bc_parse_u64_str(optarg, 10, 1000, &rounds);
+		else
+			rv = -1;
+		if (rv < 0 || n == 0 || rounds == 0) {
+			fprintf(stderr, "usage: %s [-n KEYS (1-%u)] "
+			    "[-r ROUNDS (1-1000)]\n", argv[0],
+			    BC_PLAN_MAX_KEYS);
 			return 2;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (bc_buf_printf(&body, "train/shard-%04zu/img-%07zu.jpg\n",
-		    (i * 7919) % 1024, (i * 104729) % n) < 0) {
+	for (uint64_t i = 0; i < n; i++)
+		if (bc_buf_printf(&body, "train/shard-%04" PRIu64 "/img-%07"
+		    PRIu64 ".jpg\n", (i * 7919) % 1024, (i * 104729) % n) < 0) {
 			fprintf(stderr, "bench_plan: out of memory\n");
 			return 1;
 		}
-	printf("plan: %zu keys, %zu body bytes, %zu rounds\n", n, body.len,
-	    rounds);
-	for (size_t r = 1; r <= rounds; r++) {
+	printf("plan: %" PRIu64 " keys, %zu body bytes, %" PRIu64 " rounds\n",
+	    n, body.len, rounds);
+	for (uint64_t r = 1; r <= rounds; r++) {
 		bc_plan_t *p = NULL;
 		char err[128] = "";
 		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
@@ -71,8 +76,8 @@ main(int argc, char **argv)
 		cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		wall = clock_s(CLOCK_MONOTONIC) - w0;
 		bpk = (double)bc_plan_memory(p) / (double)n;
-		printf("round %zu/%zu: %.3f s CPU, %.3f s wall, %.1f B/key\n",
-		    r, rounds, cpu, wall, bpk);
+		printf("round %" PRIu64 "/%" PRIu64 ": %.3f s CPU, %.3f s wall, "
+		    "%.1f B/key\n", r, rounds, cpu, wall, bpk);
 		fflush(stdout);
 		if (best < 0 || cpu < best) {
 			best = cpu;
@@ -81,8 +86,8 @@ main(int argc, char **argv)
 		bc_plan_unref(p);
 	}
 	best *= 1000000.0 / (double)n;   /* per million keys */
-	printf("best: %.3f s CPU a million keys (bound 1.0: %.2fx of it, %s), "
-	    "%.1f B/key (bound 100: %s)\n", best, best / 1.0,
+	printf("best: %.3f s CPU a million keys (bound 1.0: %s), "
+	    "%.1f B/key (bound 100: %s)\n", best,
 	    best < 1.0 ? "PASS" : "MISS", best_b,
 	    best_b < 100 ? "PASS" : "MISS");
 	bc_buf_fini(&body);
