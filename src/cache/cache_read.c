@@ -22,6 +22,7 @@
 #include "cache/cache_int.h"
 #include "cache/cache_math.h"
 #include "cache/cache_read.h"
+#include "util/util_assert.h"
 #include "util/util_error.h"
 
 void
@@ -115,6 +116,7 @@ int
 bc_cache_read_chunk(bc_read_t *rd, uint32_t i, bc_chunk_t **out,
     bc_read_from_t *from)
 {
+	BC_AN(rd->etag);
 	if (rd->chunk != NULL && rd->chunk->index == i) {
 		*from = rd->chunk_mem ? BC_FROM_MEM : rd->chunk_tier ?
 		    BC_FROM_TIER : BC_FROM_UPSTREAM;

@@ -115,7 +115,8 @@ typedef enum bc_read_from_e {
 
 /*
  * BC_READ_STREAM: chunk i of rd's range for the streaming reader, which
- * takes the chunks in order. Returns 0 with a reference in *out (a
+ * takes the chunks in order; rd's span is set (bc_cache_read_span: a
+ * read without one aborts). Returns 0 with a reference in *out (a
  * filling chunk included: read at most its bc_chunk_avail bytes) and
  * where it came from in *from: the chunk rd holds when it is chunk i
  * (what a wait brought), else the cache's (bc_cache_chunk, a fetch

@@ -772,6 +772,8 @@ step_cond(bc_http_req_t *r, objreq_t *q)
 		    MHD_RESPMEM_PERSISTENT);
 		return BC_OBJREQ_DELIVER;
 	}
+	/* before any answer that has obj_reader: it reads through rd */
+	bc_cache_read_span(&q->rd, q->meta.etag, q->meta.size, &q->range);
 	if (q->head) {
 		q->hit = q->meta_cached ? HIT : MISS;
 		/* MHD sends a HEAD response's size and never reads it */
@@ -779,7 +781,6 @@ step_cond(bc_http_req_t *r, objreq_t *q)
 		    READER_BLOCK, obj_reader, r, NULL);
 		return BC_OBJREQ_DELIVER;
 	}
-	bc_cache_read_span(&q->rd, q->meta.etag, q->meta.size, &q->range);
 	return BC_OBJREQ_LOOKUP;
 }
 
