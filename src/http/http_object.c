@@ -242,9 +242,12 @@ in_grant(void *arg, const char *bucket, const char *key)
 }
 
 /* The keys the prefetcher should bring for q's job, which just read
- * r's key: the -next hint's, else (planned: the read counted toward a
- * job of the registry) the job's plan window (bc_prefetch_feed_plan);
- * only those within r's grant. */
+ * r's key: planned (the read counted toward a job of the registry), the
+ * job's plan window (bc_prefetch_feed_plan), else the -next hint's; only
+ * those within r's grant. The plan wins over a hint: a job has one list,
+ * and its window orders every worker's stretch by when each key is due,
+ * where a hint names one worker's next keys and, read by read, would
+ * swap the list between the workers (docs/decisions.md). */
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
     bool planned)
@@ -254,6 +257,13 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
 
 	if (pf == NULL)
 		return;
+	if (planned) {
+		if (bc_prefetch_want_due(pf, q->job))
+			(void)bc_prefetch_feed_plan(pf, r->srv->jobs, q->job,
+			    r->s3.bucket, 0, in_grant, r,
+			    r->upstream_unsigned);
+		return;
+	}
 	if (h->n_next > 0) {
 		for (size_t i = 0; i < h->n_next; i++)
 			if (in_grant(r, r->s3.bucket, h->next[i]))
@@ -265,11 +275,7 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
 			bc_prefetch_want(pf, q->job, r->s3.bucket,
 			    (const char *const *)h->next, k, 0,
 			    r->upstream_unsigned);
-		return;
 	}
-	if (planned && bc_prefetch_want_due(pf, q->job))
-		(void)bc_prefetch_feed_plan(pf, r->srv->jobs, q->job,
-		    r->s3.bucket, 0, in_grant, r, r->upstream_unsigned);
 }
 
 /* Names q's job (the hinted job, else the access key, else

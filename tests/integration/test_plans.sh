@@ -15,7 +15,9 @@
 #   6. DELETE ends the job (then 404 NoSuchKey);
 #   7. hints never reach the origin: a gateway in front of a recording
 #      HTTP origin (a minimal S3 GET/HEAD responder that logs every request
-#      header name) forwards none of x-bucketcache-*.
+#      header name) forwards none of x-bucketcache-*;
+#   8. a job with a plan is prefetched from its plan, and its reads'
+#      x-bucketcache-next hints do not replace it (the same origin's log).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -218,6 +220,23 @@ nreq=$(grep -c 'x-custom-probe' "$HLOG" || true)
 bc_assert_eq 1 "$nreq" "the relayed GET reached the origin with the client's headers"
 leaked=$(grep -ci 'x-bucketcache' "$HLOG" || true)
 bc_assert_eq 0 "$leaked" "no x-bucketcache-* header reached the origin"
+
+# ---- 8. a planned job's prefetch follows its plan, not its -next hints --------
+printf 'obj10\nobj11\nobj12\n' >"$BC_TMP/plan8"
+bc_expect put8 200 - "PUT job j8's plan" -X PUT \
+	--data-binary @"$BC_TMP/plan8" "$BC_GW_URL/_bucketcache/v1/jobs/j8/plan?bucket=b"
+for _ in $(seq 100); do
+	grep -q '^GET /b/obj12 ' "$HLOG" && break
+	sleep 0.1
+done
+n=$(grep -c '^GET /b/obj12 ' "$HLOG" || true)
+bc_assert_eq 1 "$n" "the plan's keys were prefetched once it was posted"
+bc_expect planned 200 - "a GET of j8 hinting keys that are not its plan's" \
+	-H "x-bucketcache-job: j8" -H "x-bucketcache-next: obj90,obj91" \
+	"$BC_GW_URL/b/obj10"
+sleep 1   # the prefetcher's tick is 20 ms; a hint's keys go out within it
+n=$(grep -c '^GET /b/obj9[01] ' "$HLOG" || true)
+bc_assert_eq 0 "$n" "the hinted keys were not prefetched: the job's plan feeds its prefetch"
 bc_stop_gateway
 
-bc_done 55
+bc_done 59
