@@ -243,11 +243,12 @@ in_grant(void *arg, const char *bucket, const char *key)
 
 /* The keys the prefetcher should bring for q's job, which just read
  * r's key: planned (the read counted toward a job of the registry), the
- * job's plan window (bc_prefetch_feed_plan), else the -next hint's; only
- * those within r's grant. The plan wins over a hint: a job has one list,
- * and its window orders every worker's stretch by when each key is due,
- * where a hint names one worker's next keys and, read by read, would
- * swap the list between the workers (docs/decisions.md). */
+ * job's plan window (bc_prefetch_feed_plan), else (no plan, or its window
+ * holds none of r's bucket's keys) the -next hint's; only those within
+ * r's grant. The plan wins over a hint: a job has one list, and its
+ * window orders every worker's stretch by when each key is due, where a
+ * hint names one worker's next keys and, read by read, would swap the
+ * list between the workers (docs/decisions.md). */
 static void
 feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
     bool planned)
@@ -258,11 +259,11 @@ feed_prefetcher(bc_http_req_t *r, objreq_t *q, bc_s3_hints_t *h,
 	if (pf == NULL)
 		return;
 	if (planned) {
-		if (bc_prefetch_want_due(pf, q->job))
-			(void)bc_prefetch_feed_plan(pf, r->srv->jobs, q->job,
-			    r->s3.bucket, 0, in_grant, r,
-			    r->upstream_unsigned);
-		return;
+		if (!bc_prefetch_want_due(pf, q->job))
+			return;   /* fed within this tick */
+		if (bc_prefetch_feed_plan(pf, r->srv->jobs, q->job,
+		    r->s3.bucket, 0, in_grant, r, r->upstream_unsigned) > 0)
+			return;
 	}
 	if (h->n_next > 0) {
 		for (size_t i = 0; i < h->n_next; i++)
