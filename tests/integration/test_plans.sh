@@ -17,7 +17,8 @@
 #      HTTP origin (a minimal S3 GET/HEAD responder that logs every request
 #      header name) forwards none of x-bucketcache-*;
 #   8. a job with a plan is prefetched from its plan, and its reads'
-#      x-bucketcache-next hints do not replace it (the same origin's log).
+#      x-bucketcache-next hints do not replace it, until the plan is read
+#      to its end (the same origin's log).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -237,6 +238,19 @@ bc_expect planned 200 - "a GET of j8 hinting keys that are not its plan's" \
 sleep 1   # the prefetcher's tick is 20 ms; a hint's keys go out within it
 n=$(grep -c '^GET /b/obj9[01] ' "$HLOG" || true)
 bc_assert_eq 0 "$n" "the hinted keys were not prefetched: the job's plan feeds its prefetch"
+# read to the plan's end, its window is empty: the hint feeds the job
+bc_expect planned2 200 - "j8 reads the plan's second key" \
+	-H "x-bucketcache-job: j8" "$BC_GW_URL/b/obj11"
+sleep 0.1   # past the prefetcher's tick: the next read feeds it afresh
+bc_expect planned3 200 - "j8 reads the plan's last key, hinting obj93" \
+	-H "x-bucketcache-job: j8" -H "x-bucketcache-next: obj93" \
+	"$BC_GW_URL/b/obj12"
+for _ in $(seq 100); do
+	grep -q '^GET /b/obj93 ' "$HLOG" && break
+	sleep 0.1
+done
+n=$(grep -c '^GET /b/obj93 ' "$HLOG" || true)
+bc_assert_eq 1 "$n" "past the plan's end, the hinted key was prefetched"
 bc_stop_gateway
 
-bc_done 59
+bc_done 62
