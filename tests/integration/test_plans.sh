@@ -223,14 +223,19 @@ leaked=$(grep -ci 'x-bucketcache' "$HLOG" || true)
 bc_assert_eq 0 "$leaked" "no x-bucketcache-* header reached the origin"
 
 # ---- 8. a planned job's prefetch follows its plan, not its -next hints --------
+# origin_gets KEY: the GETs of b/KEY the origin logged, once there is one
+# or 10 s have passed
+origin_gets() {
+	for _ in $(seq 100); do
+		grep -q "^GET /b/$1 " "$HLOG" && break
+		sleep 0.1
+	done
+	grep -c "^GET /b/$1 " "$HLOG" || true
+}
 printf 'obj10\nobj11\nobj12\n' >"$BC_TMP/plan8"
 bc_expect put8 200 - "PUT job j8's plan" -X PUT \
 	--data-binary @"$BC_TMP/plan8" "$BC_GW_URL/_bucketcache/v1/jobs/j8/plan?bucket=b"
-for _ in $(seq 100); do
-	grep -q '^GET /b/obj12 ' "$HLOG" && break
-	sleep 0.1
-done
-n=$(grep -c '^GET /b/obj12 ' "$HLOG" || true)
+n=$(origin_gets obj12)
 bc_assert_eq 1 "$n" "the plan's keys were prefetched once it was posted"
 bc_expect planned 200 - "a GET of j8 hinting keys that are not its plan's" \
 	-H "x-bucketcache-job: j8" -H "x-bucketcache-next: obj90,obj91" \
@@ -245,11 +250,7 @@ sleep 0.1   # past the prefetcher's tick: the next read feeds it afresh
 bc_expect planned3 200 - "j8 reads the plan's last key, hinting obj93" \
 	-H "x-bucketcache-job: j8" -H "x-bucketcache-next: obj93" \
 	"$BC_GW_URL/b/obj12"
-for _ in $(seq 100); do
-	grep -q '^GET /b/obj93 ' "$HLOG" && break
-	sleep 0.1
-done
-n=$(grep -c '^GET /b/obj93 ' "$HLOG" || true)
+n=$(origin_gets obj93)
 bc_assert_eq 1 "$n" "past the plan's end, the hinted key was prefetched"
 bc_stop_gateway
 
