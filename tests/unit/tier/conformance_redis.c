@@ -48,6 +48,7 @@ redis_open(uint64_t capacity, const bc_policy_ops_t *pol, bc_loop_t *loop)
 	cr_assert_eq(bc_tier_redis_open(&o, &ro, &t, err, sizeof(err)), 0,
 	    "%s", err);
 	cr_assert_not_null(t);
+	redis_fixture_tier_wait_up(t, loop);
 	open_tiers[i].t = t;
 	nopen++;
 	return t;

@@ -27,6 +27,7 @@
 #include <criterion/criterion.h>
 
 #include "redis_fixture.h"
+#include "tier/tier_redis.h"
 
 #define MAX_NODES 8
 #define READY_MS  10000
@@ -582,6 +583,32 @@ redis_fixture_on_loop(bc_loop_t *loop, void (*fn)(void *), void *arg)
 
 	cr_assert_eq(bc_loop_call(loop, call_on_loop, &c), 0);
 	RF_WAIT_FOR(c.done);
+}
+
+static void
+nothing(void *arg)
+{
+	(void)arg;
+}
+
+void
+redis_fixture_tier_wait_up(bc_tier_t *t, bc_loop_t *loop)
+{
+	long long                dl = redis_fixture_deadline();
+	bc_tier_redis_counters_t c;
+	struct timespec          ms5 = { 0, 5000000 };
+
+	/* the mode is set on the loop thread, in the transition's callback,
+	 * before its mark_up: the call on the loop below runs after it */
+	for (;;) {
+		bc_tier_redis_counters(t, &c);
+		if (c.mode != BC_TIER_REDIS_CLUSTER_UNKNOWN)
+			break;
+		cr_assert_lt(now_ms(), dl,
+		    "the Redis tier did not come up in 20 s");
+		nanosleep(&ms5, NULL);
+	}
+	redis_fixture_on_loop(loop, nothing, NULL);
 }
 
 void

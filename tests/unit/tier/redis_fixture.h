@@ -25,6 +25,7 @@
 #include <hiredis/hiredis.h>
 
 #include "loop/loop.h"
+#include "tier/tier.h"
 
 typedef struct redis_node_s {
 	pid_t pid;         /* 0 while not running */
@@ -78,6 +79,14 @@ void redis_fixture_cleanup(void);
 
 /* Runs fn(arg) on loop's thread and returns once it returned. */
 void redis_fixture_on_loop(bc_loop_t *loop, void (*fn)(void *), void *arg);
+
+/* Waits until the Redis tier t (tier_redis.h), opened on loop, has come
+ * up the first time and its loop has finished that transition (the
+ * tier's on_state: its mark_up); asserts after 20 s. The tier connects in
+ * the background, so a test that sets its health by hand starts after
+ * this: a connect that completes later marks the tier up under it
+ * (conformance::health_transitions, in a loaded run). */
+void redis_fixture_tier_wait_up(bc_tier_t *t, bc_loop_t *loop);
 
 void redis_fixture_lock(void);
 void redis_fixture_unlock(void);

@@ -37,7 +37,9 @@ typedef struct bc_conformance_s {
 	 * default). */
 	const bc_policy_ops_t *policy;
 	/* A fresh, empty tier of capacity bytes ordered by pol, calling
-	 * back on loop; asserts (Criterion) on failure. */
+	 * back on loop; asserts (Criterion) on failure. A tier that connects
+	 * in the background is returned up, with nothing of its own left to
+	 * change its health (the health test sets it by hand). */
 	bc_tier_t *(*open)(uint64_t capacity, const bc_policy_ops_t *pol,
 	    bc_loop_t *loop);
 	/* Closes t and removes what open made. */
